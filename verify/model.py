@@ -3,7 +3,8 @@ r"""The model family: weights, variant and initial tokens, validated once.
 The core is the paper's equation (1.1)
 
 .. math:: \dot x_i = \sum_j P_{ij}(t)\, V x_j,\qquad
-          P_{ij} = \frac{e^{\beta\langle Q x_i, K x_j\rangle}}{\sum_l e^{\beta\langle Q x_i, K x_l\rangle}},
+          P_{ij} = \frac{e^{\beta\langle Q x_i, K x_j\rangle}}
+                         {\sum_l e^{\beta\langle Q x_i, K x_l\rangle}},
 
 with constant ``Q, K`` (``k×d``, possibly rectangular) and ``V`` (``d×d``). A :class:`Model`
 also names the *variant* (design.md, "The model family"):
@@ -22,7 +23,8 @@ also names the *variant* (design.md, "The model family"):
 ``heads``
     several ``(Q, K, V)`` triples whose outputs add up.
 ``mlp``
-    ``W σ(·) (+ b)`` applied to the attention output, ``σ`` in ``relu``, ``tanh``, ``identity``.
+    ``W σ(·) (+ b)`` applied to the attention output, ``σ`` in ``relu``, ``tanh``, ``identity``;
+    in the rescaled form this is the paper's §12 model ``ż_i = W σ(V Σ_j P_ij (z_j − z_i))``.
 
 Every matrix is kept **exactly** (an object array of :class:`~fractions.Fraction`, see
 :mod:`verify.exact.inputs`) together with its float64 rounding.
@@ -115,8 +117,8 @@ class Head:
             exact[name] = array
         if exact["Q"].shape[0] != exact["K"].shape[0]:
             raise InvalidArgument(
-                f"Q{label}.shape={exact['Q'].shape} and K{label}.shape={exact['K'].shape} must have "
-                "the same number of rows k, so that <Q x, K y> is defined."
+                f"Q{label}.shape={exact['Q'].shape} and K{label}.shape={exact['K'].shape} must "
+                "have the same number of rows k, so that <Q x, K y> is defined."
             )
         return cls(**exact), conversions
 
@@ -270,14 +272,12 @@ class Model:
         reasons = []
         if self.normalisation != "none":
             reasons.append(f"normalisation={self.normalisation!r}")
-        if self.mlp is not None:
-            reasons.append("an MLP")
         if len(self.heads) > 1:
             reasons.append("several heads")
         if reasons:
             raise InvalidArgument(
                 f"form='z' (rescaled tokens z = e^(-tV) x) is defined only for one head without "
-                f"MLP or normalisation; this model has {' and '.join(reasons)}. Use form='x'."
+                f"normalisation; this model has {' and '.join(reasons)}. Use form='x'."
             )
 
     # -- accessors ------------------------------------------------------------------------

@@ -37,7 +37,9 @@ from verify.errors import InvalidArgument
 __all__ = ["to_rational", "rational_array", "as_float_array", "format_rational"]
 
 # The order in which conversions are reported when several kinds meet in one matrix.
-_KIND_ORDER = ["integer", "rational", "fraction-string", "decimal-string", "decimal", "float-binary"]
+_KIND_ORDER = [
+    "integer", "rational", "fraction-string", "decimal-string", "decimal", "float-binary",
+]
 
 
 def to_rational(value: object, name: str = "value") -> tuple[Fraction, str]:
@@ -68,11 +70,15 @@ def to_rational(value: object, name: str = "value") -> tuple[Fraction, str]:
         return value, "rational"
     if isinstance(value, Decimal):
         if not value.is_finite():
-            raise InvalidArgument(f"{name}={value} is not finite; every entry must be a real number.")
+            raise InvalidArgument(
+                f"{name}={value} is not finite; every entry must be a real number."
+            )
         return Fraction(value), "decimal"
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
-            raise InvalidArgument(f"{name}={value} is not finite; every entry must be a real number.")
+            raise InvalidArgument(
+                f"{name}={value} is not finite; every entry must be a real number."
+            )
         return Fraction(float(value)), "float-binary"
     if isinstance(value, np.integer):
         return Fraction(int(value)), "integer"
@@ -125,6 +131,8 @@ def rational_array(name: str, value: object, ndim: int = 2) -> tuple[np.ndarray,
             raw = np.array(value, dtype=object)
         except ValueError as exc:  # ragged nested lists
             raise InvalidArgument(f"{name} is not a rectangular array: {exc}") from None
+    if raw.dtype == object and any(isinstance(v, (list, tuple, np.ndarray)) for v in raw.flat):
+        raise InvalidArgument(f"{name} is not a rectangular array: its rows differ in length.")
     if raw.ndim != ndim:
         raise InvalidArgument(
             f"Expected {name} with {ndim} dimension(s) but got {name}.ndim={raw.ndim} "
@@ -149,4 +157,6 @@ def as_float_array(array: np.ndarray) -> np.ndarray:
 
 def format_rational(value: Fraction) -> str:
     """A rational as ``"p/q"`` (or ``"p"``), the form used in files and reports."""
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{value.numerator}/{value.denominator}"

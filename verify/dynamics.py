@@ -1,0 +1,332 @@
+r"""Vector fields of the model family, all built on one score/attention kernel.
+
+Scores are handled as a pair ``(S̃, L)`` with ``S = e^{L} S̃``: for the rescaled form
+``S̃_ij = <Q Ẽ(t) z_i, K Ẽ(t) z_j>`` and ``L = 2 μ t`` (see :mod:`verify.exponential`), for the
+token form ``S̃ = β <Q x_i, K x_j>`` and ``L = 0``. The kernel :func:`attention_weights` turns them
+into attention weights in log-sum-exp form,
+
+.. math:: P_{ij} = \frac{\exp\big(e^{L}(\tilde S_{ij} - m_i)\big)}
+                  {\sum_l \exp\big(e^{L}(\tilde S_{il} - m_i)\big)},
+          \qquad m_i = \max_l \tilde S_{il},
+
+so that neither the scores nor ``e^{L}`` are ever formed in float64 (the exponent is computed as
+``-exp(L + log(m_i - S̃_ij))``). Then
+
+* rescaled form (3.1):  ``ż_i = Σ_j A_ij V z_j − V z_i`` (``= Σ_j P_ij V (z_j − z_i)`` for softmax);
+* token form (1.1):     ``ẋ_i = Σ_heads Σ_j A^h_ij V_h x_j`` (+ normalisation, + MLP);
+* discrete layers:      ``x[k+1] = x[k] + h Σ_j P_ij[k] V x_j[k]`` and, with ``R = I + hV``,
+  the rescaled recursion ``z[k+1] = z[k] + h Σ_j P_ij[k] R^{-1} V (z_j[k] − z_i[k])`` (Remark 3.4).
+
+Every function exists for float64 (NumPy) and for python-flint ``arb_mat`` states; the choice
+follows the backend (:mod:`verify.numerics`).
+
+Examples
+--------
+>>> import numpy as np
+>>> attention_weights(np.array([[0.0, -1.0], [-1.0, 0.0]]), log_scale=0.0).round(6)
+array([[0.731059, 0.268941],
+       [0.268941, 0.731059]])
+>>> attention_weights(np.array([[0.0, -1.0], [-1.0, 0.0]]), log_scale=800.0)  # e^800 · gap
+array([[1., 0.],
+       [0., 1.]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from verify.exact.inputs import as_float_array
+from verify.exponential import ValueExponential
+from verify.model import Model
+from verify.numerics import Arb, Backend
+
+__all__ = [
+    "attention_weights",
+    "attention_weights_arb",
+    "VectorField",
+    "discrete_step_tokens",
+    "discrete_step_rescaled",
+]
+
+Field = Callable[[object, object], object]
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel
+# ---------------------------------------------------------------------------------------------
+def attention_weights(scaled_scores: np.ndarray, log_scale: float = 0.0, kind: str = "softmax",
+                      mask: np.ndarray | None = None) -> np.ndarray:
+    """Attention weights from scores ``S = e^{log_scale} · scaled_scores`` (float64).
+
+    Parameters
+    ----------
+    scaled_scores : ndarray, shape (n, n)
+    log_scale : float
+        ``L`` with ``S = e^L S̃``; any size (``e^L`` is never formed).
+    kind : {"softmax", "hardmax", "unnormalised"}
+        ``hardmax`` splits ties evenly; ``unnormalised`` is ``(1/n) e^{S_ij}`` (no row sums).
+    mask : ndarray of bool, shape (n, n), optional
+        Allowed pairs; masked-out weights are 0.
+
+    Returns
+    -------
+    A : ndarray, shape (n, n)
+    """
+    S = np.array(scaled_scores, dtype=float)
+    n = S.shape[0]
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    if kind == "unnormalised":
+        with np.errstate(over="ignore"):
+            weights = np.exp(np.exp(log_scale) * S) if log_scale < 709 else np.where(
+                S > 0, np.inf, np.where(S == 0, 1.0, 0.0))
+        return weights / n
+    top = S.max(axis=1, keepdims=True)
+    gap = top - S  # ≥ 0, +inf where masked
+    if kind == "hardmax":
+        winners = (gap == 0).astype(float)
+        return winners / winners.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", over="ignore"):
+        exponent = -np.exp(log_scale + np.log(gap))  # -e^L·gap, -0 where gap = 0
+    weights = np.exp(exponent)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
+                          mask: np.ndarray | None = None):
+    """The same kernel in ball arithmetic: ``arb_mat`` scores, ``arb`` log-scale (no overflow
+    exists in ``arb``, whose exponents are unbounded)."""
+    from flint import arb, arb_mat
+
+    n = scaled_scores.nrows()
+    factor = log_scale.exp() if not (isinstance(log_scale, (int, float)) and log_scale == 0) \
+        else arb(1)
+    rows = []
+    for i in range(n):
+        allowed = [j for j in range(n) if mask is None or mask[i, j]]
+        entries = {j: scaled_scores[i, j] for j in allowed}
+        if kind == "unnormalised":
+            weights = {j: (factor * s).exp() / n for j, s in entries.items()}
+        else:
+            mids = {j: float(s.mid()) for j, s in entries.items()}
+            best = max(mids.values())
+            if kind == "hardmax":
+                tied = [j for j in allowed if mids[j] == best]
+                weights = {j: arb(1) / len(tied) for j in tied}
+            else:
+                top = entries[max(allowed, key=lambda j: mids[j])]
+                raw = {j: (factor * (s - top)).exp() for j, s in entries.items()}
+                total = sum(raw.values(), arb(0))
+                weights = {j: w / total for j, w in raw.items()}
+        rows.append([weights.get(j, arb(0)) for j in range(n)])
+    return arb_mat(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers that differ between float64 arrays and arb matrices
+# ---------------------------------------------------------------------------------------------
+def _arb_matrix(array: np.ndarray, backend: Arb):
+    return backend.from_exact(array)
+
+
+def _activation_float(name: str, y: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return np.maximum(y, 0.0)
+    if name == "tanh":
+        return np.tanh(y)
+    return y
+
+
+def _activation_arb(name: str, y):
+    from flint import arb, arb_mat
+
+    if name == "identity":
+        return y
+    rows = []
+    for i in range(y.nrows()):
+        row = []
+        for j in range(y.ncols()):
+            v = y[i, j]
+            row.append(v.tanh() if name == "tanh" else (v if float(v.mid()) > 0 else arb(0)))
+        rows.append(row)
+    return arb_mat(rows)
+
+
+def _row_normalise_arb(X):
+    """Rows divided by their Euclidean norm (pre-LN)."""
+    from flint import arb_mat
+
+    rows = []
+    for i in range(X.nrows()):
+        row = [X[i, j] for j in range(X.ncols())]
+        norm = sum((v * v for v in row), 0 * row[0]).sqrt()
+        rows.append([v / norm for v in row])
+    return arb_mat(rows)
+
+
+def _tangent_arb(X, Vel):
+    """Velocity minus its radial part: ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere)."""
+    from flint import arb_mat
+
+    rows = []
+    for i in range(X.nrows()):
+        x = [X[i, j] for j in range(X.ncols())]
+        v = [Vel[i, j] for j in range(X.ncols())]
+        coef = sum((a * b for a, b in zip(v, x, strict=True)), 0 * x[0]) / sum(
+            (a * a for a in x), 0 * x[0])
+        rows.append([b - coef * a for a, b in zip(x, v, strict=True)])
+    return arb_mat(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Vector fields
+# ---------------------------------------------------------------------------------------------
+class VectorField:
+    """The right-hand side of a model's continuous dynamics in a backend's arithmetic.
+
+    ``field(t, state)`` returns ``d state / dt``; the state is ``z`` for ``form="z"`` and ``x``
+    otherwise (``n×d``: ndarray for :class:`~verify.numerics.Float64`, ``arb_mat`` for
+    :class:`~verify.numerics.Arb`). :meth:`scores` and :meth:`attention` give the quantities a
+    trajectory records at its checkpoints.
+
+    Parameters
+    ----------
+    model : Model
+    n : int
+        Number of tokens (for the mask).
+    backend : Backend
+
+    Examples
+    --------
+    >>> from verify.model import Model
+    >>> from verify.numerics import Float64
+    >>> f = VectorField(Model(V=[[1]]), 1, Float64())
+    >>> f(0.0, np.array([[2.0]]))          # one token: ż = V(z − z) = 0
+    array([[0.]])
+    """
+
+    def __init__(self, model: Model, n: int, backend: Backend) -> None:
+        self.model = model
+        self.n = n
+        self.backend = backend
+        self.mask = model.mask_for(n)
+        self.arb = isinstance(backend, Arb)
+        self.rescaled = model.form == "z"
+        self.exponential = ValueExponential(model.V) if self.rescaled else None
+        self.nfev = 0
+        if self.arb:
+            with backend.working_precision():
+                self._heads = [(_arb_matrix(h.V, backend).transpose(),
+                                _arb_matrix(model.beta * h.B, backend)) for h in model.heads]
+                if model.mlp is not None:
+                    self._mlp = (_arb_matrix(model.mlp.W, backend).transpose(),
+                                 None if model.mlp.bias is None
+                                 else _arb_matrix(np.array([model.mlp.bias]), backend))
+        else:
+            self._heads = [(Vf.T.copy(), Bf) for Vf, Bf in model.float_heads()]
+            if model.mlp is not None:
+                self._mlp = (as_float_array(model.mlp.W).T.copy(),
+                             None if model.mlp.bias is None else as_float_array(model.mlp.bias))
+
+    # -- scores and attention ----------------------------------------------------------------
+    def scores(self, t, state, head: int = 0):
+        """``(S̃, L)`` with the scores ``S = e^L S̃`` at time ``t`` for ``state``."""
+        _, B = self._heads[head]
+        if self.rescaled:
+            if self.arb:
+                E, growth = self.exponential.scaled_arb(t, self.backend.bits)
+                Y = state * E.transpose()
+                return Y * B * Y.transpose(), 2 * growth
+            E, growth = self.exponential.scaled_float(float(t))
+            Y = state @ E.T
+            return Y @ B @ Y.T, 2.0 * growth
+        X = self._attention_input(state)
+        if self.arb:
+            return X * B * X.transpose(), 0
+        return X @ B @ X.T, 0.0
+
+    def attention(self, t, state, head: int = 0):
+        """The attention matrix ``A`` (``P`` for softmax) at time ``t``."""
+        scaled, log_scale = self.scores(t, state, head)
+        if self.arb:
+            return attention_weights_arb(scaled, log_scale, self.model.attention, self.mask)
+        return attention_weights(scaled, log_scale, self.model.attention, self.mask)
+
+    def _attention_input(self, X):
+        if self.model.normalisation != "pre-ln":
+            return X
+        if self.arb:
+            return _row_normalise_arb(X)
+        return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+    # -- the field ---------------------------------------------------------------------------
+    def __call__(self, t, state):
+        self.nfev += 1
+        if self.rescaled:
+            Vt, _ = self._heads[0]
+            A = self.attention(t, state)
+            W = state * Vt if self.arb else state @ Vt
+            # Σ_j A_ij V z_j − V z_i  (= Σ_j P_ij V (z_j − z_i) when rows of A sum to 1)
+            out = A * W - W if self.arb else A @ W - W
+            return self._mlp_apply(out)
+        values = self._attention_input(state)
+        total = None
+        for index, (Vt, _) in enumerate(self._heads):
+            A = self.attention(t, state, index)
+            term = A * (values * Vt) if self.arb else A @ (values @ Vt)
+            total = term if total is None else total + term
+        total = self._mlp_apply(total)
+        if self.model.normalisation == "sphere":
+            if self.arb:
+                return _tangent_arb(state, total)
+            radial = np.sum(total * state, axis=1, keepdims=True) / np.sum(
+                state * state, axis=1, keepdims=True)
+            return total - radial * state
+        return total
+
+    def _mlp_apply(self, y):
+        if self.model.mlp is None:
+            return y
+        Wt, bias = self._mlp
+        name = self.model.mlp.activation
+        if self.arb:
+            out = _activation_arb(name, y) * Wt
+            if bias is not None:
+                from flint import arb_mat
+
+                out = out + arb_mat([[bias[0, j] for j in range(bias.ncols())]] * out.nrows())
+            return out
+        out = _activation_float(name, y) @ Wt
+        return out if bias is None else out + bias
+
+
+# ---------------------------------------------------------------------------------------------
+# Discrete layers (exact-friendly: any arithmetic with +, *, @ on object arrays)
+# ---------------------------------------------------------------------------------------------
+def discrete_step_tokens(x: np.ndarray, P: np.ndarray, V: np.ndarray, h) -> np.ndarray:
+    """One residual layer ``x_i[k+1] = x_i[k] + h Σ_j P_ij[k] V x_j[k]``.
+
+    Works on float arrays and on object arrays of Fractions (exact), with ``P`` given.
+
+    >>> from fractions import Fraction as F
+    >>> x = np.array([[F(1)], [F(3)]], dtype=object)
+    >>> P = np.array([[F(1, 2)] * 2] * 2, dtype=object)
+    >>> discrete_step_tokens(x, P, np.array([[F(1)]], dtype=object), F(1, 10))
+    array([[Fraction(6, 5)],
+           [Fraction(16, 5)]], dtype=object)
+    """
+    return x + h * P.dot(x.dot(V.T))
+
+
+def discrete_step_rescaled(z: np.ndarray, P: np.ndarray, V: np.ndarray, h,
+                           R_inv: np.ndarray) -> np.ndarray:
+    """One rescaled layer ``z_i[k+1] = z_i[k] + h Σ_j P_ij[k] R^{-1} V (z_j[k] − z_i[k])``.
+
+    ``R = I + hV`` and ``P[k]`` is the attention of ``x[k] = R^k z[k]`` (Remark 3.4); rows of
+    ``P`` must sum to 1 for this identity.
+    """
+    M = R_inv.dot(V)
+    W = z.dot(M.T)
+    return z + h * (P.dot(W) - W)

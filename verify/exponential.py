@@ -1,0 +1,215 @@
+r"""The matrix exponential ``e^{tV}`` from a decomposition of ``V`` computed once.
+
+The rescaled scores ``<Q e^{tV} z_i, K e^{tV} z_j>`` grow like ``e^{2 μ t}`` with ``μ`` the largest
+real part of an eigenvalue of ``V`` (``μ = λ_1`` for the paper's good triples). We therefore
+factor
+
+.. math:: e^{tV} = e^{\mu t}\, \tilde E(t), \qquad
+          \tilde E(t) = P\, \mathrm{diag}_k\big(e^{(\lambda_k-\mu)t} N_k(t)\big)\, P^{-1},
+
+where ``V = P J P^{-1}`` is an eigen (or, for defective ``V``, Jordan) decomposition and
+``N_k(t) = Σ_m t^m N^m / m!`` the polynomial part of a Jordan block. ``Ẽ(t)`` stays bounded
+(up to polynomial growth), so neither float64 nor the scores overflow; the growth ``μ t`` is
+carried separately in log form. No ``expm`` is evaluated along a trajectory.
+
+Decompositions: symmetric ``V`` uses ``numpy.linalg.eigh``; a diagonalisable ``V`` uses
+``numpy.linalg.eig`` (float64) or FLINT's certified ``acb_mat.eig`` (arbitrary precision); a
+defective ``V`` (or one whose eigenvector matrix is too ill-conditioned for float64) uses SymPy's
+exact Jordan form, which is practical for small ``d``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from fractions import Fraction
+>>> V = np.array([[Fraction(1), Fraction(1)], [Fraction(0), Fraction(1)]], dtype=object)
+>>> E = ValueExponential(V)
+>>> E.kind
+'jordan'
+>>> scaled, growth = E.scaled_float(2.0)          # e^{2V} = e^{2} [[1, 2], [0, 1]]
+>>> np.round(scaled, 12), growth
+(array([[1., 2.],
+       [0., 1.]]), 2.0)
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from verify.errors import InvalidArgument
+from verify.exact.inputs import as_float_array
+
+__all__ = ["ValueExponential"]
+
+_MAX_FLOAT_CONDITION = 1e8  # beyond this the float64 eigenvector matrix is not trusted
+
+
+def _is_symmetric(V: np.ndarray) -> bool:
+    return bool(np.all(V == V.T))
+
+
+class ValueExponential:
+    """``e^{tV} = e^{μ t} Ẽ(t)`` from a decomposition of the exact ``V`` done once.
+
+    Parameters
+    ----------
+    V : ndarray of Fraction, shape (d, d)
+        The exact value matrix.
+
+    Attributes
+    ----------
+    kind : str
+        ``"symmetric"``, ``"diagonalisable"`` or ``"jordan"``.
+    mu : float
+        Largest real part of an eigenvalue of ``V`` (float64 value).
+    """
+
+    def __init__(self, V: np.ndarray) -> None:
+        self.V_exact = V
+        self.d = V.shape[0]
+        Vf = as_float_array(V)
+        self._arb_cache: dict[int, tuple] = {}
+        if _is_symmetric(V):
+            lam, P = np.linalg.eigh(Vf)
+            self.kind = "symmetric"
+            self._float = (lam.astype(complex), P.astype(complex), P.T.astype(complex), None)
+        else:
+            lam, P = np.linalg.eig(Vf)
+            if np.linalg.cond(P) < _MAX_FLOAT_CONDITION:
+                self.kind = "diagonalisable"
+                self._float = (lam, P, np.linalg.inv(P), None)
+            else:
+                self.kind = "jordan"
+                self._float = self._jordan(digits=17, to="float")
+        self.mu = float(np.max(self._float[0].real))
+        self._real = (self.kind == "symmetric"
+                      or bool(np.all(self._float[0].imag == 0)
+                              and np.all(self._float[1].imag == 0)))
+
+    # -- decompositions --------------------------------------------------------------------
+    def _jordan(self, digits: int, to: str):
+        import sympy
+
+        if self.d > 12:
+            raise InvalidArgument(
+                f"V (d={self.d}) is defective or too ill-conditioned to diagonalise in float64, "
+                "and its exact Jordan form is only computed for d ≤ 12."
+            )
+        M = sympy.Matrix(self.d, self.d, [sympy.Rational(v.numerator, v.denominator)
+                                          for v in self.V_exact.flat])
+        P, J = M.jordan_form()
+        blocks = []  # (start, size)
+        start = 0
+        while start < self.d:
+            size = 1
+            while start + size < self.d and J[start + size - 1, start + size] == 1 \
+                    and J[start + size, start + size] == J[start, start]:
+                size += 1
+            blocks.append((start, size))
+            start += size
+        Pinv = P.inv()
+        lam = [J[i, i] for i in range(self.d)]
+
+        if to == "float":
+            def num(e):
+                return complex(sympy.N(e, digits))
+
+            lam_ = np.array([num(v) for v in lam])
+            P_ = np.array([[num(P[i, j]) for j in range(self.d)] for i in range(self.d)])
+            Pinv_ = np.array([[num(Pinv[i, j]) for j in range(self.d)] for i in range(self.d)])
+            return lam_, P_, Pinv_, blocks
+
+        from flint import acb, acb_mat, arb
+
+        def num_acb(e):
+            value = sympy.N(e, digits)
+            re, im = value.as_real_imag()
+            return acb(arb(str(sympy.Float(re, digits))), arb(str(sympy.Float(im, digits))))
+
+        lam_ = [num_acb(v) for v in lam]
+        P_ = acb_mat(self.d, self.d,
+                     [num_acb(P[i, j]) for i in range(self.d) for j in range(self.d)])
+        Pinv_ = acb_mat(self.d, self.d,
+                        [num_acb(Pinv[i, j]) for i in range(self.d) for j in range(self.d)])
+        return lam_, P_, Pinv_, blocks
+
+    def _arb_decomposition(self, bits: int):
+        """(eigenvalues as acb, P, P^{-1} as acb_mat, Jordan blocks or None) at ``bits``."""
+        if bits in self._arb_cache:
+            return self._arb_cache[bits]
+        from flint import acb_mat, fmpq
+
+        if self.kind == "jordan":
+            result = self._jordan(digits=int(bits * 0.302) + 10, to="arb")
+        else:
+            A = acb_mat(self.d, self.d,
+                        [fmpq(v.numerator, v.denominator) for v in self.V_exact.flat])
+            try:
+                lam, P = A.eig(right=True)
+            except ValueError:
+                result = self._jordan(digits=int(bits * 0.302) + 10, to="arb")
+            else:
+                result = (list(lam), P, P.inv(), None)
+        self._arb_cache[bits] = result
+        return result
+
+    # -- evaluation ------------------------------------------------------------------------
+    def scaled_float(self, t: float) -> tuple[np.ndarray, float]:
+        """``(Ẽ(t), μ t)`` in float64, with ``e^{tV} = e^{μ t} Ẽ(t)``."""
+        lam, P, Pinv, blocks = self._float
+        if blocks is None:
+            middle = np.exp((lam - self.mu) * t)
+            if self.kind == "symmetric":
+                E = (P.real * middle.real) @ Pinv.real
+            else:
+                E = ((P * middle) @ Pinv).real
+            return E, self.mu * t
+        inner = np.zeros((self.d, self.d), dtype=complex)
+        for start, size in blocks:
+            base = np.exp((lam[start] - self.mu) * t)
+            for offset in range(size):
+                coeff = base * t ** offset / math.factorial(offset)
+                for r in range(start, start + size - offset):
+                    inner[r, r + offset] = coeff
+        return (P @ inner @ Pinv).real, self.mu * t
+
+    def scaled_arb(self, t, bits: int):
+        """``(Ẽ(t), μ t)`` as (``arb_mat``, ``arb``) at ``bits`` bits (call inside that precision).
+
+        ``μ`` is the midpoint of the certified largest real part, so ``e^{μt} Ẽ(t)`` is exactly
+        ``e^{tV}`` whichever ``μ`` is used.
+        """
+        from flint import acb, acb_mat, arb_mat
+
+        lam, P, Pinv, blocks = self._arb_decomposition(bits)
+        mu = max((v.real.mid() for v in lam), key=float)
+        d = self.d
+        inner = [[acb(0)] * d for _ in range(d)]
+        if blocks is None:
+            for k in range(d):
+                inner[k][k] = ((lam[k] - mu) * t).exp()
+        else:
+            for start, size in blocks:
+                base = ((lam[start] - mu) * t).exp()
+                for offset in range(size):
+                    coeff = base * t ** offset / math.factorial(offset)
+                    for r in range(start, start + size - offset):
+                        inner[r][r + offset] = coeff
+        M = P * acb_mat(inner) * Pinv
+        real = arb_mat(d, d, [M[i, j].real for i in range(d) for j in range(d)])
+        return real, mu * t
+
+    def exp_float(self, t: float) -> np.ndarray:
+        """``e^{tV}`` in float64 (may overflow to ``inf`` for large ``μ t``)."""
+        E, growth = self.scaled_float(t)
+        with np.errstate(over="ignore"):
+            return math.exp(growth) * E if growth < 709 else np.where(E == 0, 0.0, E * np.inf)
+
+    def __repr__(self) -> str:
+        return f"ValueExponential(kind={self.kind!r}, d={self.d}, mu={self.mu:.6g})"
+
+
+def _fraction_matrix(rows: list[list[int | str]]) -> np.ndarray:  # used by doctests/tests
+    return np.array([[Fraction(v) for v in row] for row in rows], dtype=object)

@@ -1,0 +1,200 @@
+"""Instance files: a model, its initial tokens and the simulation settings, in TOML.
+
+Numbers are read exactly: TOML floats are parsed as decimals (``0.64709742`` means
+``64709742/10^8``, not the nearest double), strings may hold decimals or fractions (``"1/3"``).
+
+.. code-block:: toml
+
+    name = "polytope-2d"
+    description = "V = Q = K = I: tokens converge to the vertices of a polytope (Theorem 3.1)."
+
+    [model]
+    V = [[1, 0], [0, 1]]          # Q, K default to the identity; beta to 1
+    form = "z"                    # "x", "z" or "discrete" (then h = ...)
+    attention = "softmax"         # "hardmax", "unnormalised"
+    mask = "full"                 # "causal" or an n×n 0/1 list
+    normalisation = "none"        # "sphere", "pre-ln"
+
+    [tokens]
+    x0 = [[1, 0], [0, 1], ["1/2", "1/2"]]
+    # or: random = { distribution = "uniform", low = -5, high = 5, n = 20, seed = 1 }
+
+    [simulation]
+    horizon = 10
+    checkpoints = 41
+    precision = "float64"         # "auto" or a number of digits
+    cluster_tolerance = 1e-6
+
+Errors name the file, the field and the problem, and suggest the nearest known field for a typo.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+
+from verify.errors import InvalidArgument
+from verify.model import Instance, Model
+
+__all__ = ["InstanceFile", "load_instance_file", "parse_instance", "random_tokens",
+           "instance_to_toml"]
+
+TOP_KEYS = {"name", "description", "model", "tokens", "simulation", "expect"}
+MODEL_KEYS = {"V", "Q", "K", "beta", "form", "attention", "mask", "normalisation", "h", "heads",
+              "mlp"}
+TOKEN_KEYS = {"x0", "random"}
+RANDOM_KEYS = {"distribution", "low", "high", "n", "seed", "scale"}
+SIMULATION_KEYS = {"horizon", "checkpoints", "precision", "rtol", "atol", "error_estimate",
+                   "symmetry", "cluster_tolerance", "max_steps"}
+DISTRIBUTIONS = ("uniform", "gaussian", "sphere")
+
+
+@dataclass
+class InstanceFile:
+    """What an instance file holds: the :class:`~verify.model.Instance` and its settings."""
+
+    instance: Instance
+    simulation: dict = field(default_factory=dict)
+    description: str = ""
+    source: str = ""
+
+
+def _check_keys(where: str, table: dict, allowed: set[str], source: str) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise InvalidArgument(
+                f"{source}: unknown field {where}{key!r}.{hint} Known fields: "
+                f"{', '.join(sorted(allowed))}."
+            )
+
+
+def random_tokens(spec: dict, d: int, source: str = "<instance>") -> np.ndarray:
+    """Seeded random initial tokens (``n×d``, float64, taken at their exact binary values).
+
+    ``distribution``: ``"uniform"`` on ``[low, high]^d``, ``"gaussian"`` (``scale``), or
+    ``"sphere"`` (uniform on the unit sphere).
+
+    >>> random_tokens({"distribution": "uniform", "low": -1, "high": 1, "n": 2, "seed": 0}, 2).shape
+    (2, 2)
+    """
+    _check_keys("tokens.random.", spec, RANDOM_KEYS, source)
+    for key in ("n", "seed"):
+        if not isinstance(spec.get(key), int):
+            raise InvalidArgument(f"{source}: tokens.random.{key} must be an integer.")
+    distribution = spec.get("distribution", "uniform")
+    if distribution not in DISTRIBUTIONS:
+        raise InvalidArgument(f"{source}: tokens.random.distribution={distribution!r} must be "
+                              f"one of {', '.join(DISTRIBUTIONS)}.")
+    rng = np.random.default_rng(spec["seed"])
+    n = spec["n"]
+    if distribution == "uniform":
+        low, high = float(spec.get("low", -1)), float(spec.get("high", 1))
+        return rng.uniform(low, high, size=(n, d))
+    points = rng.normal(0.0, float(spec.get("scale", 1)), size=(n, d))
+    if distribution == "sphere":
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+    return points
+
+
+def parse_instance(data: dict, source: str = "<instance>") -> InstanceFile:
+    """Build an :class:`InstanceFile` from parsed TOML ``data`` (errors name ``source``)."""
+    _check_keys("", data, TOP_KEYS, source)
+    if "model" not in data:
+        raise InvalidArgument(f"{source}: missing table [model] (at least V = [[...]]).")
+    model_table = dict(data["model"])
+    _check_keys("model.", model_table, MODEL_KEYS, source)
+    try:
+        model = Model(**model_table)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{source}: [model]: {exc}") from None
+    tokens = data.get("tokens")
+    if not tokens:
+        raise InvalidArgument(
+            f"{source}: missing table [tokens] with x0 = [[...]] or random = {{...}}."
+        )
+    _check_keys("tokens.", tokens, TOKEN_KEYS, source)
+    if ("x0" in tokens) == ("random" in tokens):
+        raise InvalidArgument(f"{source}: [tokens] needs exactly one of x0 or random.")
+    x0 = tokens["x0"] if "x0" in tokens else random_tokens(tokens["random"], model.d, source)
+    try:
+        instance = Instance(model, x0, name=str(data.get("name", Path(source).stem)))
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{source}: [tokens]: {exc}") from None
+    simulation = dict(data.get("simulation", {}))
+    _check_keys("simulation.", simulation, SIMULATION_KEYS, source)
+    for key, value in simulation.items():
+        if isinstance(value, Decimal):
+            simulation[key] = str(value) if key == "horizon" else float(value)
+    return InstanceFile(instance, simulation, str(data.get("description", "")), source)
+
+
+def load_instance_file(path: str | Path) -> InstanceFile:
+    """Read an instance TOML file (see the module docstring for the format)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InvalidArgument(f"Cannot read instance file {str(path)!r}: {exc.strerror}.") from None
+    try:
+        data = tomllib.loads(text, parse_float=Decimal)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgument(f"{path}: not valid TOML: {exc}.") from None
+    return parse_instance(data, str(path))
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def instance_to_toml(instance: Instance, simulation: dict | None = None,
+                     description: str = "") -> str:
+    """An instance file (exact: every entry written as an exact rational string) that
+    :func:`load_instance_file` reads back to the same instance."""
+    model = instance.model
+    lines = [f"name = {_toml_value(instance.name or 'instance')}"]
+    if description:
+        lines.append(f"description = {_toml_value(description)}")
+    lines.append("\n[model]")
+    if len(model.heads) == 1:
+        for name in ("V", "Q", "K"):
+            lines.append(f"{name} = {_toml_value(getattr(model, name))}")
+    for key, value in model.describe().items():
+        if key in ("d", "heads", "mlp") or value is None:
+            continue
+        if key == "mask" and value == "adjacency":
+            value = model.mask.astype(int)
+        lines.append(f"{key} = {_toml_value(value)}")
+    for head in model.heads if len(model.heads) > 1 else ():
+        lines.append("\n[[model.heads]]")
+        for name in ("V", "Q", "K"):
+            lines.append(f"{name} = {_toml_value(getattr(head, name))}")
+    if model.mlp is not None:
+        lines.append("\n[model.mlp]")
+        lines.append(f"W = {_toml_value(model.mlp.W)}")
+        lines.append(f"activation = {_toml_value(model.mlp.activation)}")
+        if model.mlp.bias is not None:
+            lines.append(f"bias = {_toml_value(model.mlp.bias)}")
+    lines.append("\n[tokens]")
+    lines.append(f"x0 = {_toml_value(instance.x0)}")
+    if simulation:
+        lines.append("\n[simulation]")
+        for key, value in simulation.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"

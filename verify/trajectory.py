@@ -1,0 +1,198 @@
+"""The result of a simulation: checkpoints, tokens, scores, attention, precision, error estimate.
+
+A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
+
+``state``
+    the integrated variable (``z`` for the rescaled form, ``x`` otherwise), ``(m, n, d)`` float64
+    — and, for an arbitrary-precision run, ``state_text``: every entry as a decimal string with
+    all the working digits (the lossless record);
+``scaled_scores``, ``log_scale``
+    the scores ``S = e^{L} S̃`` (``S̃`` rounded once from the working precision);
+``attention``
+    the attention matrix ``P(t_k)`` (``A`` for hardmax/unnormalised attention);
+``margins``
+    per token, the gap between its largest and second largest scaled score (decides hardmax);
+``error``, ``digits``
+    the error estimate: per checkpoint and token, ``max_c |state − reference|`` against a re-run at
+    tighter tolerance and higher precision, and the number of decimal digits that agree;
+``symmetry``
+    the exact symmetry group used to keep the run on an invariant subspace, if any.
+
+Saved losslessly with :meth:`Trajectory.save` (``.npz``: float arrays, decimal strings for high
+precision, and a JSON header) and read back with :func:`load_trajectory`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from verify.errors import InvalidArgument
+
+__all__ = ["Trajectory", "load_trajectory", "agreeing_digits"]
+
+FORMAT_VERSION = 1
+
+
+def agreeing_digits(error: np.ndarray, scale: np.ndarray, cap: float = 99.0) -> np.ndarray:
+    """Decimal digits that agree: ``-log10(error / scale)`` (``cap`` where the error is 0).
+
+    >>> agreeing_digits(np.array([1e-12, 0.0]), np.array([1.0, 1.0]))
+    array([12., 99.])
+    """
+    error = np.asarray(error, dtype=float)
+    scale = np.maximum(np.asarray(scale, dtype=float), np.finfo(float).tiny)
+    with np.errstate(divide="ignore"):
+        digits = -np.log10(error / scale)
+    return np.clip(np.where(error == 0, cap, digits), -cap, cap)
+
+
+@dataclass
+class Trajectory:
+    """A simulated trajectory; see the module docstring for the fields."""
+
+    times: list[Fraction]
+    form: str
+    state: np.ndarray
+    scaled_scores: np.ndarray
+    log_scale: np.ndarray
+    attention: np.ndarray
+    margins: np.ndarray
+    precision: dict
+    tolerances: dict
+    model: dict
+    status: str = "success"
+    message: str = ""
+    stats: dict = field(default_factory=dict)
+    state_text: np.ndarray | None = None
+    error: np.ndarray | None = None
+    margin_error: np.ndarray | None = None
+    reference: dict | None = None
+    symmetry: dict | None = None
+    x_state: np.ndarray | None = None
+    z_state: np.ndarray | None = None
+
+    # -- views ---------------------------------------------------------------------------------
+    @property
+    def t(self) -> np.ndarray:
+        """Checkpoint times as float64."""
+        return np.array([float(v) for v in self.times])
+
+    @property
+    def n(self) -> int:
+        return self.state.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.state.shape[2]
+
+    @property
+    def success(self) -> bool:
+        return self.status == "success"
+
+    @property
+    def z(self) -> np.ndarray | None:
+        """Rescaled tokens ``z(t_k)`` (``None`` where the variant has no rescaled form)."""
+        return self.state if self.form == "z" else self.z_state
+
+    @property
+    def x(self) -> np.ndarray | None:
+        """Tokens ``x(t_k)`` (entries may be ``inf`` when ``e^{tV}`` overflows float64)."""
+        return self.state if self.form != "z" else self.x_state
+
+    @property
+    def digits(self) -> np.ndarray | None:
+        """Per checkpoint, the decimal digits on which the run and its reference agree
+        (relative to the size of the state at that checkpoint)."""
+        if self.error is None:
+            return None
+        scale = np.max(np.abs(self.state), axis=(1, 2))
+        return agreeing_digits(np.max(self.error, axis=1), scale)
+
+    @property
+    def error_estimate(self) -> float | None:
+        """Largest estimated absolute error over all checkpoints and tokens."""
+        return None if self.error is None else float(np.max(self.error))
+
+    def final(self) -> np.ndarray:
+        return self.state[-1]
+
+    def summary(self) -> dict:
+        """Plain data describing the run (what ``verify simulate --json`` prints, less arrays)."""
+        digits = self.digits
+        return {
+            "status": self.status,
+            "message": self.message,
+            "form": self.form,
+            "horizon": str(self.times[-1]),
+            "checkpoints": len(self.times),
+            "precision": self.precision,
+            "tolerances": self.tolerances,
+            "stats": self.stats,
+            "error_estimate": self.error_estimate,
+            "min_agreeing_digits": None if digits is None else float(np.min(digits)),
+            "reference": self.reference,
+            "symmetry": self.symmetry,
+        }
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the trajectory to ``path`` (``.npz``); returns the path written."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            raise InvalidArgument(f"path={str(path)!r}: trajectories are saved as .npz files.")
+        header = {
+            "format_version": FORMAT_VERSION,
+            "times": [str(v) for v in self.times],
+            "form": self.form,
+            "precision": self.precision,
+            "tolerances": self.tolerances,
+            "model": self.model,
+            "status": self.status,
+            "message": self.message,
+            "stats": self.stats,
+            "reference": self.reference,
+            "symmetry": self.symmetry,
+        }
+        arrays = {"header": np.array(json.dumps(header))}
+        for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "error",
+                     "margin_error", "x_state", "z_state", "state_text"):
+            value = getattr(self, name)
+            if value is not None:
+                arrays[name] = value
+        np.savez_compressed(path, **arrays)
+        return path
+
+
+def load_trajectory(path: str | Path) -> Trajectory:
+    """Read a trajectory written by :meth:`Trajectory.save`."""
+    path = Path(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InvalidArgument(f"Cannot read a trajectory from {str(path)!r}: {exc}") from None
+    with data:
+        header = json.loads(str(data["header"]))
+        if header.get("format_version") != FORMAT_VERSION:
+            raise InvalidArgument(
+                f"{str(path)!r} has trajectory format {header.get('format_version')}; this "
+                f"version of verify reads format {FORMAT_VERSION}."
+            )
+        arrays = {name: data[name] for name in data.files if name != "header"}
+    return Trajectory(
+        times=[Fraction(v) for v in header["times"]],
+        form=header["form"],
+        precision=header["precision"],
+        tolerances=header["tolerances"],
+        model=header["model"],
+        status=header["status"],
+        message=header["message"],
+        stats=header["stats"],
+        reference=header["reference"],
+        symmetry=header["symmetry"],
+        **arrays,
+    )

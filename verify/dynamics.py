@@ -33,6 +33,7 @@ array([[1., 0.],
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -88,40 +89,54 @@ def attention_weights(scaled_scores: np.ndarray, log_scale: float = 0.0, kind: s
     if kind == "hardmax":
         winners = (gap == 0).astype(float)
         return winners / winners.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", over="ignore"):
-        exponent = -np.exp(log_scale + np.log(gap))  # -e^L·gap, -0 where gap = 0
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if log_scale < 700:  # e^L is a float: one multiplication
+            exponent = -np.exp(log_scale) * gap
+        else:  # -e^L·gap without forming e^L (0 where gap = 0)
+            exponent = np.where(gap == 0, 0.0, -np.exp(log_scale + np.log(gap)))
     weights = np.exp(exponent)
     return weights / weights.sum(axis=1, keepdims=True)
 
 
 def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
                           mask: np.ndarray | None = None):
-    """The same kernel in ball arithmetic: ``arb_mat`` scores, ``arb`` log-scale (no overflow
-    exists in ``arb``, whose exponents are unbounded)."""
-    from flint import arb, arb_mat
+    """The same kernel in ball arithmetic: ``arb_mat`` scores, ``arb`` log-scale (``arb`` has
+    unbounded exponents, so nothing overflows).
+
+    A softmax weight whose exponent ``e^L (S̃_ij − m_i)`` lies below ``−(prec + 20) ln 2`` is set
+    to 0 without evaluating it: it is smaller than ``2^{-(prec+20)}`` while the row's largest
+    weight is 1, so it is below the working precision.
+    """
+    from flint import arb, arb_mat, ctx
 
     n = scaled_scores.nrows()
-    factor = log_scale.exp() if not (isinstance(log_scale, (int, float)) and log_scale == 0) \
-        else arb(1)
-    rows = []
-    for i in range(n):
-        allowed = [j for j in range(n) if mask is None or mask[i, j]]
-        entries = {j: scaled_scores[i, j] for j in allowed}
-        if kind == "unnormalised":
-            weights = {j: (factor * s).exp() / n for j, s in entries.items()}
-        else:
-            mids = {j: float(s.mid()) for j, s in entries.items()}
-            best = max(mids.values())
-            if kind == "hardmax":
-                tied = [j for j in allowed if mids[j] == best]
-                weights = {j: arb(1) / len(tied) for j in tied}
-            else:
-                top = entries[max(allowed, key=lambda j: mids[j])]
-                raw = {j: (factor * (s - top)).exp() for j, s in entries.items()}
-                total = sum(raw.values(), arb(0))
-                weights = {j: w / total for j, w in raw.items()}
-        rows.append([weights.get(j, arb(0)) for j in range(n)])
-    return arb_mat(rows)
+    entries = scaled_scores.entries()
+    mids = [float(v.mid()) for v in entries]
+    unscaled = isinstance(log_scale, (int, float)) and log_scale == 0
+    factor = arb(1) if unscaled else log_scale.exp()
+    zero, one = arb(0), arb(1)
+    allowed = [mask is None or bool(mask[i, j]) for i in range(n) for j in range(n)]
+    if kind == "unnormalised":
+        scaled = (scaled_scores * factor).entries()
+        return arb_mat(n, n, [(v.exp() / n if ok else zero)
+                              for v, ok in zip(scaled, allowed, strict=True)])
+    best = [max((j for j in range(n) if allowed[i * n + j]), key=lambda j: mids[i * n + j])
+            for i in range(n)]
+    if kind == "hardmax":
+        winners = [ok and mids[k] == mids[(k // n) * n + best[k // n]]
+                   for k, ok in enumerate(allowed)]
+        counts = [sum(winners[i * n:(i + 1) * n]) for i in range(n)]
+        return arb_mat(n, n, [one / counts[k // n] if w else zero for k, w in enumerate(winners)])
+    tops = arb_mat(n, n, [entries[i * n + best[i]] for i in range(n) for _ in range(n)])
+    exponents = ((scaled_scores - tops) * factor).entries()  # e^L (S̃_ij − m_i) ≤ 0
+    cutoff = -2 * (ctx.prec + 20) * math.log(2)
+    factor_float = float(factor.mid())
+    weights = [
+        (e.exp() if factor_float * (mids[k] - mids[(k // n) * n + best[k // n]]) > cutoff
+         else zero) if ok else zero  # below the working precision (see the docstring)
+        for k, (e, ok) in enumerate(zip(exponents, allowed, strict=True))]
+    totals = [sum(weights[i * n:(i + 1) * n], zero) for i in range(n)]
+    return arb_mat(n, n, [w / totals[k // n] for k, w in enumerate(weights)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,6 +279,12 @@ class VectorField:
     # -- the field ---------------------------------------------------------------------------
     def __call__(self, t, state):
         self.nfev += 1
+        if self.arb:
+            # Ball radii are dropped on entry: an integrator's stages combine field values, and
+            # the radii would compound through e^L-scaled exponents into meaningless (even NaN)
+            # balls. The arithmetic stays at the working precision; accuracy is measured by
+            # re-running at a higher one (see verify.simulate).
+            state = state.mid()
         if self.rescaled:
             Vt, _ = self._heads[0]
             A = self.attention(t, state)

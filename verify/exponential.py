@@ -73,8 +73,8 @@ class ValueExponential:
         self._arb_cache: dict[int, tuple] = {}
         if _is_symmetric(V):
             lam, P = np.linalg.eigh(Vf)
-            self.kind = "symmetric"
-            self._float = (lam.astype(complex), P.astype(complex), P.T.astype(complex), None)
+            self.kind = "symmetric"  # real, contiguous arrays: the fast path of scaled_float
+            self._float = (lam, P, np.ascontiguousarray(P.T), None)
         else:
             lam, P = np.linalg.eig(Vf)
             if np.linalg.cond(P) < _MAX_FLOAT_CONDITION:
@@ -84,9 +84,6 @@ class ValueExponential:
                 self.kind = "jordan"
                 self._float = self._jordan(digits=17, to="float")
         self.mu = float(np.max(self._float[0].real))
-        self._real = (self.kind == "symmetric"
-                      or bool(np.all(self._float[0].imag == 0)
-                              and np.all(self._float[1].imag == 0)))
 
     # -- decompositions --------------------------------------------------------------------
     def _jordan(self, digits: int, to: str):
@@ -162,7 +159,7 @@ class ValueExponential:
         if blocks is None:
             middle = np.exp((lam - self.mu) * t)
             if self.kind == "symmetric":
-                E = (P.real * middle.real) @ Pinv.real
+                E = (P * middle) @ Pinv
             else:
                 E = ((P * middle) @ Pinv).real
             return E, self.mu * t

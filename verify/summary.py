@@ -31,8 +31,46 @@ def position_clusters(points: np.ndarray, tolerance: float) -> list[list[int]]:
     return sorted(groups.values())
 
 
+def spectral_reading(loaded: InstanceFile) -> str | None:
+    """The spectral class of ``V`` (and ``QᵀK``) in one line, or ``None`` with several heads."""
+    from verify.exact.spectral import spectral_summary
+
+    model = loaded.instance.model
+    if len(model.heads) != 1:
+        return None
+    return spectral_summary(model.beta * model.Q, model.K, model.V)
+
+
+def attention_reading(traj: Trajectory, k: int = -1) -> dict:
+    """Leaders, clusters and the Boolean limit read from the hardmax graph at checkpoint ``k``,
+    with the score differences certified against the trajectory's error bound
+    (:meth:`Trajectory.score_radius`); undecided rows are reported, never guessed."""
+    from verify.graph import (
+        boolean_limit,
+        boolean_limit_rank,
+        clusters,
+        hardmax_graph,
+        leaders,
+        undecided_nodes,
+    )
+
+    radius = traj.score_radius(k)
+    if np.isscalar(radius) and not np.isfinite(radius):
+        return {"decided": False, "reason": "no error estimate: run without --no-error-estimate"}
+    G = hardmax_graph(traj.scaled_scores[k], radius)
+    undecided = sorted(undecided_nodes(G))
+    reading = {"time": float(traj.times[k]), "leaders": sorted(leaders(G)),
+               "undecided": undecided, "decided": not undecided}
+    if not undecided:
+        reading["clusters"] = sorted(sorted(c) for c in clusters(G))
+        reading["boolean_limit"] = boolean_limit(G).tolist()
+        reading["boolean_rank"] = boolean_limit_rank(G)
+    return reading
+
+
 def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float) -> dict:
-    """Plain data for ``verify simulate``: run facts, final tokens, clusters, attention."""
+    """Plain data for ``verify simulate``: run facts, spectral class, final tokens, clusters,
+    attention, leaders and the Boolean limit."""
     final = traj.z[-1] if traj.z is not None else traj.state[-1]
     summary = {
         "instance": loaded.instance.name,
@@ -46,8 +84,19 @@ def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float)
         "clusters": {"tolerance": tolerance, "groups": position_clusters(final, tolerance)},
         "final_attention": traj.attention[-1].tolist(),
         "agreeing_digits": None if traj.digits is None else traj.digits.tolist(),
+        "spectral_class": spectral_reading(loaded),
+        "hardmax": attention_reading(traj),
     }
     return summary
+
+
+def _stats_text(stats: dict) -> str:
+    solver = stats.get("solver", "layers")
+    if "layers" in stats:
+        return f"{stats['layers']} layers"
+    rejected = f", {stats['rejected']} rejected" if "rejected" in stats else ""
+    return (f"{solver}: {stats.get('accepted', stats.get('steps'))} steps{rejected}, "
+            f"{stats.get('rhs_evals')} field evaluations")
 
 
 def _matrix_text(rows: list[list[float]], fmt: str = "{:>10.4g}") -> list[str]:
@@ -62,7 +111,7 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
         f"form={summary['model']['form']}, attention={summary['model']['attention']})",
         f"status: {run['status']} — {run['message']}",
         f"precision: {run['precision']['backend']} ({run['precision']['bits']} bits), "
-        f"rtol={run['tolerances']['rtol']:.1e}, steps: {run['stats']}",
+        f"rtol={run['tolerances']['rtol']:.1e}; {_stats_text(run['stats'])}",
     ]
     if run["reference"]:
         ref = run["reference"]
@@ -77,8 +126,8 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
         sym = run["symmetry"]
         lines.append(f"symmetry: {sym['description']}; kept exactly on the fixed subspace: "
                      f"{sym['stayed_on_fixed_subspace']}")
-    for extra in summary.get("extra_lines", []):
-        lines.append(extra)
+    if summary["spectral_class"]:
+        lines.append(f"spectral class: {summary['spectral_class']}")
     tokens = summary["final_tokens"]
     lines.append(f"final {tokens['variable']} at t={summary['final_time']:g}:")
     lines += _matrix_text(tokens["values"][:max_rows], "{:>14.8g}")
@@ -88,9 +137,33 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
     lines.append(f"clusters of final {tokens['variable']} at tolerance "
                  f"{summary['clusters']['tolerance']:g}: {len(groups)} — "
                  + " ".join("{" + ",".join(map(str, g)) + "}" for g in groups))
-    lines.append(f"attention matrix at t={summary['final_time']:g}:")
     attention = summary["final_attention"]
-    lines += _matrix_text([row[:max_rows] for row in attention[:max_rows]], "{:>7.3f}")
-    if len(attention) > max_rows:
-        lines.append(f"  … ({len(attention)}×{len(attention)}, use --json)")
+    if len(attention) <= max_rows:
+        lines.append(f"attention matrix at t={summary['final_time']:g}:")
+        lines += _matrix_text(attention, "{:>7.3f}")
+    else:
+        lines.append(f"attention at t={summary['final_time']:g} (largest weight per token; "
+                     "--json for the whole matrix):")
+        lines.append("  " + "  ".join(f"{i}→{int(np.argmax(row))} ({max(row):.3f})"
+                                      for i, row in enumerate(attention)))
+    lines += _hardmax_lines(summary["hardmax"])
     return "\n".join(lines)
+
+
+def _hardmax_lines(reading: dict) -> list[str]:
+    if "reason" in reading:
+        return [f"hardmax reading: not certified ({reading['reason']})"]
+    lines = [f"leaders at t={reading['time']:g} (tokens whose largest score is their own, "
+             f"certified against the error estimate): {reading['leaders']}"]
+    if reading["undecided"]:
+        lines.append(f"undecided (score margin within the error): tokens {reading['undecided']}"
+                     " — no Boolean limit is claimed")
+        return lines
+    lines.append("clusters by leader: " + " ".join(
+        "{" + ",".join(map(str, c)) + "}" for c in reading["clusters"]))
+    lines.append(f"Boolean limit of P (rows: token → its leader), exact rank "
+                 f"{reading['boolean_rank']}:")
+    boolean = reading["boolean_limit"]
+    if len(boolean) <= 20:
+        lines += ["  " + "".join(str(v) for v in row) for row in boolean]
+    return lines

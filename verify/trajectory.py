@@ -12,6 +12,8 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
     the attention matrix ``P(t_k)`` (``A`` for hardmax/unnormalised attention);
 ``margins``
     per token, the gap between its largest and second largest scaled score (decides hardmax);
+``score_error``, ``margin_error``
+    ``|S̃ − S̃_reference|`` per entry and ``|margin − margin_reference|`` per token;
 ``error``, ``digits``
     the error estimate: per checkpoint and token, ``max_c |state − reference|`` against a re-run at
     tighter tolerance and higher precision, and the number of decimal digits that agree;
@@ -71,6 +73,7 @@ class Trajectory:
     state_text: np.ndarray | None = None
     error: np.ndarray | None = None
     margin_error: np.ndarray | None = None
+    score_error: np.ndarray | None = None
     reference: dict | None = None
     symmetry: dict | None = None
     x_state: np.ndarray | None = None
@@ -118,8 +121,13 @@ class Trajectory:
         """Largest estimated absolute error over all checkpoints and tokens."""
         return None if self.error is None else float(np.max(self.error))
 
-    def final(self) -> np.ndarray:
-        return self.state[-1]
+    def score_radius(self, k: int = -1) -> np.ndarray | float:
+        """Absolute error bound on ``scaled_scores[k]``: the difference with the reference run
+        plus the rounding of the stored float64 values (4 ulp of the largest score)."""
+        rounding = 4 * np.finfo(float).eps * float(np.max(np.abs(self.scaled_scores[k])))
+        if self.score_error is None:
+            return np.inf
+        return self.score_error[k] + rounding
 
     def summary(self) -> dict:
         """Plain data describing the run (what ``verify simulate --json`` prints, less arrays)."""
@@ -160,7 +168,7 @@ class Trajectory:
         }
         arrays = {"header": np.array(json.dumps(header))}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "error",
-                     "margin_error", "x_state", "z_state", "state_text"):
+                     "margin_error", "score_error", "x_state", "z_state", "state_text"):
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value

@@ -16,7 +16,7 @@ import numpy as np
 
 from verify.exact.inputs import rational_array
 
-__all__ = ["to_fmpq_mat", "exact_rank", "exact_det"]
+__all__ = ["to_fmpq_mat", "from_fmpq_mat", "exact_rank", "exact_det"]
 
 
 def to_fmpq_mat(matrix: object):
@@ -28,6 +28,17 @@ def to_fmpq_mat(matrix: object):
         array, _ = rational_array("matrix", matrix)
     rows, cols = array.shape
     return fmpq_mat(rows, cols, [fmpq(v.numerator, v.denominator) for v in array.flat])
+
+
+def from_fmpq_mat(matrix) -> np.ndarray:
+    """The object array of Fractions of a ``flint.fmpq_mat`` (inverse of :func:`to_fmpq_mat`)."""
+    rows, cols = matrix.nrows(), matrix.ncols()
+    out = np.empty((rows, cols), dtype=object)
+    for i in range(rows):
+        for j in range(cols):
+            value = matrix[i, j]
+            out[i, j] = Fraction(int(value.p), int(value.q))
+    return out
 
 
 def exact_rank(matrix: object) -> int:

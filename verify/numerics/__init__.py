@@ -3,7 +3,9 @@
 * :class:`Float64` and :class:`Arb` — the two arithmetic backends behind one interface;
 * :func:`integrate_extrapolation` with :class:`GraggBulirschStoer` — adaptive extrapolation with
   exact rational coefficients, in any precision (SciPy's DOP853 is the float64 fast path, used
-  by :func:`verify.simulate.simulate`).
+  by :func:`verify.simulate.simulate`);
+* :func:`fit_line`, :func:`fit_power_law`, :func:`fit_doubly_exponential` — weighted line fits
+  with error bars (used by :mod:`verify.limits`).
 """
 
 from verify.numerics._backends import Arb, Backend, Float64, bits_to_digits, digits_to_bits
@@ -12,6 +14,7 @@ from verify.numerics._extrapolation import (
     IntegrationResult,
     integrate_extrapolation,
 )
+from verify.numerics._fits import LineFit, fit_doubly_exponential, fit_line, fit_power_law
 
 __all__ = [
     "Backend",
@@ -22,4 +25,8 @@ __all__ = [
     "GraggBulirschStoer",
     "IntegrationResult",
     "integrate_extrapolation",
+    "LineFit",
+    "fit_line",
+    "fit_power_law",
+    "fit_doubly_exponential",
 ]

@@ -1,0 +1,138 @@
+"""Vector fields and the float64 path, each checked against an independent route."""
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from flint import arb, arb_mat, ctx
+
+from verify.dynamics import (
+    VectorField,
+    attention_weights,
+    discrete_step_rescaled,
+    discrete_step_tokens,
+)
+from verify.exact.inputs import as_float_array, rational_array
+from verify.exponential import ValueExponential
+from verify.model import Instance, Model
+from verify.numerics import Float64
+from verify.simulate import simulate
+
+F = Fraction
+
+
+def flint_expm(V_rows, t: float) -> np.ndarray:
+    """e^{tV} by FLINT's rigorous arb_mat.exp (an independent route: no eigenvectors)."""
+    saved = ctx.prec
+    ctx.prec = 200
+    try:
+        d = len(V_rows)
+        M = arb_mat(d, d, [arb(str(v)) for row in V_rows for v in row]) * arb(repr(t))
+        E = M.exp()
+        return np.array([[float(E[i, j].mid()) for j in range(d)] for i in range(d)])
+    finally:
+        ctx.prec = saved
+
+
+V_CASES = {
+    "identity": [[1, 0], [0, 1]],
+    "hyperplanes-2d": [["0.64709742", "0.81911926"], ["0.61210449", "0.63263484"]],
+    "rotation-dominant": [[0, -2, 0], [2, 0, 0], [0, 0, 1]],
+    "jordan": [[2, 1, 0], [0, 2, 0], [0, 0, -1]],
+}
+
+
+@pytest.mark.parametrize("name", V_CASES)
+def test_value_exponential_matches_rigorous_expm(name):
+    V, _ = rational_array("V", V_CASES[name])
+    E = ValueExponential(V)
+    for t in (0.0, 0.7, 3.0):
+        scaled, growth = E.scaled_float(t)
+        reference = flint_expm(V_CASES[name], t)
+        assert np.allclose(np.exp(growth) * scaled, reference, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["hyperplanes-2d", "rotation-dominant", "jordan"])
+def test_single_token_is_linear_flow(name):
+    """n = 1: P = 1, so x(t) = e^{tV} x(0) exactly; in the rescaled form z is constant."""
+    V = V_CASES[name]
+    x0 = [["0.3"] + ["-1.25"] * (len(V) - 1)]
+    T = 2.0
+    traj = simulate(Instance(Model(V=V, form="x"), x0), T, checkpoints=3, rtol=1e-12,
+                    atol=1e-14)
+    expected = as_float_array(rational_array("x0", x0)[0]) @ flint_expm(V, T).T
+    error = np.abs(traj.x[-1] - expected).max()
+    assert error < 1e-9 * max(1.0, np.abs(expected).max())
+    assert error <= 5 * traj.error_estimate + 1e-13  # the estimate covers the true error
+    rescaled = simulate(Instance(Model(V=V), x0), T, checkpoints=3, error_estimate=False)
+    assert np.array_equal(rescaled.z[-1], rescaled.z[0])
+    assert np.allclose(rescaled.x[-1], expected, rtol=1e-12)
+
+
+def test_two_token_reduction_matches_scalar_ode():
+    """Remark closing §7: x_{1,2}(0) = (1, ±ε), Q = K = V = I_2. With z_{1,2} = (a, ±b),
+    w = e^{2t} b² solves dw/dt = 2 w tanh w; solve that scalar ODE independently (mpmath's
+    Taylor integrator) and compare."""
+    eps = Fraction(1, 4)
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, eps], [1, -eps]])
+    T = 3
+    traj = simulate(inst, T, checkpoints=7, rtol=1e-12, atol=1e-14)
+    mpmath.mp.dps = 30
+    w0 = mpmath.mpf(eps.numerator) ** 2 / eps.denominator ** 2
+    w = mpmath.odefun(lambda t, w: 2 * w * mpmath.tanh(w), 0, w0)
+    for t, z in zip(traj.t, traj.z, strict=True):
+        b = z[0, 1]
+        assert z[0, 1] == -z[1, 1] and z[0, 0] == z[1, 0] == 1.0  # kept on the symmetric set
+        assert abs(np.exp(2 * t) * b * b - float(w(t))) < 1e-9 * float(w(t))
+
+
+def test_remark_3_4_discrete_rescaling_is_exact():
+    """z[k] = R^{-k} x[k] with R = I + hV: the rescaled recursion equals the layer map exactly
+    (in rational arithmetic, with the same P[k] used by both)."""
+    V, _ = rational_array("V", [[1, "1/2"], ["-1/3", 2]])
+    h = F(1, 10)
+    R = np.eye(2, dtype=int).astype(object) + h * V
+    R_inv = rational_array("R_inv", [[R[1, 1], -R[0, 1]], [-R[1, 0], R[0, 0]]])[0] / (
+        R[0, 0] * R[1, 1] - R[0, 1] * R[1, 0])
+    x, _ = rational_array("x0", [[1, 0], ["1/2", "1/3"], [-1, 2]])
+    z = x.copy()
+    R_inv_k = np.eye(2, dtype=int).astype(object)
+    field = VectorField(Model(V=as_float_array(V).tolist(), form="x"), 3, Float64())
+    for _ in range(4):
+        P_float = field.attention(0.0, as_float_array(x))
+        P = np.vectorize(Fraction, otypes=[object])(P_float)
+        P = P / P.sum(axis=1, keepdims=True)  # exactly row-stochastic rationals
+        x = discrete_step_tokens(x, P, V, h)
+        z = discrete_step_rescaled(z, P, V, h, R_inv)
+        R_inv_k = R_inv.dot(R_inv_k)
+        assert np.array_equal(z, x.dot(R_inv_k.T))  # exact equality of rationals
+
+
+def test_softmax_kernel_is_overflow_free_and_exact_limits():
+    S = np.array([[3.0, 1.0, 3.0], [0.0, 2.0, -5.0], [1.0, 1.0, 1.0]])
+    for L in (0.0, 50.0, 1e3, 1e6):
+        A = attention_weights(S, L)
+        assert np.all(np.isfinite(A)) and np.allclose(A.sum(axis=1), 1.0)
+        if L == 0.0:
+            expected = np.exp(S - S.max(axis=1, keepdims=True))
+            assert np.allclose(A, expected / expected.sum(axis=1, keepdims=True), rtol=1e-15)
+    # far past overflow: the hardmax with ties split evenly
+    assert np.array_equal(attention_weights(S, 1e6), attention_weights(S, 0, "hardmax"))
+    assert np.allclose(attention_weights(S, 1e6)[0], [0.5, 0, 0.5])
+    mask = np.array([[1, 1, 0], [1, 1, 1], [0, 0, 1]], dtype=bool)
+    A = attention_weights(S, 0.0, mask=mask)
+    assert A[0, 2] == 0 and A[2, 2] == 1 and np.allclose(A.sum(axis=1), 1)
+
+
+def test_long_horizon_float64_no_overflow():
+    """V = I to T = 30: scores e^{60}·S̃ never overflow (λ_1 ≈ 6.7 needs arbitrary precision:
+    see tests/test_simulate.py)."""
+    V, T = [[1, 0, 0], [0, 1, 0], [0, 0, 1]], 30
+    rng = np.random.default_rng(5)
+    inst = Instance(Model(V=V), rng.uniform(-1, 1, size=(8, 3)))
+    traj = simulate(inst, T, checkpoints=T + 1, error_estimate=False)
+    assert traj.success
+    assert np.all(np.isfinite(traj.z)) and np.all(np.isfinite(traj.attention))
+    assert np.allclose(traj.attention.sum(axis=2), 1.0, atol=1e-14)
+    assert traj.log_scale[-1] == pytest.approx(2 * ValueExponential(inst.model.V).mu * T)

@@ -1,0 +1,185 @@
+"""Simulations: float64 against arbitrary precision, long horizons, invariant sets, persistence."""
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from flint import arb, ctx
+
+from verify.cli import main
+from verify.model import Instance, Model
+from verify.simulate import choose_bits, simulate
+from verify.trajectory import load_trajectory
+
+IDENTITY3 = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+
+
+@pytest.fixture(scope="module")
+def cube_32():
+    rng = np.random.default_rng(32)
+    return Instance(Model(V=IDENTITY3), rng.uniform(-1, 1, size=(32, 3)))
+
+
+def test_float64_agrees_with_arb_to_its_error_estimate(cube_32):
+    """n = 32, d = 3, V = Q = K = I, T = 10: the float64 run, its error estimate, and an
+    independent 40-digit run agree — the estimate covers the true float64 error."""
+    fast = simulate(cube_32, 10, checkpoints=11)
+    assert fast.success and fast.error is not None
+    slow = simulate(cube_32, 10, checkpoints=11, precision=30, rtol=1e-20, atol=1e-20,
+                    error_estimate=False)
+    true_error = np.max(np.abs(fast.state - slow.state), axis=2)  # slow is exact to float64
+    assert np.all(true_error <= 2 * fast.error + 1e-15)
+    assert fast.error_estimate < 1e-8  # rtol 1e-10 gives an honest ~1e-10 run
+
+
+def test_arb_agrees_with_itself_at_doubled_precision():
+    rng = np.random.default_rng(8)
+    inst = Instance(Model(V=IDENTITY3), rng.uniform(-1, 1, size=(8, 3)))
+    traj = simulate(inst, 10, checkpoints=6, precision=42, rtol=1e-35, atol=1e-35)
+    assert traj.reference["bits"] == 2 * traj.precision["bits"]
+    assert traj.digits.min() >= 30
+    # the recorded decimal strings carry those digits
+    assert len(traj.state_text[-1, 0, 0].lstrip("-").replace(".", "")) >= 40
+
+
+LAMBDA_6_7 = [["6.7", "0.3", 0], ["0.3", 1, 0], [0, 0, -2]]  # λ_1 ≈ 6.72
+
+
+@pytest.mark.parametrize("V, T", [(IDENTITY3, 30), (LAMBDA_6_7, 15)])
+def test_long_horizon_in_arbitrary_precision(V, T):
+    """Scores grow like e^{2 λ_1 t} (e^{60}, e^{201}): no overflow, no NaN, P stochastic, and the
+    score gaps that decide the hardmax agree with a run at doubled precision."""
+    rng = np.random.default_rng(11)
+    inst = Instance(Model(V=V), rng.uniform(-1, 1, size=(6, 3)))
+    traj = simulate(inst, T, checkpoints=T + 1, precision="auto")
+    assert traj.success and traj.precision["bits"] == choose_bits(
+        float(traj.log_scale[-1]) / (2 * T), T)
+    assert np.all(np.isfinite(traj.z)) and np.all(np.isfinite(traj.attention))
+    assert np.allclose(traj.attention.sum(axis=2), 1.0, atol=1e-15)
+    finite = np.isfinite(traj.margins[-1]) & (traj.margins[-1] > 0)
+    relative = traj.margin_error[-1][finite] / traj.margins[-1][finite]
+    assert np.all(relative < 1e-10)
+    assert traj.digits.min() > 10
+
+
+def test_float64_reports_lost_precision_instead_of_crawling():
+    rng = np.random.default_rng(5)
+    inst = Instance(Model(V=LAMBDA_6_7), rng.uniform(-1, 1, size=(8, 3)))
+    traj = simulate(inst, 15, checkpoints=16, error_estimate=False, max_steps=20_000)
+    assert traj.status in ("stalled", "max_steps") and "precision" in traj.message or \
+        traj.status == "max_steps"
+
+
+@pytest.mark.parametrize("precision", ["float64", 30])
+def test_symmetric_configuration_stays_exactly_on_invariant_subspace(precision):
+    """Remark closing §7: x_{1,2}(0) = (1, ±ε). The symmetry diag(1, −1) with the swap is found
+    exactly and the run stays on {z_2 = diag(1, −1) z_1} bit for bit, to T = 20."""
+    eps = Fraction(1, 8)
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, eps], [1, -eps], [0, 0]])
+    traj = simulate(inst, 20, checkpoints=21, precision=precision)
+    assert traj.symmetry["stayed_on_fixed_subspace"] is True
+    assert "diag(1,-1)" in traj.symmetry["description"]
+    z = traj.state_text if traj.state_text is not None else traj.state
+    for frame in z:
+        assert frame[0][0] == frame[1][0]
+        assert frame[0][1] == (frame[1][1][1:] if isinstance(frame[1][1], str) else -frame[1][1])
+        assert float(frame[2][1]) == 0.0  # the origin token stays on the symmetry axis
+
+
+def test_discrete_layers_match_direct_recursion():
+    inst = Instance(Model(V=[[1, "0.5"], [0, -1]], form="discrete", h="0.1"),
+                    [[1, 0], [0, 1], ["-0.5", "0.25"]])
+    traj = simulate(inst, 2, checkpoints=3, error_estimate=False)
+    x = inst.x0_float()
+    V = np.array([[1, 0.5], [0, -1]])
+    for _ in range(20):
+        S = x @ x.T
+        P = np.exp(S - S.max(axis=1, keepdims=True))
+        P /= P.sum(axis=1, keepdims=True)
+        x = x + 0.1 * P @ x @ V.T
+    assert np.allclose(traj.x[-1], x, rtol=1e-14)
+    R = np.eye(2) + 0.1 * V
+    assert np.allclose(traj.z[-1], x @ np.linalg.matrix_power(np.linalg.inv(R), 20).T)
+    with pytest.raises(ValueError, match="whole number of layers"):
+        simulate(inst, "0.25", checkpoints=2)
+
+
+VARIANTS = {
+    # hardmax: a follower moving straight to its leader, argmax never switching (at a switch the
+    # field is discontinuous and two integrators may legitimately part ways)
+    "hardmax": dict(attention="hardmax", V=[[1, 0], [0, 1]], x0=[[2, 0], [1, "0.5"], [0, 3]]),
+    # unnormalised weights grow without bound for expanding V: take a contracting one
+    "unnormalised": dict(attention="unnormalised", form="x", V=[[-1, 0], [0, "-0.5"]]),
+    "causal": dict(mask="causal"),
+    "beta": dict(beta="2.5"),
+    "sphere": dict(form="x", normalisation="sphere"),
+    "pre-ln": dict(form="x", normalisation="pre-ln"),
+    "mlp-tanh": dict(mlp={"W": [[1, 0], [0, 1]], "activation": "tanh"}),
+    "mlp-relu-x": dict(form="x", mlp={"W": [[1, "0.5"], [0, 1]], "activation": "relu",
+                                      "bias": ["0.1", 0]}),
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_variants_float64_and_arb_agree(name):
+    """Every member of the model family runs in both arithmetics, and they agree."""
+    kwargs = dict(VARIANTS[name])
+    x0 = kwargs.pop("x0", [["0.6", "0.8"], ["-0.8", "0.6"], [1, 0]])
+    kwargs.setdefault("V", [[1, "0.25"], ["0.25", "0.5"]])
+    inst = Instance(Model(**kwargs), x0)
+    fast = simulate(inst, 2, checkpoints=3, error_estimate=False, rtol=1e-12, atol=1e-12)
+    slow = simulate(inst, 2, checkpoints=3, precision=25, error_estimate=False)
+    assert fast.success and slow.success
+    assert np.allclose(fast.state, slow.state, rtol=1e-9, atol=1e-9)
+    if name == "sphere":
+        assert np.allclose(np.linalg.norm(slow.x[-1], axis=1), 1.0, atol=1e-15)
+
+
+def test_several_heads():
+    heads = [{"V": [[1, 0], [0, 1]]}, {"V": [[0, -1], [1, 0]], "Q": [["0.5", 0], [0, 1]]}]
+    inst = Instance(Model(heads=heads, form="x"), [[1, 0], [0, 1], ["0.5", "-0.5"]])
+    fast = simulate(inst, 1, checkpoints=3, rtol=1e-12, atol=1e-12)
+    slow = simulate(inst, 1, checkpoints=3, precision=25, error_estimate=False)
+    assert np.allclose(fast.state, slow.state, rtol=1e-9)
+    assert fast.z is None  # no rescaled form with several heads
+
+
+def test_trajectory_round_trip(tmp_path):
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, "0.3"], [0, 1]])
+    for precision in ("float64", 25):
+        traj = simulate(inst, 2, checkpoints=5, precision=precision)
+        path = traj.save(tmp_path / f"run-{precision}.npz")
+        again = load_trajectory(path)
+        assert again.times == traj.times and again.precision == traj.precision
+        assert np.array_equal(again.state, traj.state) and np.array_equal(again.error, traj.error)
+        if traj.state_text is not None:  # high precision: the decimal strings, losslessly
+            assert np.array_equal(again.state_text, traj.state_text)
+            saved = ctx.prec
+            ctx.prec = traj.precision["bits"]
+            try:
+                assert arb(str(again.state_text[-1, 0, 1])).rel_accuracy_bits() > 60
+            finally:
+                ctx.prec = saved
+
+
+def test_cli_simulate(capsys, tmp_path):
+    assert main(["simulate", "claims/examples/polytope-identity.toml", "--horizon", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "clusters of final z" in out and "agreeing digits" in out
+    assert main(["simulate", "claims/examples/hyperplanes-2d.toml", "--json",
+                 "--no-error-estimate", "--save", str(tmp_path / "t.npz")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n"] == 20 and len(summary["final_attention"]) == 20
+    assert load_trajectory(tmp_path / "t.npz").n == 20
+
+
+def test_cli_errors(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model]\nV = [[1, 0]]\n[tokens]\nx0 = [[1, 0]]\n")
+    assert main(["simulate", str(bad)]) == 2
+    assert "bad.toml: [model]: Expected V square" in capsys.readouterr().err
+    assert main(["simulate", str(tmp_path / "missing.toml")]) == 2
+    with pytest.raises(SystemExit) as stop:
+        main(["simulate", "x.toml", "--precision", "lots"])
+    assert stop.value.code == 2

@@ -1,0 +1,399 @@
+r"""Simulate an instance: compose the vector field, a backend and an integrator into a
+:class:`~verify.trajectory.Trajectory` that carries its own error estimate.
+
+* float64: SciPy's DOP853 (order 8, embedded error control) with dense output at checkpoints;
+* arbitrary precision: Gragg–Bulirsch–Stoer extrapolation with exact rational coefficients
+  (:class:`verify.numerics.GraggBulirschStoer`) in python-flint ``arb`` at a precision chosen
+  from the horizon (:func:`choose_bits`) or given;
+* discrete layers: the recursion itself, in the backend's arithmetic.
+
+**Error estimate.** Unless ``error_estimate=False``, the run is repeated at tighter tolerance and
+higher precision (:func:`reference_settings`) and every checkpoint records how far the two runs
+are apart (``Trajectory.error``) and on how many digits they agree (``Trajectory.digits``).
+
+**Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
+initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the
+state is projected back onto the fixed subspace after every step (exactly, in the backend's
+arithmetic) and the trajectory records it.
+
+Examples
+--------
+>>> from verify.model import Model, Instance
+>>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/2"]])
+>>> traj = simulate(inst, 3, checkpoints=4)
+>>> traj.status, traj.t.tolist()
+('success', [0.0, 1.0, 2.0, 3.0])
+>>> bool(traj.digits.min() > 8)              # agreement with the tighter re-run
+True
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from verify.dynamics import VectorField
+from verify.errors import IntegrationError, InvalidArgument
+from verify.exact.inputs import as_float_array, to_rational
+from verify.exponential import ValueExponential
+from verify.model import Instance
+from verify.numerics import Arb, Backend, Float64, digits_to_bits
+from verify.trajectory import Trajectory
+
+__all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times"]
+
+DEFAULT_FLOAT_RTOL = 1e-10
+DEFAULT_FLOAT_ATOL = 1e-12
+DEFAULT_DIGITS = 20
+ARB_REFERENCE_LIMIT = 20_000  # n·n·d above which a float64 run is checked in float64 only
+GUARD_BITS = 32  # see choose_bits
+SYMMETRY_MAX_DIM = 6  # exact symmetries are searched for d ≤ 6
+STALL_WINDOW = 2_000  # DOP853 steps between two checks that the horizon is still reachable
+
+
+def checkpoint_times(horizon: object, checkpoints: int | list | None) -> list[Fraction]:
+    """Exact checkpoint times: ``checkpoints`` equally spaced points on ``[0, horizon]``
+    (default one per unit of time, at least 11), or an explicit increasing list from 0.
+
+    >>> [str(t) for t in checkpoint_times(1, 3)]
+    ['0', '1/2', '1']
+    """
+    T, _ = to_rational(horizon, "horizon")
+    if T <= 0:
+        raise InvalidArgument(f"horizon={horizon!r} must be positive.")
+    if checkpoints is None:
+        checkpoints = max(11, min(201, int(T) + 1))
+    if isinstance(checkpoints, int):
+        if checkpoints < 2:
+            raise InvalidArgument(f"checkpoints={checkpoints} must be at least 2 (0 and horizon).")
+        return [T * k / (checkpoints - 1) for k in range(checkpoints)]
+    times = [to_rational(v, "checkpoints[]")[0] for v in checkpoints]
+    if times[0] != 0 or any(b <= a for a, b in zip(times, times[1:], strict=False)):
+        raise InvalidArgument("checkpoints must increase strictly and start at 0.")
+    return times
+
+
+def choose_bits(mu: float, horizon: float, digits: float = DEFAULT_DIGITS) -> int:
+    """Working precision for ``digits`` correct digits up to ``horizon``.
+
+    Scores grow like ``e^{2 μ t}`` while the differences that decide the attention shrink, so the
+    run needs about ``2 μ T / ln 2`` bits on top of the target (paper spec §4), plus
+    ``GUARD_BITS`` for the round-off of the integrator itself.
+
+    >>> choose_bits(1.0, 30.0, digits=20)
+    186
+    """
+    extra = 2.0 * max(mu, 0.0) * float(horizon) / math.log(2)
+    return int(math.ceil(digits_to_bits(digits) + extra + GUARD_BITS))
+
+
+def reference_settings(backend: Backend, rtol: float, n_entries: int,
+                       mu: float, horizon: float) -> tuple[Backend, float]:
+    """The tighter, higher-precision run used as the error estimate's reference.
+
+    float64 runs are checked against ``arb`` at :func:`choose_bits` bits and
+    ``min(rtol·1e-3, 1e-15)`` — or, for systems too large for ``arb`` to be quick, against float64
+    at the tightest tolerance DOP853 accepts. ``arb`` runs are checked at twice the bits (at least
+    :func:`choose_bits`) and ``rtol`` to the power 1.25.
+    """
+    floor = choose_bits(mu, horizon)
+    if isinstance(backend, Float64):
+        if n_entries <= ARB_REFERENCE_LIMIT:
+            return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
+        return Float64(), max(rtol * 1e-3, 3e-14)
+    return Arb(bits=max(2 * backend.bits, floor)), rtol ** 1.25
+
+
+def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | None = None,
+             precision: str | int | Backend = "float64", rtol: float | None = None,
+             atol: float | None = None, error_estimate: bool = True, symmetry: str = "auto",
+             max_steps: int = 200_000, throw: bool = False) -> Trajectory:
+    """Integrate ``instance`` from 0 to ``horizon`` and return its :class:`Trajectory`.
+
+    Parameters
+    ----------
+    instance : Instance
+    horizon : number
+        Final time (for ``form="discrete"``: ``horizon / h`` layers).
+    checkpoints : int or list, optional
+        See :func:`checkpoint_times`.
+    precision : "float64", "auto", int or Backend
+        ``"float64"`` (fast path), ``"auto"`` (arb at :func:`choose_bits`), an integer number of
+        decimal digits, or a backend object.
+    rtol, atol : float, optional
+        Tolerances of the integrator (defaults: 1e-10/1e-12 in float64, ``10^-digits`` in arb).
+    error_estimate : bool
+        Re-run at tighter tolerance and higher precision and record the differences.
+    symmetry : {"auto", "off"}
+        Keep the run exactly on the invariant subspace of the instance's exact symmetries
+        (searched for one head, full attention, no MLP and ``d ≤ 6``).
+    max_steps : int
+    throw : bool
+        Raise :class:`~verify.errors.IntegrationError` instead of returning a failed trajectory.
+    """
+    model = instance.model
+    times = checkpoint_times(horizon, checkpoints)
+    backend = _backend_for(precision, model, float(times[-1]))
+    if isinstance(backend, Float64):
+        rtol = DEFAULT_FLOAT_RTOL if rtol is None else rtol
+        atol = DEFAULT_FLOAT_ATOL if atol is None else atol
+    else:
+        default = 10.0 ** (-min(DEFAULT_DIGITS, backend.digits - 6))
+        rtol = default if rtol is None else rtol
+        atol = default if atol is None else atol
+    if symmetry not in ("auto", "off"):
+        raise InvalidArgument(f"symmetry={symmetry!r} must be 'auto' or 'off'.")
+    group = _symmetry_group(instance) if symmetry == "auto" else None
+
+    traj = _run(instance, times, backend, rtol, atol, group, max_steps)
+    if traj.success and error_estimate:
+        ref_backend, ref_rtol = reference_settings(backend, rtol, instance.n ** 2 * instance.d,
+                                                   _growth_rate(model), float(times[-1]))
+        ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
+                   4 * max_steps)
+        traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
+                          "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
+        if ref.success:
+            traj.error = _state_difference(traj, ref, ref_backend.bits)
+            both_infinite = np.isinf(traj.margins) & np.isinf(ref.margins)  # a lone token
+            with np.errstate(invalid="ignore"):
+                traj.margin_error = np.where(both_infinite, 0.0,
+                                             np.abs(traj.margins - ref.margins))
+            traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
+        else:
+            traj.reference["message"] = ref.message
+    if throw and not traj.success:
+        raise IntegrationError(traj.message)
+    return traj
+
+
+# ---------------------------------------------------------------------------------------------
+def _state_difference(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarray:
+    """``max_c |traj − ref|`` per checkpoint and token, computed at ``bits`` bits when either run
+    kept more digits than float64 (so that agreement beyond 16 digits is measured, not rounded)."""
+    if traj.state_text is None and ref.state_text is None:
+        return np.max(np.abs(traj.state - ref.state), axis=2)
+    from flint import arb
+
+    backend = Arb(bits=bits)
+
+    def entries(run: Trajectory) -> np.ndarray:
+        text = run.state_text if run.state_text is not None else run.state.astype(object)
+        return np.vectorize(lambda v: arb(str(v)) if isinstance(v, str) else arb(float(v)),
+                            otypes=[object])(text)
+
+    with backend.working_precision():
+        difference = np.vectorize(lambda v: float(abs(v).mid()), otypes=[float])(
+            entries(traj) - entries(ref))
+    return np.max(difference, axis=2)
+
+
+def _backend_for(precision, model, horizon: float) -> Backend:
+    if isinstance(precision, Backend):
+        return precision
+    if precision == "float64":
+        return Float64()
+    if precision == "auto":
+        return Arb(bits=choose_bits(_growth_rate(model), horizon))
+    if isinstance(precision, int) and not isinstance(precision, bool) and precision >= 16:
+        return Arb(digits=precision)
+    raise InvalidArgument(
+        f"precision={precision!r} must be 'float64', 'auto', a number of digits ≥ 16, or a "
+        "backend such as Arb(bits=256)."
+    )
+
+
+def _growth_rate(model) -> float:
+    """``μ``: the largest real part of an eigenvalue of ``V`` over the heads."""
+    return max(ValueExponential(head.V).mu for head in model.heads)
+
+
+def _symmetry_group(instance: Instance):
+    """The exact symmetry group of the instance, or ``None`` when it is trivial or not searched:
+    several heads, an MLP (ReLU does not commute with sign changes), a mask, or
+    ``d > SYMMETRY_MAX_DIM`` (the search is over the ``d!·2^d`` signed permutations)."""
+    model = instance.model
+    full_mask = isinstance(model.mask, str) and model.mask == "full"
+    if len(model.heads) > 1 or model.mlp is not None or not full_mask \
+            or model.d > SYMMETRY_MAX_DIM:
+        return None
+    from verify.exact.symmetry import find_symmetries
+
+    group = find_symmetries(model.V, model.B, instance.x0, max_dim=SYMMETRY_MAX_DIM)
+    return None if group.is_trivial else group
+
+
+def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
+         group, max_steps: int) -> Trajectory:
+    model = instance.model
+    field = VectorField(model, instance.n, backend)
+    with backend.working_precision():
+        y0 = backend.from_exact(instance.x0)
+        project = None if group is None else (lambda y: group.project(y, backend))
+        if model.form == "discrete":
+            states, status, message, stats = _run_discrete(field, times, y0, backend, project)
+        elif isinstance(backend, Float64) and project is None:
+            states, status, message, stats = _run_dop853(field, times, y0, rtol, atol, max_steps)
+        else:
+            from verify.numerics import integrate_extrapolation
+
+            result = integrate_extrapolation(
+                field, times, y0, backend=backend, rtol=rtol, atol=atol, max_steps=max_steps,
+                project=project)
+            states, status, message = result.ys, result.status, result.message
+            stats = {"solver": "GraggBulirschStoer", **{
+                key: str(value) if isinstance(value, Fraction) else value
+                for key, value in result.stats.items()}}
+        traj = _record(field, times[:len(states)], states, backend)
+    traj.status, traj.message, traj.stats = status, message, stats
+    traj.precision = {"backend": backend.name, "bits": backend.bits,
+                      "digits": round(backend.digits, 2)}
+    traj.tolerances = {"rtol": rtol, "atol": atol}
+    traj.model = model.describe()
+    if group is not None:
+        on = all(group.is_on_fixed_subspace(s, backend) for s in states)
+        traj.symmetry = {"group": group.to_dict(), "description": group.describe(),
+                         "enforced": True, "stayed_on_fixed_subspace": bool(on)}
+    return traj
+
+
+def _run_dop853(field, times, y0, rtol, atol, max_steps):
+    from scipy.integrate import DOP853
+
+    shape = y0.shape
+    t_float = [float(t) for t in times]
+    solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_float[0], y0.ravel(),
+                    t_float[-1], rtol=rtol, atol=atol)
+    states, steps, index = [y0.copy()], 0, 1
+    status, message = "success", "reached the horizon"
+    window_start = (0, t_float[0])
+    while index < len(t_float):
+        if steps >= max_steps:
+            status, message = "max_steps", (f"max_steps={max_steps} reached at t={solver.t:.6g};"
+                                            " raise max_steps or loosen rtol.")
+            break
+        if steps - window_start[0] == STALL_WINDOW:
+            rate = (solver.t - window_start[1]) / STALL_WINDOW  # time advanced per step
+            if rate * (max_steps - steps) < t_float[-1] - solver.t:
+                status, message = "stalled", (
+                    f"float64 steps shrank to ~{rate:.1e} at t={solver.t:.6g}: at this pace "
+                    f"max_steps={max_steps} cannot reach T={t_float[-1]:g}. Typically float64 no "
+                    "longer resolves the score differences that decide the attention (they are "
+                    "multiplied by e^(2 mu t)); rerun with precision='auto'.")
+                break
+            window_start = (steps, solver.t)
+        outcome = solver.step()
+        steps += 1
+        if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
+            status = "nonfinite" if not np.all(np.isfinite(solver.y)) else "step_failure"
+            message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
+            break
+        if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
+            dense = solver.dense_output()
+            while index < len(t_float) and t_float[index] <= solver.t:
+                states.append(dense(t_float[index]).reshape(shape))
+                index += 1
+    return states, status, message, {"solver": "DOP853", "steps": steps, "rhs_evals": solver.nfev}
+
+
+def _run_discrete(field, times, y0, backend, project):
+    model = field.model
+    h = model.h
+    layers = [t / h for t in times]
+    if any(k.denominator != 1 for k in layers):
+        raise InvalidArgument(
+            f"form='discrete' with h={h}: every checkpoint time must be a whole number of layers "
+            "(a multiple of h); choose horizon and checkpoints accordingly."
+        )
+    arb = isinstance(backend, Arb)
+    h_b = backend.scalar(h)
+    states, x, k = [y0], y0, 0
+    for target in layers[1:]:
+        while k < target:
+            x = x + h_b * field(k * h_b, x)  # x[k+1] = x[k] + h Σ_j P_ij[k] V x_j[k] (+ variants)
+            if arb:
+                x = x.mid()
+            if project is not None:
+                x = project(x)
+            k += 1
+            if not arb and not np.all(np.isfinite(x)):
+                return states, "nonfinite", f"non-finite tokens at layer {k}.", {"layers": k}
+        states.append(x)
+    return states, "success", "reached the last layer", {"layers": k}
+
+
+def _record(field: VectorField, times, states, backend) -> Trajectory:
+    arb = isinstance(backend, Arb)
+    scaled, logs, attention, margins = [], [], [], []
+    for t, y in zip(times, states, strict=True):
+        tb = backend.scalar(t)
+        S, L = field.scores(tb, y)
+        A = field.attention(tb, y)
+        if arb:
+            margins.append(_margins_arb(S, field.mask))
+            scaled.append(backend.to_float(S))
+            attention.append(backend.to_float(A))
+            logs.append(float(L) if isinstance(L, int) else float(L.mid()))
+        else:
+            margins.append(_margins_float(S, field.mask))
+            scaled.append(S)
+            attention.append(A)
+            logs.append(float(L))
+    state = np.array([backend.to_float(y) for y in states])
+    traj = Trajectory(
+        times=list(times), form=field.model.form, state=state, scaled_scores=np.array(scaled),
+        log_scale=np.array(logs), attention=np.array(attention), margins=np.array(margins),
+        precision={}, tolerances={}, model={},
+        state_text=np.array([backend.to_strings(y) for y in states]) if arb else None)
+    _derived_forms(field, traj)
+    return traj
+
+
+def _margins_float(S: np.ndarray, mask) -> np.ndarray:
+    S = np.where(mask, S, -np.inf) if mask is not None else S
+    if S.shape[1] < 2:
+        return np.full(S.shape[0], np.inf)
+    top2 = -np.sort(-S, axis=1)[:, :2]
+    return top2[:, 0] - top2[:, 1]
+
+
+def _margins_arb(S, mask) -> np.ndarray:
+    n = S.nrows()
+    out = np.full(n, np.inf)
+    for i in range(n):
+        row = [S[i, j] for j in range(n) if mask is None or mask[i, j]]
+        if len(row) < 2:
+            continue
+        row.sort(key=lambda v: float(v.mid()), reverse=True)
+        out[i] = float((row[0] - row[1]).mid())
+    return out
+
+
+def _derived_forms(field: VectorField, traj: Trajectory) -> None:
+    """x from z (rescaled runs) and z from x (single-head runs without extras), in float64."""
+    model = field.model
+    t = traj.t
+    if model.form == "z":
+        with np.errstate(over="ignore", invalid="ignore"):
+            traj.x_state = np.array([z @ field.exponential.exp_float(tk).T
+                                     for tk, z in zip(t, traj.state, strict=True)])
+        return
+    if len(model.heads) > 1 or model.normalisation != "none" or model.mlp is not None:
+        return
+    V = as_float_array(model.V)
+    if model.form == "discrete":
+        R = np.eye(model.d) + float(model.h) * V
+        zs, inv_power, previous = [], np.eye(model.d), Fraction(0)
+        for tk, x in zip(traj.times, traj.state, strict=True):
+            for _ in range(int((tk - previous) / model.h)):
+                inv_power = np.linalg.solve(R, inv_power)
+            previous = tk
+            zs.append(x @ inv_power.T)
+        traj.z_state = np.array(zs)
+        return
+    exponential = ValueExponential(model.V)
+    with np.errstate(over="ignore", invalid="ignore"):
+        traj.z_state = np.array([x @ exponential.exp_float(-tk).T
+                                 for tk, x in zip(t, traj.state, strict=True)])

@@ -15,11 +15,10 @@ the successive differences :math:`\Delta_k = v(t_{k+1}) - v(t_k)` decay at the s
 * norms are max-norms over components, like ``Trajectory.error``;
 * a difference is *resolved* when :math:`\|\Delta_k\| > e_k + e_{k+1}` (the error estimates of
   its two ends; never below one float64 ulp of the values);
-* lines are fitted by weighted least squares with the propagated error estimates, plus an
-  intrinsic scatter when the residuals exceed them (so standard errors reflect both noise and
-  misfit); decisions use the *coverage factor* :math:`\kappa`, the Student-t quantile with
-  the fit's residual degrees of freedom at the two-sided level :data:`CONFIDENCE` of
-  :math:`3\sigma` (:math:`\kappa = 3` for many points, larger for few);
+* lines are fitted with the propagated error estimates, plus an intrinsic scatter when the
+  residuals exceed them, and decisions use the *coverage factor* :math:`\kappa` (about 3) at
+  level :data:`CONFIDENCE`: see :mod:`verify.numerics._fits`, which also holds the other laws
+  (:func:`fit_power_law`, :func:`fit_doubly_exponential`; re-exported here);
 * the extrapolation error is bounded by the largest correction compatible with the rate's lower
   confidence bound :math:`r_- = r - \kappa\sigma_r`, plus the error estimate of the last value
   (the direction of the correction is not trusted, so the bar covers the whole way from the
@@ -44,10 +43,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2 as chi_square
-from scipy.stats import t as student_t
 
 from verify.errors import InvalidArgument
+from verify.numerics._fits import (
+    CONFIDENCE,
+    LineFit,
+    _fit_line,
+    check_series,
+    coverage_factor,
+    fit_doubly_exponential,
+    fit_power_law,
+    line_rejected,
+    log_error,
+    tail_count,
+)
 
 __all__ = [
     "CONFIDENCE",
@@ -66,89 +75,10 @@ __all__ = [
     "compatible",
 ]
 
-#: Two-sided coverage of the error bars used for decisions: that of ±3σ for a normal law.
-CONFIDENCE = math.erf(3 / math.sqrt(2))
 #: A rate is fitted from at least this many resolved differences (one residual degree of freedom).
 MIN_DIFFERENCES = 3
 #: The values :attr:`LimitFit.kind` takes.
 KINDS = ("exponential", "converged-to-error", "power-law", "stalled", "diverging", "inconclusive")
-_EPS = float(np.finfo(float).eps)
-
-
-def coverage_factor(dof: int) -> float:
-    r"""Multiple of a standard error covering :data:`CONFIDENCE` (Student-t, ``dof`` degrees).
-
-    >>> round(coverage_factor(10**6), 3), round(coverage_factor(4), 2)
-    (3.0, 6.62)
-    """
-    if dof < 1:
-        return math.inf
-    return float(student_t.ppf(0.5 + CONFIDENCE / 2, dof))
-
-
-@dataclass(frozen=True)
-class LineFit:
-    r"""Weighted least-squares line ``y = slope·x + intercept`` with standard errors.
-
-    ``scatter`` is the intrinsic scatter :math:`\tau` added to every point's error so that the
-    reduced :math:`\chi^2` is at most 1 (0 when the stated errors explain the residuals);
-    ``coverage`` is :func:`coverage_factor` of the residual degrees of freedom.
-    """
-
-    slope: float
-    slope_error: float
-    intercept: float
-    intercept_error: float
-    n_points: int
-    coverage: float
-    scatter: float = 0.0
-    reason: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """True when the line was fitted (at least 3 usable points)."""
-        return self.n_points >= 3
-
-
-def _wls(x: np.ndarray, y: np.ndarray, var: np.ndarray) -> tuple[float, ...]:
-    """Weighted line: (slope, intercept, var slope, var intercept, chi²)."""
-    w = 1.0 / var
-    sw = float(np.sum(w))
-    xbar, ybar = float(np.sum(w * x)) / sw, float(np.sum(w * y)) / sw
-    dx = x - xbar
-    sxx = float(np.sum(w * dx * dx))
-    slope = float(np.sum(w * dx * (y - ybar))) / sxx
-    intercept = ybar - slope * xbar
-    chi2 = float(np.sum(w * (y - slope * x - intercept) ** 2))
-    return slope, intercept, 1.0 / sxx, 1.0 / sw + xbar**2 / sxx, chi2
-
-
-def _line(x: np.ndarray, y: np.ndarray, dy: np.ndarray, reason: str = "") -> LineFit:
-    r"""Fit a line to points with standard errors ``dy``, adding an intrinsic scatter
-    :math:`\tau` (Paule–Mandel) when the residuals exceed the stated errors: the weights are
-    :math:`1/(dy_k^2 + \tau^2)` with the smallest :math:`\tau \ge 0` giving
-    :math:`\chi^2 \le n - 2`. Exact data with a misfit thus get the ordinary least-squares
-    errors; noisy data get the errors propagated from ``dy``."""
-    n = len(x)
-    if n < 3:
-        why = f"only {n} usable point(s); a line with an error bar needs at least 3"
-        return LineFit(math.nan, math.nan, math.nan, math.nan, n, math.inf, 0.0,
-                       f"{reason}; {why}" if reason else why)
-    base = np.maximum(dy, _EPS * (1 + np.abs(y))) ** 2    # never below y's float resolution
-    tau2 = 0.0
-    if _wls(x, y, base)[4] > n - 2:
-        lo, hi = float(np.min(base)), max(float(np.var(y)), float(np.max(base)))
-        while _wls(x, y, base + hi)[4] > n - 2:
-            hi *= 4
-        for _ in range(200):                               # bisection in log τ²
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if _wls(x, y, base + mid)[4] > n - 2 else (lo, mid)
-            if hi <= lo * (1 + 1e-9):
-                break
-        tau2 = hi
-    slope, intercept, var_slope, var_intercept, _ = _wls(x, y, base + tau2)
-    return LineFit(slope, math.sqrt(var_slope), intercept, math.sqrt(var_intercept), n,
-                   coverage_factor(n - 2), math.sqrt(tau2), reason)
 
 
 @dataclass(frozen=True)
@@ -210,67 +140,6 @@ class LimitFit:
                 "n_points": self.n_points}
 
 
-# --------------------------------------------------------------------------- input checks
-def _times(times: object) -> np.ndarray:
-    try:
-        t = np.asarray(times, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"times={times!r} ({type(times).__name__}) is not an array of "
-                              "numbers; pass the checkpoint times, e.g. traj.t.") from None
-    if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-        raise InvalidArgument(f"times (shape {t.shape}) must be a finite, strictly increasing "
-                              "1-D array; pass the checkpoint times, e.g. traj.t.")
-    return t
-
-
-def _series(times: object, values: object, errors: object):
-    """(t (m,), v (m, p), e (m,), shape of one value); ``e`` is at least one ulp of ``v``."""
-    t = _times(times)
-    try:
-        v = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"values ({type(values).__name__}) is not a numeric array; pass "
-                              "an array of shape (m, ...) with m = len(times).") from None
-    if v.ndim == 0 or v.shape[0] != len(t):
-        raise InvalidArgument(f"values.shape={v.shape} must start with m = len(times) = "
-                              f"{len(t)}; values[k] is the value at times[k].")
-    if np.any(np.isnan(v)):
-        raise InvalidArgument("values contain NaN; the sequence is undefined there (check the "
-                              "trajectory's status and message).")
-    shape = v.shape[1:]
-    v = v.reshape(len(t), -1)
-    if errors is None:
-        e = np.zeros(len(t))
-    else:
-        e = np.asarray(errors, dtype=float)
-        if e.ndim == 0:
-            e = np.full(len(t), float(e))
-        elif e.shape[0] == len(t) and (e.ndim == 1 or e.shape[1:] == shape):
-            e = e.reshape(len(t), -1).max(axis=1)
-        else:
-            raise InvalidArgument(f"errors.shape={e.shape} must be (), ({len(t)},) or "
-                                  f"values.shape={(len(t),) + shape}.")
-        if np.any(np.isnan(e)) or np.any(e < 0) or not np.all(np.isfinite(e)):
-            raise InvalidArgument("errors must be finite and ≥ 0 (absolute error estimates); "
-                                  "use errors=None when there is no estimate.")
-    with np.errstate(invalid="ignore"):
-        ulp = _EPS * np.max(np.abs(v), axis=1) if v.shape[1] else np.zeros(len(t))
-    return t, v, np.maximum(e, np.nan_to_num(ulp, posinf=0.0)), shape
-
-
-def _tail(m: int, tail: object) -> int:
-    """Number of checkpoints in the tail: a fraction in (0, 1] or a count ≥ 2."""
-    if isinstance(tail, bool) or not isinstance(tail, (int, float)):
-        raise InvalidArgument(f"tail={tail!r} ({type(tail).__name__}) must be a fraction in "
-                              "(0, 1] (float) or a number of checkpoints (int), e.g. tail=0.5.")
-    if isinstance(tail, int):
-        if tail < 2:
-            raise InvalidArgument(f"tail={tail} (int) must be at least 2 checkpoints.")
-        return min(tail, m)
-    if not 0 < tail <= 1:
-        raise InvalidArgument(f"tail={tail} (float) must be a fraction in (0, 1].")
-    return max(2, min(m, math.ceil(tail * m)))
-
 
 def _shaped(row: np.ndarray, shape: tuple) -> float | np.ndarray:
     return float(row[0]) if shape == () else row.reshape(shape).copy()
@@ -285,13 +154,13 @@ def _rate_fit(mid: np.ndarray, size: np.ndarray, noise: np.ndarray, h: np.ndarra
     and is removed by fixed-point iteration on a non-uniform one.
     """
     y0 = np.log(size)
-    dy = -np.log1p(-noise / size)  # log-error of each size (finite: resolved means noise < size)
+    dy = log_error(size, noise)  # finite: resolved means noise < size
     uniform = np.allclose(h, h[0], rtol=1e-12, atol=0)
-    rate, fit = 0.0, _line(mid, y0, dy)
+    rate, fit = 0.0, _fit_line(mid, y0, dy)
     for _ in range(1 if uniform else 50):
         x = rate * h / 2
         sinhc = np.where(x == 0, 1.0, np.sinh(x) / np.where(x == 0, 1.0, x))
-        fit = _line(mid, y0 - np.log(h * sinhc), dy)
+        fit = _fit_line(mid, y0 - np.log(h * sinhc), dy)
         if not fit.ok or abs(-fit.slope - rate) <= 1e-14 * (1 + abs(rate)):
             break
         rate = -fit.slope
@@ -309,10 +178,21 @@ def _power_law_excluded(mid: np.ndarray, size: np.ndarray, noise: np.ndarray, h:
     """
     if np.any(mid <= 0):
         return True  # no algebraic law from the time origin to compare with
-    y = np.log(size / h)
-    dy = np.maximum(-np.log1p(-noise / size), _EPS * (1 + np.abs(y)))
-    chi2 = _wls(np.log(mid), y, dy**2 + scatter**2)[4]
-    return bool(chi2 > chi_square.ppf(CONFIDENCE, len(mid) - 2))
+    return line_rejected(np.log(mid), np.log(size / h), log_error(size, noise), scatter)
+
+
+def _decay(mid: np.ndarray, size: np.ndarray, noise: np.ndarray, h: np.ndarray,
+           use: np.ndarray) -> tuple[LineFit | None, str]:
+    """The rate fit on the differences ``use`` (None if there are none) and the law they decay
+    by: ``"exponential"`` (rate positive beyond κσ, power law rejected), ``"power-law"``
+    (rate positive beyond κσ, power law not rejected) or ``""`` (no significant decay)."""
+    if len(use) == 0:
+        return None, ""
+    diffs = mid[use], size[use], noise[use], h[use]
+    fit = _rate_fit(*diffs)
+    if not (fit.ok and fit.slope_interval[1] < 0):
+        return fit, ""
+    return fit, "exponential" if _power_law_excluded(*diffs, fit.scatter) else "power-law"
 
 
 def fit_exponential_convergence(times: object, values: object, errors: object = None, *,
@@ -370,9 +250,9 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     >>> fit_exponential_convergence(t[:3], t[:3]).reason
     'only 2 checkpoints in the tail; at least 4 are needed to fit a rate (tail=0.5 of 3).'
     """
-    t_all, v_all, e_all, shape = _series(times, values, errors)
-    k = _tail(len(t_all), tail)
-    t, v, e = t_all[-k:], v_all[-k:], e_all[-k:]
+    t, v, e, shape = check_series(times, values, errors)
+    m, k = len(t), tail_count(len(t), tail)
+    t, v, e = t[-k:], v[-k:], e[-k:]
     last = _shaped(v[-1], shape)
     nan = math.nan
 
@@ -388,7 +268,7 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     if k < MIN_DIFFERENCES + 1:
         return result("inconclusive", f"only {k} checkpoints in the tail; at least "
                       f"{MIN_DIFFERENCES + 1} are needed to fit a rate (tail={tail} of "
-                      f"{len(t_all)}).")
+                      f"{m}).")
     delta = np.diff(v, axis=0)
     size = np.max(np.abs(delta), axis=1) if v.shape[1] else np.zeros(k - 1)
     noise = e[:-1] + e[1:]
@@ -402,13 +282,11 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
         first = len(resolved) - floor                      # index of the first floor value
         spread = float(np.max(np.max(np.abs(v[first:] - v[-1]), axis=1) + e[first:])) \
             if v.shape[1] else 0.0
-        use = np.flatnonzero(resolved[:first])
-        fit = _rate_fit(mid[use], size[use], noise[use], h[use]) if len(use) else None
-        decays = (fit is not None and fit.ok and -fit.slope - fit.coverage * fit.slope_error > 0
-                  and _power_law_excluded(mid[use], size[use], noise[use], h[use], fit.scatter))
+        fit, law = _decay(mid, size, noise, h, np.flatnonzero(resolved[:first]))
+        decays = law == "exponential"
         bound = spread
         if decays:
-            r_low = -fit.slope - fit.coverage * fit.slope_error
+            r_low = -fit.slope_interval[1]
             bound = max(spread, 2 * noise[-1] / math.expm1(r_low * h[-1]))
         if floor >= MIN_DIFFERENCES or decays:
             how = "after a fitted exponential decay" if decays else "throughout"
@@ -423,14 +301,13 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     if len(use) < MIN_DIFFERENCES:
         return result("inconclusive", f"only {len(use)} differences on {span} exceed their "
                       f"error estimates; at least {MIN_DIFFERENCES} are needed to fit a rate.")
-    fit = _rate_fit(mid[use], size[use], noise[use], h[use])
+    fit, law = _decay(mid, size, noise, h, use)
     rate, half = -fit.slope, fit.coverage * fit.slope_error
-    if rate - half > 0 and not _power_law_excluded(mid[use], size[use], noise[use], h[use],
-                                                   fit.scatter):
+    if law == "power-law":
         return result("power-law", f"differences on {span} decay, but a power of t fits them as "
                       f"well as e^(-rt) (rate {rate:.3g} ± {fit.slope_error:.2g}); an algebraic "
                       "approach has no exponential tail bound (see fit_power_law).", fit=fit)
-    if rate - half > 0:
+    if law == "exponential":
         correction = delta[-1] / math.expm1(rate * h[-1])
         remaining = (size[-1] + noise[-1]) / math.expm1((rate - half) * h[-1])
         movement = float(np.max(np.abs(v[-1] - v[0])))
@@ -446,103 +323,6 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
                       f"{fit.slope_error:.2g}.", fit=fit)
     return result("stalled", f"differences on {span} neither decay nor grow significantly "
                   f"(rate {rate:.3g} ± {fit.slope_error:.2g}, κ={fit.coverage:.3g}).", fit=fit)
-
-
-# --------------------------------------------------------------------------- other laws
-def fit_doubly_exponential(times: object, gaps: object, errors: object = None, *,
-                           log: bool = False, tail: float | int = 0.5) -> LineFit:
-    r"""Fit :math:`|g(t)| = \exp(-c\, e^{a t})`: a line through :math:`\log(-\log|g|)` vs ``t``.
-
-    Used for the rows of :math:`P(t)` that converge to 0/1 (``boolean-1d``:
-    :math:`|P_{ij} - \delta| \le \exp(-c e^{t})` for :math:`V = 1`). ``slope`` is :math:`a`,
-    ``intercept`` is :math:`\log c`.
-
-    Parameters
-    ----------
-    times : array_like, shape (m,)
-    gaps : array_like, shape (m,)
-        :math:`|g(t_k)|`, computed with *relative* accuracy (e.g. off-diagonal attention entries,
-        not ``1 − P_ii``); with ``log=True``, :math:`\log|g(t_k)|` (from scaled scores, when
-        :math:`g` underflows float64).
-    errors : array_like, shape (m,), optional
-        Absolute error estimates of the gaps (of the log-gaps with ``log=True``).
-    log : bool
-    tail : float or int
-        As in :func:`fit_exponential_convergence`.
-
-    Returns
-    -------
-    fit : LineFit
-        Points with :math:`g = 0` (underflow), :math:`|g| \ge 1` or error ≥ gap are dropped;
-        ``fit.ok`` is False (and ``reason`` says why) when fewer than 3 remain.
-
-    Examples
-    --------
-    >>> t = np.linspace(0, 5, 11)
-    >>> fit = fit_doubly_exponential(t, np.exp(-2 * np.exp(t)), tail=1.0)
-    >>> round(fit.slope, 9), round(float(np.exp(fit.intercept)), 9)
-    (1.0, 2.0)
-    """
-    t = _times(times)
-    g = np.abs(np.asarray(gaps, dtype=float)) if not log else np.asarray(gaps, dtype=float)
-    e = np.zeros(len(t)) if errors is None else np.broadcast_to(
-        np.asarray(errors, dtype=float), t.shape)
-    if g.shape != t.shape or np.any(np.isnan(g)) or np.any(np.isnan(e)) or np.any(e < 0):
-        raise InvalidArgument(f"gaps.shape={g.shape} must equal times.shape={t.shape}, with "
-                              "no NaN and errors ≥ 0.")
-    k = _tail(len(t), tail)
-    t, g, e = t[-k:], g[-k:], e[-k:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        L = g if log else np.log(g)                        # log|g|
-        rel = e / np.abs(L) if log else -np.log1p(-np.minimum(e / g, 1)) / np.abs(L)
-    ok = np.isfinite(L) & (L < 0) & np.isfinite(rel) & (log | (e < g))
-    reason = (f"{int(np.sum(~ok))} of {k} points dropped (underflow, |g| ≥ 1 or error ≥ gap)"
-              if np.any(~ok) else "")
-    return _line(t[ok], np.log(-L[ok]), rel[ok], reason)
-
-
-def fit_power_law(times: object, values: object, errors: object = None, *,
-                  tail: float | int = 0.5) -> LineFit:
-    r"""Fit :math:`\|v(t)\|_\infty \approx C\, t^{p}`: a line through :math:`\log\|v\|` vs
-    :math:`\log t` (``slope`` is the exponent :math:`p`, ``intercept`` is :math:`\log C`).
-
-    For the collapse of ``collapse-negative-identity`` (:math:`V = -I`, like :math:`t^{-1/2}`).
-
-    Parameters
-    ----------
-    times, values, errors, tail
-        As in :func:`fit_exponential_convergence`; the tail's times must be > 0.
-
-    Returns
-    -------
-    fit : LineFit
-        Points whose norm does not exceed its error estimate are dropped (``reason`` counts
-        them); ``fit.ok`` is False when fewer than 3 remain.
-
-    Raises
-    ------
-    InvalidArgument
-        As in :func:`fit_exponential_convergence`, or a tail time ≤ 0.
-
-    Examples
-    --------
-    >>> t = np.linspace(1, 100, 50)
-    >>> fit = fit_power_law(t, 3 / np.sqrt(t)[:, None] * np.array([1.0, -0.5]))
-    >>> round(fit.slope, 9), round(float(np.exp(fit.intercept)), 9)
-    (-0.5, 3.0)
-    """
-    t, v, e, _ = _series(times, values, errors)
-    k = _tail(len(t), tail)
-    t, v, e = t[-k:], v[-k:], e[-k:]
-    if np.any(t <= 0):
-        raise InvalidArgument(f"the tail starts at t={t[0]:.6g}; a power law in t needs t > 0 "
-                              "(use a smaller tail or drop t = 0).")
-    size = np.max(np.abs(v), axis=1)
-    ok = (size > e) & np.isfinite(size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dy = -np.log1p(-e / size)
-    reason = f"{int(np.sum(~ok))} of {k} points dropped (norm ≤ error)" if np.any(~ok) else ""
-    return _line(np.log(t[ok]), np.log(size[ok]), dy[ok], reason)
 
 
 # --------------------------------------------------------------------------- trajectories
@@ -569,10 +349,14 @@ def _token_series(traj, variable: str):
     return values, errors, note
 
 
-def _with_note(fit: LimitFit, note: str) -> LimitFit:
-    if not note:
-        return fit
-    return LimitFit(**{**fit.__dict__, "reason": fit.reason + note})
+def _per_token(traj, series: np.ndarray, errors: np.ndarray | None, note: str,
+               tail_fraction: float) -> list[LimitFit]:
+    """:func:`fit_exponential_convergence` of ``series[:, i]`` (errors ``errors[:, i]``) for
+    every token ``i``, with ``note`` appended to each reason."""
+    fits = [fit_exponential_convergence(traj.t, series[:, i], None if errors is None else
+                                        errors[:, i], tail=float(tail_fraction))
+            for i in range(series.shape[1])]
+    return [LimitFit(**{**f.__dict__, "reason": f.reason + note}) if note else f for f in fits]
 
 
 def token_limits(traj, *, variable: str = "z", tail_fraction: float = 0.5) -> list[LimitFit]:
@@ -614,9 +398,7 @@ def token_limits(traj, *, variable: str = "z", tail_fraction: float = 0.5) -> li
     True
     """
     values, errors, note = _token_series(traj, variable)
-    return [_with_note(fit_exponential_convergence(
-        traj.t, values[:, i, :], None if errors is None else errors[:, i],
-        tail=float(tail_fraction)), note) for i in range(values.shape[1])]
+    return _per_token(traj, values, errors, note, tail_fraction)
 
 
 def projected_limits(traj, functional: np.ndarray | Callable, *, variable: str = "z",
@@ -667,9 +449,8 @@ def projected_limits(traj, functional: np.ndarray | Callable, *, variable: str =
     if out.shape[:2] != values.shape[:2]:
         raise InvalidArgument(f"functional returned shape {out.shape[1:]} per checkpoint; "
                               f"expected (n,) or (n, k) with n = {values.shape[1]}.")
-    return [_with_note(fit_exponential_convergence(
-        traj.t, out[:, i], None if errors is None else scale * errors[:, i],
-        tail=float(tail_fraction)), note) for i in range(values.shape[1])]
+    return _per_token(traj, out, None if errors is None else scale * errors, note,
+                      tail_fraction)
 
 
 # --------------------------------------------------------------------------- decisions

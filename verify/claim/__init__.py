@@ -1,0 +1,92 @@
+r"""Claims, instance families and verdicts: the types every check, runner and report shares.
+
+* :class:`Claim`, :func:`load_claim`, :func:`load_claims` — claim files (``claims/_format.md``);
+* :class:`Family` — instance families; :meth:`Family.instances` draws seeded instances from
+  the generators :data:`V_GENERATORS`, :data:`QK_GENERATORS`, :data:`TOKEN_DISTRIBUTIONS`;
+* :data:`HYPOTHESES`, :func:`check_hypotheses` — named predicates deciding the scope;
+* :data:`CHECKS`, :func:`register_check`, :class:`CheckRequest` — the numerical checks;
+* :class:`InstanceResult`, :func:`judge_instance`, :func:`judge_comparison`,
+  :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code` — the verdict rules of
+  design.md: an instance *holds* only when its margin exceeds the error estimate, a claim is
+  *refuted* only by a violation that survives re-checking, and nothing is ever "proved".
+
+Examples
+--------
+>>> from verify.model import Instance, Model
+>>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/2"]], name="f#0")
+>>> check_hypotheses(["is_identity", "qk_positive_definite"], inst).holds
+True
+>>> r = judge_comparison(0.25, 0.5, 1e-10, relation="<=", instance=inst.name, family="f")
+>>> r.verdict
+<InstanceVerdict.HOLDS: 'holds'>
+"""
+
+from verify.claim._checks import CHECKS, CheckRequest, get_check, register_check
+from verify.claim._claim import (
+    Claim,
+    ClaimKind,
+    Expectation,
+    load_claim,
+    load_claims,
+    parse_claim,
+)
+from verify.claim._family import Family, GeneratorSpec
+from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS, Generator
+from verify.claim._hypotheses import (
+    HYPOTHESES,
+    PredicateResult,
+    ScopeResult,
+    check_hypotheses,
+    register_hypothesis,
+)
+from verify.claim._judge import ClaimResult, exit_code, judge_claim
+from verify.claim._plain import to_plain
+from verify.claim._verdicts import (
+    ClaimVerdict,
+    InstanceResult,
+    InstanceVerdict,
+    effective_verdict,
+    judge_comparison,
+    judge_instance,
+    recheck_record,
+)
+
+__all__ = [
+    "Claim", "ClaimKind", "Expectation", "load_claim", "load_claims", "parse_claim",
+    "Family", "GeneratorSpec", "Generator", "V_GENERATORS", "QK_GENERATORS",
+    "TOKEN_DISTRIBUTIONS",
+    "HYPOTHESES", "PredicateResult", "ScopeResult", "check_hypotheses", "register_hypothesis",
+    "CHECKS", "CheckRequest", "register_check", "get_check",
+    "InstanceVerdict", "ClaimVerdict", "InstanceResult", "ClaimResult", "judge_instance",
+    "judge_comparison", "recheck_record", "effective_verdict", "judge_claim", "exit_code",
+    "judge_scope", "to_plain",
+]
+
+
+def judge_scope(names, instance, *, family: str, seed: int | None = None):
+    """The result of an instance outside the claim's scope, or ``None`` when it is in scope.
+
+    A hypothesis that fails gives ``out-of-scope``; one that is undecided gives
+    ``inconclusive``; both carry the explanations.
+
+    Examples
+    --------
+    >>> from verify.model import Instance, Model
+    >>> inst = Instance(Model(V=[[2, 0], [0, 1]]), [[1, 0], [0, 1]], name="f#0")
+    >>> judge_scope(["is_identity"], inst, family="f").reason
+    'hypothesis not met: is_identity: V[0, 0] = 2 ≠ 1.'
+    >>> judge_scope(["d >= 2"], inst, family="f") is None
+    True
+    """
+    scope = check_hypotheses(names, instance)
+    if scope.holds is True:
+        return None
+    if scope.holds is False:
+        failed = [line for line, value in zip(scope.explanations, scope.values, strict=True)
+                  if value is False]
+        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
+                              "hypothesis not met: " + "; ".join(failed),
+                              evidence={"hypotheses": list(scope.explanations)})
+    return InstanceResult(instance.name, family, seed, InstanceVerdict.INCONCLUSIVE,
+                          "a hypothesis could not be decided: " + "; ".join(scope.explanations),
+                          evidence={"hypotheses": list(scope.explanations)})

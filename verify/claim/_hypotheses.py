@@ -1,0 +1,222 @@
+r"""Named hypotheses of claims: a registry ``name -> predicate(instance)``.
+
+A predicate takes a :class:`~verify.model.Instance` and returns ``(holds, explanation)`` (the
+built-ins return a :class:`PredicateResult`; any 2-tuple is accepted): ``holds`` is ``True``,
+``False`` or ``None`` (undecided: certified enclosures could not separate the cases), and
+``explanation`` is one sentence with the numbers that decide it.  The spectral predicates call
+:mod:`verify.exact` and are decided exactly or in certified ball arithmetic; they read the
+bilinear form $B = \beta Q^\top K$ (so a negative ``beta`` counts).  A predicate about one
+``(Q, K, V)`` is ``False`` on a several-head model.
+
+An instance is *in scope* of a claim when all its hypotheses hold (:func:`check_hypotheses`);
+``False`` for one of them makes the instance *out of scope*, ``None`` makes it inconclusive.
+
+Extend the registry with :func:`register_hypothesis`.
+
+Examples
+--------
+>>> from verify.model import Model, Instance
+>>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1]])
+>>> HYPOTHESES["is_identity"](inst)
+PredicateResult(holds=True, explanation='V = I_2 exactly.')
+>>> check_hypotheses(["is_identity", "d == 1"], inst).holds
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from verify.errors import InvalidArgument
+from verify.model import Instance
+
+__all__ = ["PredicateResult", "ScopeResult", "HYPOTHESES", "register_hypothesis",
+           "check_hypotheses"]
+
+
+class PredicateResult(NamedTuple):
+    """Outcome of one hypothesis on one instance (``holds`` is ``True``, ``False`` or
+    ``None`` for undecided)."""
+
+    holds: bool | None
+    explanation: str
+
+
+class ScopeResult(NamedTuple):
+    """Outcome of all hypotheses of a claim: the three-valued conjunction, per hypothesis
+    ``"name: explanation"``, and per hypothesis its own ``holds``."""
+
+    holds: bool | None
+    explanations: tuple[str, ...]
+    values: tuple[bool | None, ...] = ()
+
+
+Predicate = Callable[[Instance], PredicateResult]
+HYPOTHESES: dict[str, Predicate] = {}
+
+
+def register_hypothesis(name: str) -> Callable[[Predicate], Predicate]:
+    """Decorator adding a predicate to :data:`HYPOTHESES` under ``name``.
+
+    Raises
+    ------
+    InvalidArgument
+        If ``name`` is empty or already registered to another function.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgument(f"name={name!r} must be a non-empty string naming the hypothesis.")
+
+    def decorator(function: Predicate) -> Predicate:
+        if HYPOTHESES.get(name, function) is not function:
+            raise InvalidArgument(f"hypothesis {name!r} is already registered; pick another name.")
+        HYPOTHESES[name] = function
+        return function
+
+    return decorator
+
+
+def check_hypotheses(names: Iterable[str], instance: Instance) -> ScopeResult:
+    """Evaluate every named hypothesis on ``instance`` (``False`` wins over ``None``).
+
+    Raises
+    ------
+    InvalidArgument
+        For a name that is not in :data:`HYPOTHESES`.
+    """
+    from verify.claim._plain import suggest
+
+    values, lines = [], []
+    for name in names:
+        if name not in HYPOTHESES:
+            raise InvalidArgument(f"hypothesis={name!r} is not registered."
+                                  f"{suggest(name, HYPOTHESES)} Known: "
+                                  f"{', '.join(sorted(HYPOTHESES))}.")
+        holds, explanation = HYPOTHESES[name](instance)  # plain 2-tuples are accepted
+        values.append(holds)
+        lines.append(f"{name}: {explanation}")
+    holds = False if False in values else None if None in values else True
+    return ScopeResult(holds, tuple(lines), tuple(values))
+
+
+# -- the built-in predicates ---------------------------------------------------------------
+def _single(instance: Instance):
+    """The one head of the model, or a ``PredicateResult`` saying why there is none."""
+    heads = instance.model.heads
+    if len(heads) != 1:
+        return None, PredicateResult(False, f"the model has {len(heads)} heads; this hypothesis "
+                                     "is about a single (Q, K, V).")
+    return heads[0], None
+
+
+def _spectral(name: str, uses_form: bool) -> Predicate:
+    def predicate(instance: Instance) -> PredicateResult:
+        import verify.exact as exact
+
+        head, failure = _single(instance)
+        if failure:
+            return failure
+        function = getattr(exact, name)
+        if uses_form:
+            beta_q = instance.model.beta * head.Q
+            check = function(beta_q, head.K) if name == "qk_positive_definite" else \
+                function(beta_q, head.K, head.V)
+        else:
+            check = function(head.V)
+        return PredicateResult(check.holds, check.explanation)
+
+    predicate.__name__ = name
+    predicate.__doc__ = f"``verify.exact.{name}`` on the instance's single head."
+    return predicate
+
+
+for _name, _form in (("is_identity", False), ("is_negative_identity", False),
+                     ("qk_positive_definite", True), ("good_triple", True),
+                     ("paranormal", False), ("good_triple_with_multiplicity", True),
+                     ("complex_leading_pair", False),
+                     ("positive_real_part_count", False)):
+    register_hypothesis(_name if _name != "positive_real_part_count"
+                        else "positive_real_part_count>=1")(_spectral(_name, _form))
+
+
+@register_hypothesis("qk_identity")
+def _qk_identity(instance: Instance) -> PredicateResult:
+    """``β QᵀK = I_d`` exactly."""
+    head, failure = _single(instance)
+    if failure:
+        return failure
+    B = instance.model.beta * head.B
+    for (i, j), value in np.ndenumerate(B):
+        if value != (1 if i == j else 0):
+            return PredicateResult(False, f"(βQᵀK)[{i}, {j}] = {_show(value)} ≠ {int(i == j)}.")
+    return PredicateResult(True, f"βQᵀK = I_{B.shape[0]} exactly.")
+
+
+@register_hypothesis("d == 1")
+def _d_is_one(instance: Instance) -> PredicateResult:
+    """Tokens are scalars."""
+    return PredicateResult(instance.d == 1, f"d = {instance.d}.")
+
+
+@register_hypothesis("d >= 2")
+def _d_at_least_two(instance: Instance) -> PredicateResult:
+    """Tokens have dimension at least 2."""
+    return PredicateResult(instance.d >= 2, f"d = {instance.d}.")
+
+
+@register_hypothesis("distinct_tokens")
+def _distinct(instance: Instance) -> PredicateResult:
+    """The initial tokens are pairwise distinct (exact comparison)."""
+    seen: dict[tuple, int] = {}
+    for index, row in enumerate(instance.x0):
+        key = tuple(row)
+        if key in seen:
+            return PredicateResult(False, f"tokens {seen[key]} and {index} are equal.")
+        seen[key] = index
+    return PredicateResult(True, f"the {instance.n} initial tokens are pairwise distinct.")
+
+
+@register_hypothesis("scalar_positive")
+def _scalar_positive(instance: Instance) -> PredicateResult:
+    """Theorem 2.1: ``d = 1``, ``V > 0`` and ``β Q K > 0``."""
+    head, failure = _single(instance)
+    if failure:
+        return failure
+    if instance.d != 1:
+        return PredicateResult(False, f"d = {instance.d}, not 1.")
+    v, b = head.V[0, 0], instance.model.beta * head.B[0, 0]
+    text = f"V = {_show(v)} and βQK = {_show(b)}"
+    if v > 0 and b > 0:
+        return PredicateResult(True, f"{text} are positive.")
+    return PredicateResult(False, f"{text}; both must be positive.")
+
+
+@register_hypothesis("plain_model")
+def _plain_model(instance: Instance) -> PredicateResult:
+    """The paper's model (1.1) or its rescaled form (3.1): one softmax head, full attention,
+    no normalisation, no MLP."""
+    model = instance.model
+    bad = []
+    if len(model.heads) != 1:
+        bad.append(f"{len(model.heads)} heads")
+    if model.form not in ("x", "z"):
+        bad.append(f"form={model.form!r}")
+    if model.attention != "softmax":
+        bad.append(f"attention={model.attention!r}")
+    if not (isinstance(model.mask, str) and model.mask == "full"):
+        bad.append("a mask")
+    if model.normalisation != "none":
+        bad.append(f"normalisation={model.normalisation!r}")
+    if model.mlp is not None:
+        bad.append("an MLP")
+    if bad:
+        return PredicateResult(False, "not the model (1.1): " + ", ".join(bad) + ".")
+    return PredicateResult(True, "the model (1.1): one softmax head, full attention, no "
+                           "normalisation, no MLP.")
+
+
+def _show(value: Fraction) -> str:
+    return str(value) if value.denominator < 10**6 else f"{float(value):.6g}"

@@ -1,0 +1,164 @@
+"""The claim-level verdict: :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code`.
+
+The rules are stated in :mod:`verify.claim._verdicts` (design.md, "Verdicts").
+
+Examples
+--------
+>>> from types import SimpleNamespace
+>>> from verify.claim._verdicts import InstanceResult
+>>> claim = SimpleNamespace(id="codimension", kind="conjecture", expected="open")
+>>> ok = InstanceResult("f#0", "f", 0, "holds", "three planes seen.", margin=0.5, error=1e-9)
+>>> judge_claim(claim, [ok]).text
+'supported by evidence on 1 instance'
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from verify.errors import InvalidArgument
+
+__all__ = ["ClaimResult", "judge_claim", "exit_code"]
+
+_FORBIDDEN = ("proved", "proven")
+
+
+def _instances(k: int) -> str:
+    return f"{k} instance{'s' if k != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """The verdict of one claim over its instances.
+
+    Attributes
+    ----------
+    claim, kind, expected : str
+        The claim's id, kind and what its file expects (``"holds"``, ``"fails"``, ``"open"``).
+    verdict : ClaimVerdict
+    reason : str
+        Why, in a sentence or two (quotes the deciding instance reasons).
+    text : str
+        The headline: "supported on N instances", "supported by evidence on N instances",
+        "refuted: k violations confirmed at higher precision", "inconclusive: …".  Never
+        contains "proved" or "proven".
+    n_supporting : int
+        In-scope instances that hold.
+    instances : tuple of InstanceResult
+    """
+
+    claim: str
+    kind: str
+    expected: str
+    verdict: object
+    reason: str
+    text: str
+    n_supporting: int
+    instances: tuple = ()
+
+    def __post_init__(self) -> None:
+        from verify.claim._verdicts import ClaimVerdict, InstanceResult
+
+        object.__setattr__(self, "verdict", ClaimVerdict(self.verdict))
+        object.__setattr__(self, "instances", tuple(
+            r if isinstance(r, InstanceResult) else InstanceResult.from_json(r)
+            for r in self.instances))
+        if any(word in self.text.lower() for word in _FORBIDDEN):
+            raise InvalidArgument(f"text={self.text!r}: a numerical verdict never says "
+                                  "'proved'; say 'supported'.")
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Number of instances per *effective* verdict (see :func:`effective_verdict`)."""
+        from verify.claim._verdicts import effective_verdict
+
+        return dict(Counter(effective_verdict(r)[0].value for r in self.instances))
+
+    @property
+    def matches_expected(self) -> bool | None:
+        """Whether the verdict is what the file expects (``None`` if inconclusive or open)."""
+        if self.verdict.value == "inconclusive" or self.expected == "open":
+            return None
+        return (self.verdict.value == "supported") == (self.expected == "holds")
+
+    def to_json(self) -> dict:
+        """A plain dict (JSON-able); :meth:`from_json` reads it back."""
+        return {"claim": self.claim, "kind": self.kind, "expected": self.expected,
+                "verdict": self.verdict.value, "reason": self.reason, "text": self.text,
+                "n_supporting": self.n_supporting,
+                "instances": [r.to_json() for r in self.instances]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ClaimResult:
+        """Inverse of :meth:`to_json`."""
+        return cls(**data)
+
+
+def judge_claim(claim, results: Iterable) -> ClaimResult:
+    """Apply design.md's rules to the instance results of ``claim``.
+
+    Parameters
+    ----------
+    claim : Claim
+        Anything with ``id``, ``kind`` and ``expected`` attributes.
+    results : iterable of InstanceResult
+
+    Returns
+    -------
+    ClaimResult
+        refuted iff some violation survived re-checking; supported iff some instance is in
+        scope and every in-scope instance holds; inconclusive otherwise, with the reason.
+    """
+    from verify.claim._verdicts import ClaimVerdict, InstanceVerdict, effective_verdict
+
+    results = tuple(results)
+    kind, evidence_only = str(claim.kind), str(claim.kind) in ("conjecture", "open-problem")
+    effective = [effective_verdict(r) for r in results]
+    by = {v: [(r, why) for r, (verdict, why) in zip(results, effective, strict=True)
+              if verdict is v] for v in InstanceVerdict}
+    holds, violated = by[InstanceVerdict.HOLDS], by[InstanceVerdict.VIOLATED]
+    undecided, out = by[InstanceVerdict.INCONCLUSIVE], by[InstanceVerdict.OUT_OF_SCOPE]
+    in_scope = len(results) - len(out)
+
+    def make(verdict, reason, text):
+        return ClaimResult(claim.id, kind, str(claim.expected), verdict, reason, text,
+                           len(holds), results)
+
+    def first(items, k=2):
+        shown = "; ".join(f"{r.instance}: {why}" for r, why in items[:k])
+        return shown + (f"; and {len(items) - k} more" if len(items) > k else "")
+
+    if violated:
+        where = f" ({', '.join(r.counterexample for r, _ in violated if r.counterexample)})" \
+            if any(r.counterexample for r, _ in violated) else ""
+        reason = (f"{_instances(len(violated))} violated the claim, confirmed when re-checked "
+                  f"at higher precision and a longer horizon{where}: {first(violated)}")
+        count = len(violated)
+        return make(ClaimVerdict.REFUTED, reason, f"refuted: {count} violation"
+                    f"{'s' if count != 1 else ''} confirmed at higher precision")
+    if not results:
+        return make(ClaimVerdict.INCONCLUSIVE, "no instance was run.",
+                    "inconclusive: no instances")
+    if in_scope == 0:
+        return make(ClaimVerdict.INCONCLUSIVE,
+                    f"all {_instances(len(results))} are out of scope (a hypothesis is not met),"
+                    f" and out-of-scope instances never count as support: {first(out)}",
+                    "inconclusive: all instances out of scope")
+    skipped = f" {_instances(len(out))} out of scope, not counted." if out else ""
+    if not undecided:
+        n = len(holds)
+        word = "supported by evidence on" if evidence_only else "supported on"
+        return make(ClaimVerdict.SUPPORTED,
+                    f"every in-scope instance ({n}) holds with a margin above its error "
+                    f"estimate.{skipped}", f"{word} {_instances(n)}")
+    return make(ClaimVerdict.INCONCLUSIVE,
+                f"{len(undecided)} of {in_scope} in-scope instances are inconclusive "
+                f"({len(holds)} hold): {first(undecided)}.{skipped}",
+                f"inconclusive: {len(undecided)} of {_instances(in_scope)} undecided")
+
+
+def exit_code(results: Iterable[ClaimResult]) -> int:
+    """0 when no claim expected to hold is refuted, 1 otherwise (2, bad usage, is the CLI's)."""
+    return int(any(r.expected == "holds" and r.verdict.value == "refuted" for r in results))

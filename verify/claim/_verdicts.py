@@ -1,0 +1,292 @@
+r"""Verdicts: per instance and per claim, and the rules that produce them (design.md, "Verdicts").
+
+Per instance (:class:`InstanceVerdict`): ``holds``, ``violated``, ``inconclusive`` (the numerics
+could not decide; the reason says why) or ``out-of-scope`` (a hypothesis is not met; never
+counted as support).  A check reduces its comparison to a signed **margin** (positive: the claim
+is satisfied with that much room) and the numerical **error** estimate of that margin:
+
+* ``holds`` only when ``margin > error``;
+* ``violated`` only when ``-margin > error`` (the violation exceeds the error estimate);
+* otherwise ``inconclusive``.
+
+With ``error == 0`` (exact or certified arithmetic) the sign of the margin decides; a margin of
+exactly 0 holds for a non-strict and violates a strict inequality.
+
+Per claim (:class:`ClaimVerdict`, :func:`verify.claim.judge_claim`):
+
+* **refuted** iff some violation survived re-checking at higher precision and a longer horizon
+  (``InstanceResult.rechecked["verdict"] == "violated"``); a violation not re-checked, or one
+  that disappears when re-checked, makes its instance *inconclusive*, never a refutation;
+* **supported** iff at least one instance is in scope and every in-scope instance holds; the
+  text is "supported on N instances", or "supported by evidence on N instances" for a
+  conjecture or an open problem; never "proved";
+* **inconclusive** otherwise, with the reason (e.g. all instances out of scope).
+
+Examples
+--------
+>>> r = judge_comparison(0.9, 1, 1e-12, relation="<=", instance="f#0", family="f",
+...                      what="|x(T)| <= 1")
+>>> r.verdict.value, r.reason
+('holds', '|x(T)| <= 1 holds with margin 0.1 > error estimate 1e-12.')
+>>> from types import SimpleNamespace
+>>> from verify.claim import judge_claim
+>>> claim = SimpleNamespace(id="polytope", kind="theorem", expected="holds")
+>>> judge_claim(claim, [r]).text
+'supported on 1 instance'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from fractions import Fraction
+
+from verify.claim._plain import plain_float, to_plain
+from verify.errors import InvalidArgument
+
+__all__ = ["InstanceVerdict", "ClaimVerdict", "InstanceResult", "EVIDENCE_KINDS",
+           "judge_instance", "judge_comparison", "recheck_record", "effective_verdict"]
+
+EVIDENCE_KINDS = ("conjecture", "open-problem")  # kinds that can only gather evidence
+_RELATIONS = ("<=", "<", ">=", ">", "==")
+_FORBIDDEN = ("proved", "proven")
+
+
+class InstanceVerdict(StrEnum):
+    """Outcome on one instance."""
+
+    HOLDS = "holds"
+    VIOLATED = "violated"
+    INCONCLUSIVE = "inconclusive"
+    OUT_OF_SCOPE = "out-of-scope"
+
+
+class ClaimVerdict(StrEnum):
+    """Outcome of a claim over its instances."""
+
+    SUPPORTED = "supported"
+    REFUTED = "refuted"
+    INCONCLUSIVE = "inconclusive"
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    """The verdict of one claim on one instance, with its evidence.
+
+    Attributes
+    ----------
+    instance, family : str
+        Instance name (``"<family>#<k>"``) and family name.
+    seed : int or None
+        The seed the instance was drawn with (``None`` for explicit families).
+    verdict : InstanceVerdict
+    reason : str
+        One sentence: why this verdict.
+    evidence : dict
+        Plain JSON-able values (numbers with their error bars); normalised by ``to_plain``.
+    margin, error : float or None
+        The signed margin (positive: satisfied) and the error estimate it is compared with.
+    rechecked : dict or None
+        For a violation: the re-run at higher precision and a longer horizon, as built by
+        :func:`recheck_record` (keys ``verdict``, ``reason``, ``precision``, ``horizon``,
+        ``margin``, ``error``).
+    counterexample : str or None
+        Path of the instance file that reproduces a confirmed violation.
+
+    Raises
+    ------
+    InvalidArgument
+        If the verdict contradicts the margin (``holds`` with ``margin < error``, ``violated``
+        with ``margin > -error``), the error is negative, or ``rechecked`` has no verdict.
+    """
+
+    instance: str
+    family: str
+    seed: int | None
+    verdict: InstanceVerdict
+    reason: str
+    evidence: dict = field(default_factory=dict)
+    margin: float | None = None
+    error: float | None = None
+    rechecked: dict | None = None
+    counterexample: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            verdict = InstanceVerdict(self.verdict)
+        except ValueError:
+            raise InvalidArgument(f"verdict={self.verdict!r} must be one of "
+                                  f"{', '.join(v.value for v in InstanceVerdict)}.") from None
+        object.__setattr__(self, "verdict", verdict)
+        object.__setattr__(self, "evidence", to_plain(dict(self.evidence)))
+        for name in ("margin", "error"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, plain_float(value))
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise InvalidArgument(f"{self.instance}: reason={self.reason!r} must be a sentence "
+                                  "saying why the verdict is what it is.")
+        m, e = self.margin, self.error
+        if e is not None and e < 0:
+            raise InvalidArgument(f"{self.instance}: error={e} must be ≥ 0 (an error estimate).")
+        if _finite(m) and _finite(e):
+            if verdict is InstanceVerdict.HOLDS and m < e:
+                raise InvalidArgument(f"{self.instance}: verdict 'holds' with margin {m:.3g} < "
+                                      f"error {e:.3g}; holds needs the margin to exceed the error.")
+            if verdict is InstanceVerdict.VIOLATED and m > -e:
+                raise InvalidArgument(f"{self.instance}: verdict 'violated' with margin {m:.3g} >"
+                                      f" -error {-e:.3g}; a violation must exceed the error.")
+        if self.rechecked is not None:
+            rechecked = to_plain(dict(self.rechecked))
+            if rechecked.get("verdict") not in [v.value for v in InstanceVerdict]:
+                raise InvalidArgument(f"{self.instance}: rechecked={rechecked!r} needs a "
+                                      "'verdict'; build it with recheck_record().")
+            object.__setattr__(self, "rechecked", rechecked)
+
+    def to_json(self) -> dict:
+        """A plain dict (JSON-able); :meth:`from_json` reads it back."""
+        return {"instance": self.instance, "family": self.family, "seed": self.seed,
+                "verdict": self.verdict.value, "reason": self.reason, "evidence": self.evidence,
+                "margin": to_plain(self.margin), "error": to_plain(self.error),
+                "rechecked": self.rechecked, "counterexample": self.counterexample}
+
+    @classmethod
+    def from_json(cls, data: dict) -> InstanceResult:
+        """Inverse of :meth:`to_json`."""
+        return cls(**data)
+
+
+def _number(value: object, name: str):
+    if isinstance(value, Decimal):
+        value = Fraction(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        try:
+            return float(value)  # numpy scalars
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"{name}={value!r} ({type(value).__name__}) must be a real "
+                                  "number.") from None
+    return value
+
+
+def _g(x) -> str:
+    return f"{float(x):.3g}" if not isinstance(x, int) else str(x)
+
+
+def judge_instance(margin: object, error: object, *, instance: str, family: str,
+                   seed: int | None = None, what: str = "the claimed inequality",
+                   strict: bool = True, evidence: dict | None = None) -> InstanceResult:
+    """Turn a signed margin and its error estimate into an :class:`InstanceResult`.
+
+    Parameters
+    ----------
+    margin : real number
+        Positive when the claim is satisfied (e.g. ``bound - observed``); NaN gives
+        ``inconclusive``.
+    error : real number ≥ 0
+        The error estimate of ``margin`` (0 for exact or certified values; NaN or inf:
+        unknown, so never ``holds``).
+    instance, family, seed : identify the instance.
+    what : str
+        The statement checked, used in the reason ("|x_i(t)| <= R").
+    strict : bool
+        Whether the claim needs ``margin > 0`` (True) or only ``margin >= 0``; matters only
+        when ``error == 0``.
+    evidence : dict, optional
+        Extra evidence; ``margin`` and ``error`` are added.
+
+    Returns
+    -------
+    InstanceResult
+
+    Examples
+    --------
+    >>> judge_instance(1e-13, 1e-12, instance="f#0", family="f").verdict.value
+    'inconclusive'
+    >>> judge_instance(Fraction(0), 0, instance="f#0", family="f", strict=False).reason
+    'the claimed inequality holds exactly (margin 0, exact arithmetic).'
+    """
+    m, e = _number(margin, "margin"), _number(error, "error")
+    if e < 0:
+        raise InvalidArgument(f"error={e} must be ≥ 0: it is an error estimate.")
+    record = dict(evidence or {}, margin=m, error=e)
+    base = {"instance": instance, "family": family, "seed": seed, "evidence": record}
+    if isinstance(m, float) and math.isnan(m):
+        return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} could not be "
+                              "evaluated: the observed quantity is not a number.", margin=m,
+                              error=e, **base)
+    if isinstance(e, float) and not math.isfinite(e):
+        return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} is undecided:"
+                              f" no finite error estimate (margin {_g(m)}).", margin=m, error=e,
+                              **base)
+    if e == 0:
+        ok = m > 0 or (m == 0 and not strict)
+        verdict = InstanceVerdict.HOLDS if ok else InstanceVerdict.VIOLATED
+        text = "holds exactly" if ok else "is violated exactly"
+        return InstanceResult(verdict=verdict, reason=f"{what} {text} (margin {_g(m)}, exact "
+                              "arithmetic).", margin=m, error=0.0, **base)
+    if m > e:
+        return InstanceResult(verdict=InstanceVerdict.HOLDS, reason=f"{what} holds with margin "
+                              f"{_g(m)} > error estimate {_g(e)}.", margin=m, error=e, **base)
+    if -m > e:
+        return InstanceResult(verdict=InstanceVerdict.VIOLATED, reason=f"{what} is violated by "
+                              f"{_g(-m)}, more than the error estimate {_g(e)}.", margin=m,
+                              error=e, **base)
+    return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} is undecided: "
+                          f"the margin {_g(m)} is within the error estimate {_g(e)}; raise the "
+                          "precision (or the horizon).", margin=m, error=e, **base)
+
+
+def judge_comparison(observed: object, predicted: object, error: object, *, relation: str,
+                     instance: str, family: str, seed: int | None = None,
+                     what: str | None = None, evidence: dict | None = None) -> InstanceResult:
+    """Judge ``observed <relation> predicted`` given the error estimate of the difference.
+
+    ``relation`` is ``"<="``, ``"<"``, ``">="``, ``">"`` or ``"=="``; the margin is
+    ``predicted - observed`` for ``<=``/``<``, ``observed - predicted`` for ``>=``/``>`` and
+    ``-|observed - predicted|`` for ``==``, so an equality can hold only exactly (``error == 0``)
+    and is violated when the difference exceeds the error.  Exact inputs (int, Fraction,
+    Decimal) give an exact margin.
+
+    Examples
+    --------
+    >>> judge_comparison(Fraction(5, 4), 1, 0, relation="<=", instance="b#0", family="b",
+    ...                  what="r_2(0) <= C").verdict.value
+    'violated'
+    """
+    if relation not in _RELATIONS:
+        raise InvalidArgument(f"relation={relation!r} must be one of {', '.join(_RELATIONS)}.")
+    o, p = _number(observed, "observed"), _number(predicted, "predicted")
+    margin = p - o if relation in ("<=", "<") else o - p if relation in (">=", ">") \
+        else -abs(o - p)
+    record = dict(evidence or {}, observed=o, predicted=p, relation=relation)
+    return judge_instance(margin, error, instance=instance, family=family, seed=seed,
+                          what=what or f"observed {relation} predicted",
+                          strict=relation in ("<", ">"), evidence=record)
+
+
+def recheck_record(rerun: InstanceResult, *, precision: object, horizon: object) -> dict:
+    """The ``rechecked`` dict of a violation, from its re-run at ``precision`` and ``horizon``."""
+    return to_plain({"verdict": rerun.verdict.value, "reason": rerun.reason,
+                     "precision": precision, "horizon": horizon, "margin": rerun.margin,
+                     "error": rerun.error})
+
+
+def effective_verdict(result: InstanceResult) -> tuple[InstanceVerdict, str]:
+    """The verdict that counts for the claim: a violation counts only if its re-check (higher
+    precision, longer horizon) is also a violation; otherwise the instance is inconclusive."""
+    if result.verdict is not InstanceVerdict.VIOLATED:
+        return result.verdict, result.reason
+    if result.rechecked is None:
+        return InstanceVerdict.INCONCLUSIVE, (f"violation not yet re-checked at higher precision "
+                                              f"and a longer horizon: {result.reason}")
+    if result.rechecked["verdict"] != InstanceVerdict.VIOLATED.value:
+        return InstanceVerdict.INCONCLUSIVE, (
+            f"a violation at first ({result.reason}) disappeared when re-checked at precision "
+            f"{result.rechecked.get('precision')} and horizon {result.rechecked.get('horizon')}"
+            f" ({result.rechecked['verdict']}: {result.rechecked.get('reason', '')}).")
+    return InstanceVerdict.VIOLATED, result.reason

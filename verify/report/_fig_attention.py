@@ -1,0 +1,178 @@
+r"""Heat maps of the attention matrix :math:`P(t)` and its numerical rank over time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from verify.errors import InvalidArgument
+from verify.report._figstyle import (
+    colour_clusters,
+    describe,
+    float_array,
+    latex_float,
+    new_figure,
+    token_colours,
+)
+from verify.trajectory import Trajectory
+
+__all__ = ["attention_rank", "plot_attention_heatmaps", "RANK_RTOL"]
+
+RANK_RTOL = 1e-8
+
+
+def attention_rank(P: Any, rtol: float = RANK_RTOL) -> int:
+    r"""Numerical rank of ``P``: the number of singular values :math:`\sigma_k > r\,\sigma_1`.
+
+    Parameters
+    ----------
+    P : array_like, shape (n, n)
+    rtol : float
+        The relative tolerance :math:`r`, in :math:`(0, 1)`.
+
+    Returns
+    -------
+    rank : int
+        A float statement about the stored ``P``, not a certified rank; the certified rank of
+        the Boolean limit is :func:`verify.graph.boolean_limit_rank`.
+
+    Examples
+    --------
+    >>> attention_rank([[1, 0], [1, 1e-12]]), attention_rank([[1, 0], [0.5, 0.5]])
+    (1, 2)
+    """
+    P = float_array("P", P, 2)
+    if not isinstance(rtol, int | float) or not 0 < rtol < 1:
+        raise InvalidArgument(f"rtol={rtol!r} ({type(rtol).__name__}) must be in (0, 1), "
+                              "e.g. 1e-8.")
+    sigma = np.linalg.svd(P, compute_uv=False)
+    if sigma.size == 0 or sigma[0] == 0:
+        return 0
+    return int(np.sum(sigma > rtol * sigma[0]))
+
+
+def _panel_indices(t: np.ndarray, times: Any, max_panels: int) -> list[int]:
+    if isinstance(max_panels, bool) or not isinstance(max_panels, int) or max_panels < 1:
+        raise InvalidArgument(f"max_panels={max_panels!r} ({type(max_panels).__name__}) must "
+                              "be a positive integer.")
+    if times is None:
+        k = min(max_panels, len(t))
+        return sorted(set(np.rint(np.linspace(0, len(t) - 1, k)).astype(int).tolist()))
+    wanted = float_array("times", times, 1)
+    if wanted.size == 0 or wanted.size > max_panels:
+        raise InvalidArgument(f"times has {wanted.size} entries; give 1 to max_panels="
+                              f"{max_panels} times (or raise max_panels).")
+    outside = wanted[(wanted < t[0]) | (wanted > t[-1])]
+    if outside.size:
+        raise InvalidArgument(f"times={wanted.tolist()} has {outside[0]!r} outside the "
+                              f"checkpoints' range [{t[0]:g}, {t[-1]:g}].")
+    return sorted({int(np.argmin(np.abs(t - s))) for s in wanted})
+
+
+def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: int = 4,
+                            rank_rtol: float = RANK_RTOL) -> Figure:
+    r"""Return heat maps of :math:`P(t)` at a few checkpoints and the rank of :math:`P(t)`.
+
+    Tokens are sorted by their cluster at :math:`t = T` (leader first, then its followers),
+    so the limit's block structure shows; thin lines separate the clusters and the tick
+    labels are the token indices, coloured like :func:`plot_trajectories`. The bottom panel
+    plots, at every checkpoint, the numerical rank :func:`attention_rank` with relative
+    tolerance ``rank_rtol``.
+
+    Parameters
+    ----------
+    traj : Trajectory
+    times : sequence of float, optional
+        Times of the heat maps (each moved to the nearest checkpoint); default: up to
+        ``max_panels`` checkpoints evenly spread from 0 to :math:`T`.
+    max_panels : int
+    rank_rtol : float
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        Axes: the heat maps, the rank panel (its line has ``gid="rank"``), the colour bar.
+
+    Raises
+    ------
+    InvalidArgument
+        For a non-Trajectory, attention of shape other than ``(m, n, n)``, times outside
+        :math:`[0, T]` or more times than ``max_panels``.
+
+    Examples
+    --------
+    >>> from verify.model import Model, Instance
+    >>> from verify.simulate import simulate
+    >>> traj = simulate(Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], [-1, -1]]), 2,
+    ...                 checkpoints=5, error_estimate=False)
+    >>> fig = plot_attention_heatmaps(traj, max_panels=2)
+    >>> len(fig.axes)
+    4
+    """
+    if not isinstance(traj, Trajectory):
+        raise InvalidArgument(f"traj=<{describe(traj)}> ({type(traj).__name__}) is not a "
+                              "Trajectory; pass the result of verify.simulate.simulate(...).")
+    P = float_array("traj.attention", traj.attention, 3)
+    m = len(traj.times)
+    if P.shape[0] != m or P.shape[1] != P.shape[2] or P.shape[1] == 0:
+        raise InvalidArgument(f"traj.attention has shape {P.shape}, but it must be (m, n, n) "
+                              f"with m={m} checkpoints; the trajectory is corrupt, re-run it.")
+    n = P.shape[1]
+    t = traj.t
+    panels = _panel_indices(t, times, max_panels)
+    ranks = np.array([attention_rank(P[k], rank_rtol) for k in range(m)])
+
+    leader = colour_clusters(P[-1])
+    if leader is None:
+        order = np.arange(n)
+    else:
+        order = np.array(sorted(range(n), key=lambda i: (leader[i], i != leader[i], i)))
+    colours = token_colours(n, leader)
+    boundaries = [] if leader is None else [
+        b + 0.5 for b in range(n - 1) if leader[order[b]] != leader[order[b + 1]]]
+
+    k = len(panels)
+    fig = new_figure(max(6.4, 2.7 * k + 1.2), 6.2)
+    grid = fig.add_gridspec(2, k, height_ratios=[1.0, 0.62])
+    step = max(1, int(np.ceil(n / 20)))
+    image = None
+    for col, index in enumerate(panels):
+        ax = fig.add_subplot(grid[0, col])
+        image = ax.imshow(P[index][np.ix_(order, order)], vmin=0, vmax=1, cmap="Blues",
+                          interpolation="nearest")
+        for b in boundaries:
+            ax.axhline(b, color="0.55", lw=0.6)
+            ax.axvline(b, color="0.55", lw=0.6)
+        ticks = np.arange(0, n, step)
+        for setter, label_setter in ((ax.set_xticks, ax.set_xticklabels),
+                                     (ax.set_yticks, ax.set_yticklabels)):
+            setter(ticks)
+            labels = label_setter([str(order[j]) for j in ticks], fontsize=7)
+            for lab, j in zip(labels, ticks, strict=True):
+                lab.set_color(colours[order[j]])
+        ax.set_title(rf"$P(t)$ at $t = {t[index]:.3g}$", fontsize=10)
+        ax.set_xlabel(r"token $j$", fontsize=9)
+        if col == 0:
+            ax.set_ylabel(r"token $i$", fontsize=9)
+    fig.colorbar(image, ax=fig.axes[:k], shrink=0.85, label=r"$P_{ij}(t)$")
+
+    ax = fig.add_subplot(grid[1, :])
+    ax.plot(t, ranks, "o-", color="C3", ms=3.5, lw=1.2, gid="rank",
+            label=rf"$\#\{{k : \sigma_k(P(t)) > {latex_float(rank_rtol, 2)}\,\sigma_1\}}$")
+    for index in panels:
+        ax.axvline(t[index], color="0.6", lw=0.8, ls=":")
+    if leader is not None:
+        ax.axhline(len(set(leader.tolist())), color="0.3", lw=0.8, ls="--",
+                   label=rf"clusters at $t = T$: {len(set(leader.tolist()))}")
+    ax.set_ylim(0, n + 0.5)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(r"$t$")
+    ax.set_ylabel(r"numerical rank of $P(t)$")
+    ax.grid(True, lw=0.3, alpha=0.5)
+    ax.legend(fontsize=8, loc="best")
+    order_note = "sorted by cluster at $t = T$" if leader is not None else "in index order"
+    fig.suptitle(rf"Attention $P(t)$, $n = {n}$ tokens {order_note}", fontsize=11)
+    return fig

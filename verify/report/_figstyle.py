@@ -1,0 +1,203 @@
+r"""Shared pieces of the figures: Agg figures, colours, clusters for colouring, PNG export.
+
+Figures are built with the object-oriented API on :class:`matplotlib.figure.Figure` attached
+to the non-interactive Agg canvas: no ``pyplot`` state, no window, nothing to close (a figure
+is freed with its last reference), and the global backend of the caller is left untouched.
+
+Colours are consistent across figures: a token gets the colour of its *cluster*, the
+``k``-th cluster (clusters ordered by the index of their leader) the ``k``-th colour of
+:func:`palette`. When the clusters cannot be read from the final attention matrix (see
+:func:`colour_clusters`) every token gets its own colour instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from verify.errors import InvalidArgument
+
+__all__ = [
+    "new_figure", "palette", "colour_clusters", "token_colours", "figure_to_png_bytes",
+    "figure_to_data_uri", "describe", "float_array", "latex_float", "PNG_SIGNATURE",
+    "DEFAULT_DPI",
+]
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DEFAULT_DPI = 100
+UNASSIGNED = (0.55, 0.55, 0.55, 1.0)
+
+
+def describe(value: Any) -> str:
+    """A short description of ``value`` for error messages: shape and dtype, or the type."""
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape}, dtype {value.dtype}"
+    return type(value).__name__
+
+
+def float_array(name: str, value: Any, ndim: int | tuple[int, ...], *,
+                allow_nonfinite: bool = False) -> np.ndarray:
+    """``value`` as a float64 array with ``ndim`` dimensions, or :class:`InvalidArgument`."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidArgument(
+            f"{name}=<{describe(value)}> ({type(value).__name__}) is not an array of real "
+            f"numbers; pass a numeric array."
+        ) from None
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if array.ndim not in allowed:
+        raise InvalidArgument(
+            f"{name} has shape {array.shape} ({array.ndim} dimensions), but it must have "
+            f"{' or '.join(map(str, allowed))} dimensions; reshape it."
+        )
+    if not allow_nonfinite and array.size and not np.all(np.isfinite(array)):
+        raise InvalidArgument(
+            f"{name} has NaN or infinite entries; every entry must be finite; drop or "
+            "recompute them."
+        )
+    return array
+
+
+def latex_float(x: float, digits: int = 3) -> str:
+    r"""``x`` to ``digits`` significant digits as mathtext (no ``$``): ``1.5 \cdot 10^{-7}``.
+
+    >>> latex_float(1.5e-07), latex_float(0.25), latex_float(1e-4), latex_float(2e20)
+    ('1.5 \\cdot 10^{-7}', '0.25', '10^{-4}', '2 \\cdot 10^{20}')
+    """
+    x = float(x)
+    text = f"{x:.{digits - 1}e}" if 0 < abs(x) < 1e-3 else f"{x:.{digits}g}"
+    if "e" in text:  # drop trailing zeros of the mantissa
+        mantissa, exponent = text.split("e")
+        text = (mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa) + "e" + exponent
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else f"{mantissa} \\cdot {power}"
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A :class:`Figure` of ``width × height`` inches on the Agg canvas, constrained layout."""
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def palette(k: int) -> list[tuple[float, float, float, float]]:
+    """``k`` distinguishable RGBA colours: ``tab10`` up to 10, ``tab20`` up to 20, then
+    evenly spaced hues of ``turbo``.
+
+    >>> len(palette(3)), palette(1)[0] == palette(3)[0]
+    (3, True)
+    """
+    if k <= 10:
+        return [tuple(colormaps["tab10"](i)) for i in range(k)]
+    if k <= 20:
+        return [tuple(colormaps["tab20"](i)) for i in range(k)]
+    return [tuple(colormaps["turbo"](x)) for x in np.linspace(0.05, 0.95, k)]
+
+
+def colour_clusters(P: Any) -> np.ndarray | None:
+    r"""The cluster leader of each token read from an attention matrix, for colouring only.
+
+    Token ``i`` points to ``j = argmax_j P_ij`` when that entry is dominant (``P_ij > 1/2``);
+    following the pointers from ``i`` must end at a token that points to itself, its leader.
+    Returns ``None`` when some token has no dominant entry or ends in a cycle: then no clusters
+    are shown. This is a float reading of ``P`` for colours and ordering; certified leaders come
+    from :func:`verify.graph.leaders`.
+
+    >>> colour_clusters([[0.9, 0.1, 0], [0.8, 0.2, 0], [0, 0.3, 0.7]]).tolist()
+    [0, 0, 2]
+    >>> colour_clusters([[0.5, 0.5], [0.5, 0.5]]) is None
+    True
+    """
+    P = float_array("P", P, 2)
+    n = P.shape[0]
+    target = np.argmax(P, axis=1)
+    if np.any(P[np.arange(n), target] <= 0.5):
+        return None
+    leader = np.empty(n, dtype=int)
+    for i in range(n):
+        j, seen = i, set()
+        while target[j] != j:
+            if j in seen:
+                return None
+            seen.add(j)
+            j = int(target[j])
+        leader[i] = j
+    return leader
+
+
+def token_colours(n: int, leader: np.ndarray | None = None) -> list[tuple]:
+    """Colour of each of ``n`` tokens: by cluster when ``leader`` (from
+    :func:`colour_clusters`) is given, else one colour per token.
+
+    >>> token_colours(3, np.array([2, 2, 2]))[0] == token_colours(3, np.array([2, 2, 2]))[1]
+    True
+    """
+    if leader is None:
+        return palette(n)
+    heads = sorted(set(int(v) for v in leader))
+    colours = palette(len(heads))
+    rank = {h: k for k, h in enumerate(heads)}
+    return [colours[rank[int(v)]] for v in leader]
+
+
+def figure_to_png_bytes(fig: Figure, dpi: float = DEFAULT_DPI) -> bytes:
+    """Render ``fig`` to PNG bytes (Agg) at ``dpi``; the image is ``figsize · dpi`` pixels.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    dpi : float
+        Dots per inch, positive.
+
+    Returns
+    -------
+    png : bytes
+        Starts with the PNG signature ``b"\\x89PNG\\r\\n\\x1a\\n"``.
+
+    Raises
+    ------
+    InvalidArgument
+        If ``fig`` is not a Figure or ``dpi`` is not a positive number.
+
+    Examples
+    --------
+    >>> fig = new_figure(2, 1)
+    >>> figure_to_png_bytes(fig, dpi=50)[:8] == PNG_SIGNATURE
+    True
+    """
+    if not isinstance(fig, Figure):
+        raise InvalidArgument(
+            f"fig=<{describe(fig)}> ({type(fig).__name__}) is not a matplotlib Figure; pass "
+            "the Figure returned by one of the plot_* functions."
+        )
+    if isinstance(dpi, bool) or not isinstance(dpi, int | float) or not dpi > 0:
+        raise InvalidArgument(f"dpi={dpi!r} ({type(dpi).__name__}) must be a positive number, "
+                              "e.g. dpi=100.")
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def figure_to_data_uri(fig: Figure, dpi: float = DEFAULT_DPI) -> str:
+    """``fig`` as a ``data:image/png;base64,...`` URI, for a self-contained offline HTML report
+    (``<img src="...">`` needs no file and no network).
+
+    Examples
+    --------
+    >>> figure_to_data_uri(new_figure(1, 1), dpi=20).startswith("data:image/png;base64,iVBOR")
+    True
+    """
+    return "data:image/png;base64," + base64.b64encode(figure_to_png_bytes(fig, dpi)).decode(
+        "ascii")

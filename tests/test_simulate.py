@@ -167,6 +167,8 @@ def test_cli_simulate(capsys, tmp_path):
     assert main(["simulate", "claims/examples/polytope-identity.toml", "--horizon", "4"]) == 0
     out = capsys.readouterr().out
     assert "clusters of final z" in out and "agreeing digits" in out
+    assert "spectral class: V = I" in out
+    assert "leaders at t=4" in out and "Boolean limit of P" in out and "exact rank" in out
     assert main(["simulate", "claims/examples/hyperplanes-2d.toml", "--json",
                  "--no-error-estimate", "--save", str(tmp_path / "t.npz")]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -103,9 +103,10 @@ def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
     """The same kernel in ball arithmetic: ``arb_mat`` scores, ``arb`` log-scale (``arb`` has
     unbounded exponents, so nothing overflows).
 
-    A softmax weight whose exponent ``e^L (S̃_ij − m_i)`` lies below ``−(prec + 20) ln 2`` is set
-    to 0 without evaluating it: it is smaller than ``2^{-(prec+20)}`` while the row's largest
-    weight is 1, so it is below the working precision.
+    A softmax weight whose exponent ``e^L (S̃_ij − m_i)`` lies below ``−2 (prec + 20) ln 2``
+    (estimated in float64 as ``L + log(m_i − S̃_ij)``; the factor 2 absorbs that estimate's
+    rounding) is set to 0 without evaluating it: it is smaller than ``2^{-(prec+20)}`` while the
+    row's largest weight is 1, so it is below the working precision.
     """
     from flint import arb, arb_mat, ctx
 
@@ -129,12 +130,15 @@ def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
         return arb_mat(n, n, [one / counts[k // n] if w else zero for k, w in enumerate(winners)])
     tops = arb_mat(n, n, [entries[i * n + best[i]] for i in range(n) for _ in range(n)])
     exponents = ((scaled_scores - tops) * factor).entries()  # e^L (S̃_ij − m_i) ≤ 0
-    cutoff = -2 * (ctx.prec + 20) * math.log(2)
-    factor_float = float(factor.mid())
-    weights = [
-        (e.exp() if factor_float * (mids[k] - mids[(k // n) * n + best[k // n]]) > cutoff
-         else zero) if ok else zero  # below the working precision (see the docstring)
-        for k, (e, ok) in enumerate(zip(exponents, allowed, strict=True))]
+    log_cutoff = math.log(2 * (ctx.prec + 20) * math.log(2))
+    log_factor = 0.0 if unscaled else float(log_scale.mid())
+
+    def needed(k: int) -> bool:  # is the weight above the working precision? (docstring)
+        gap = mids[(k // n) * n + best[k // n]] - mids[k]
+        return gap <= 0 or log_factor + math.log(gap) < log_cutoff
+
+    weights = [e.exp() if ok and needed(k) else zero
+               for k, (e, ok) in enumerate(zip(exponents, allowed, strict=True))]
     totals = [sum(weights[i * n:(i + 1) * n], zero) for i in range(n)]
     return arb_mat(n, n, [w / totals[k // n] for k, w in enumerate(weights)])
 
@@ -142,10 +146,6 @@ def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
 # ---------------------------------------------------------------------------------------------
 # Helpers that differ between float64 arrays and arb matrices
 # ---------------------------------------------------------------------------------------------
-def _arb_matrix(array: np.ndarray, backend: Arb):
-    return backend.from_exact(array)
-
-
 def _activation_float(name: str, y: np.ndarray) -> np.ndarray:
     if name == "relu":
         return np.maximum(y, 0.0)
@@ -233,12 +233,12 @@ class VectorField:
         self.nfev = 0
         if self.arb:
             with backend.working_precision():
-                self._heads = [(_arb_matrix(h.V, backend).transpose(),
-                                _arb_matrix(model.beta * h.B, backend)) for h in model.heads]
+                self._heads = [(backend.from_exact(h.V).transpose(),
+                                backend.from_exact(model.beta * h.B)) for h in model.heads]
                 if model.mlp is not None:
-                    self._mlp = (_arb_matrix(model.mlp.W, backend).transpose(),
+                    self._mlp = (backend.from_exact(model.mlp.W).transpose(),
                                  None if model.mlp.bias is None
-                                 else _arb_matrix(np.array([model.mlp.bias]), backend))
+                                 else backend.from_exact(np.array([model.mlp.bias])))
         else:
             self._heads = [(Vf.T.copy(), Bf) for Vf, Bf in model.float_heads()]
             if model.mlp is not None:

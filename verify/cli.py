@@ -2,8 +2,13 @@
 
     verify --version
     verify simulate FILE [--horizon T] [--precision P] [--checkpoints N] [--json] [--save PATH]
+    verify run [ID ...] [--instances N] [--seed S] [--precision DIGITS|auto|float64]
+               [--horizon T] [--out DIR] [--json] [--resume RUN_DIR] [--claims-dir DIR]
+    verify list [--claims-dir DIR] [--reports DIR]
+    verify show ID [--claims-dir DIR]
 
-Exit codes: 0 success, 1 the simulation failed, 2 bad usage or a malformed file.
+Exit codes: 0 success (``run``: no claim expected to hold is refuted), 1 the simulation failed
+or a claim expected to hold is refuted, 2 bad usage or a malformed file.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from verify import __version__
-from verify.errors import VerifyError
+from verify.errors import InvalidArgument, VerifyError
 
 __all__ = ["main", "build_parser"]
 
@@ -64,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip the re-run that measures the error (faster, less trustworthy)")
     sim.add_argument("--save", metavar="PATH", help="also save the trajectory (.npz)")
     sim.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _add_claim_commands(sub)
     return parser
 
 
@@ -90,6 +96,154 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0 if traj.success else 1
 
 
+def _add_claim_commands(sub) -> None:
+    claims_dir = {"default": "claims", "metavar": "DIR",
+                  "help": "directory of claim files (default: ./claims)"}
+    run = sub.add_parser(
+        "run", help="check claims of the paper on their instances and write a report",
+        description="Check every claim in the claims directory (or the given ids) on its "
+                    "instance families, re-check violations at higher precision and a longer "
+                    "horizon, and write reports/<run-id>/ (results.json, report.md, "
+                    "report.html). Exit code 0 when no claim expected to hold is refuted, 1 "
+                    "when one is, 2 on bad usage.")
+    run.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
+    run.add_argument("--instances", type=int, metavar="N",
+                     help="instances per random family (default: each family's count)")
+    run.add_argument("--seed", type=int, metavar="S", help="override every family's seed")
+    run.add_argument("--precision", type=_precision, metavar="DIGITS",
+                     help="override every family's precision: digits, 'auto' or 'float64'")
+    run.add_argument("--horizon", metavar="T", help="override every family's horizon")
+    run.add_argument("--out", default="reports", metavar="DIR",
+                     help="where run folders are created (default: ./reports)")
+    run.add_argument("--resume", metavar="RUN_DIR",
+                     help="finish an interrupted run: its stored instances are not recomputed")
+    run.add_argument("--claims-dir", **claims_dir)
+    run.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    run.add_argument("--no-figures", action="store_true", help="HTML report without figures")
+    lst = sub.add_parser("list", help="list the claims with their last verdict",
+                         description="Ids, paper labels, kinds and the verdict of the newest "
+                                     "report in the reports directory.")
+    lst.add_argument("--claims-dir", **claims_dir)
+    lst.add_argument("--reports", default="reports", metavar="DIR",
+                     help="reports directory (default: ./reports)")
+    show = sub.add_parser("show", help="print a claim: statement, hypotheses, families")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--claims-dir", **claims_dir)
+
+
+def _select(claims: list, ids: list[str]) -> list:
+    from verify.claim._plain import suggest
+
+    by_id = {c.id: c for c in claims}
+    for cid in ids:
+        if cid not in by_id:
+            raise InvalidArgument(f"unknown claim id {cid!r}.{suggest(cid, by_id)} Known ids: "
+                                  f"{', '.join(sorted(by_id)) or 'none'}.")
+    return [by_id[cid] for cid in dict.fromkeys(ids)] if ids else claims
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from verify.claim import load_claims
+    from verify.report.results import build_results, write_reports
+    from verify.run import ResultStore, new_run_id, run_claims
+
+    if args.instances is not None and args.instances < 1:
+        raise InvalidArgument(f"--instances={args.instances} must be a positive integer.")
+    if isinstance(args.precision, int) and args.precision < 16:
+        raise InvalidArgument(f"--precision={args.precision} digits: use at least 16, or "
+                              "'float64'.")
+    if args.horizon is not None:
+        from verify.exact.inputs import to_rational
+
+        if to_rational(args.horizon, "--horizon")[0] <= 0:
+            raise InvalidArgument(f"--horizon={args.horizon} must be positive.")
+    claims = load_claims(args.claims_dir)
+    ids = list(args.ids)
+    if args.resume:
+        out_dir = Path(args.resume)
+        stored = ResultStore(out_dir).read_run() if out_dir.is_dir() else None
+        if stored is None:
+            raise InvalidArgument(f"--resume={args.resume!r} is not a run directory (no "
+                                  "run.json); give reports/<run-id>.")
+        ids = ids or [c for c in stored["claims"] if c in {x.id for x in claims}]
+    selected = _select(claims, ids)
+    if not selected:
+        raise InvalidArgument(f"--claims-dir={args.claims_dir!r} holds no claim files (*.toml); "
+                              "give the directory of the claim files.")
+    if not args.resume:
+        out_dir = Path(args.out) / new_run_id({"ids": ids})
+    run = run_claims(selected, instances=args.instances, seed=args.seed,
+                     precision=args.precision, horizon=args.horizon, out_dir=out_dir,
+                     resume=bool(args.resume))
+    paths = write_reports(run, figures=not args.no_figures)
+    if args.json:
+        data = build_results(run)
+        print(json.dumps({"run_id": data["run_id"], "exit_code": data["exit_code"],
+                          "report": str(paths["report.html"]), "verdicts": data["verdicts"]},
+                         indent=2))
+    else:
+        width = max(len(c.id) for c in selected)
+        for res in run.claim_results:
+            flag = "  <- expected to hold" if res.expected == "holds" and \
+                res.verdict.value == "refuted" else ""
+            print(f"{res.claim:<{width}}  {res.text}{flag}")
+        print(f"report: {paths['report.html']}  ({run.seconds:.1f} s"
+              + (f", {run.resumed} instances resumed" if run.resumed else "") + ")")
+    return run.exit_code
+
+
+def _newest_verdicts(reports: str) -> tuple[str | None, dict]:
+    from pathlib import Path
+
+    for path in sorted(Path(reports).glob("*/results.json"), reverse=True):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data["run_id"], {v["claim"]: v["text"] for v in data["verdicts"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None, {}
+
+
+def _list(args: argparse.Namespace) -> int:
+    from verify.claim import load_claims
+
+    claims = load_claims(args.claims_dir)
+    run_id, verdicts = _newest_verdicts(args.reports)
+    rows = [(c.id, c.label, c.kind.value, verdicts.get(c.id, "–")) for c in claims]
+    head = ("id", "label", "kind", f"last verdict ({run_id})" if run_id else "last verdict")
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(3)]
+    for row in [head, *rows]:
+        print("  ".join(str(x).ljust(w) for x, w in zip(row[:3], widths, strict=True))
+              + "  " + row[3])
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from verify.claim import load_claims
+
+    claim = _select(load_claims(args.claims_dir), [args.id])[0]
+    print(f"{claim.id} — {claim.label} ({claim.kind.value}; expected: {claim.expected.value})")
+    print(f"file: {claim.source}  sha256 {claim.sha256[:12]}\n")
+    print(claim.statement.strip() + "\n")
+    print("hypotheses: " + (", ".join(claim.hypotheses) or "none"))
+    print("uses: " + (", ".join(claim.uses) or "none"))
+    print(f"check: {claim.check}\nfamilies:")
+    for fam in claim.families:
+        size = "1 instance" if fam.kind == "explicit" else \
+            f"{fam.count} instances, seed {fam.seed}"
+        print(f"  {fam.name} ({fam.kind}, {size}; n={fam.n}, d={fam.d}, horizon {fam.horizon},"
+              f" precision {fam.precision})" + (f": {fam.description}" if fam.description
+                                                 else ""))
+    if claim.notes:
+        print("\nnotes:\n" + claim.notes.strip())
+    return 0
+
+
+_COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show}
+
+
 def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `verify ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -99,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return _simulate(args)
+        return _COMMANDS[args.command](args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,143 @@
+"""Tests of the run reports: results.json against its schema, report.md, a self-contained
+report.html (checked in headless Chromium when /usr/bin/chromium exists)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.claim import load_claims
+from verify.errors import InvalidArgument
+from verify.report.results import (
+    RESULTS_SCHEMA,
+    SCHEMA_VERSION,
+    load_results,
+    results_problems,
+    validate_results,
+    write_reports,
+)
+from verify.run import InlineExecutor, run_claims
+
+DATA = Path(__file__).parent / "data" / "run_claims"
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _load_checks():
+    name = "run_claims_test_checks"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, DATA / "run_checks.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    sys.modules[name].ensure_registered()
+
+
+_load_checks()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "20261101T000000Z-abcdef"
+    run = run_claims(load_claims(DATA), out_dir=out, executor=InlineExecutor(), progress=False,
+                     run_id=out.name)
+    return run, write_reports(run)
+
+
+def test_results_json_validates_and_records_the_run(report):
+    _, paths = report
+    data = load_results(paths["results.json"])
+    assert data["schema_version"] == SCHEMA_VERSION and data["exit_code"] == 1
+    assert set(data["versions"]) >= {"python", "numpy", "scipy", "sympy", "mpmath", "flint",
+                                     "networkx", "matplotlib"}
+    assert len(data["claims"]) == 6 and len(data["instances"]) == 9
+    claim = next(c for c in data["claims"] if c["id"] == "tiny-refuted")
+    assert claim["uses"] == ["tiny-holds", "tiny-flaky"] and len(claim["sha256"]) == 64
+    inst = next(i for i in data["instances"] if i["claim"] == "tiny-refuted")
+    assert inst["inputs"]["heads"][0]["Q"] == [["1", "1/2"], ["1/2", "1"]]
+    assert inst["counterexample"] == "counterexamples/tiny-refuted-two-by-two-0.toml"
+    assert inst["rechecked"]["verdict"] == "violated"
+    flaky = next(i for i in data["instances"] if i["claim"] == "tiny-flaky")
+    assert (flaky["verdict"], flaky["effective_verdict"]) == ("violated", "inconclusive")
+    assert json.loads(paths["results.schema.json"].read_text()) == RESULTS_SCHEMA
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda d: d.pop("run_id"), "missing required key 'run_id'"),
+    (lambda d: d.update(schema_version=99), "must be 1"),
+    (lambda d: d["instances"][0].update(verdict="proved"), "is not one of"),
+    (lambda d: d["instances"][0]["inputs"]["x0"][0].__setitem__(0, "0.1"), "does not match"),
+    (lambda d: d["instances"][0].update(margin=[1]), "is not number or string or null"),
+    (lambda d: d["verdicts"][0].update(claim="nope"), "is not a listed claim"),
+    (lambda d: d["claims"][0].update(colour="red"), "unexpected key 'colour'"),
+    (lambda d: d["parameters"].update(instances=0), "< minimum 1"),
+])
+def test_corrupted_results_fail_validation(report, corrupt, message):
+    data = json.loads(report[1]["results.json"].read_text())
+    assert results_problems(data) == []
+    bad = copy.deepcopy(data)
+    corrupt(bad)
+    assert any(message in p for p in results_problems(bad)), results_problems(bad)
+    with pytest.raises(InvalidArgument, match="schema version 1"):
+        validate_results(bad)
+
+
+def test_report_md_has_the_summary_table_and_each_claim(report):
+    text = report[1]["report.md"].read_text()
+    lines = text.splitlines()
+    top = lines.index("## Summary")
+    assert lines[top + 2].startswith("| claim | label | kind | expected | verdict | holds |")
+    rows = [ln for ln in lines[top + 4:top + 10]]
+    assert len(rows) == 6 and all(ln.startswith("| tiny-") for ln in rows)
+    assert "| tiny-holds | Theorem 0.1 | theorem | holds | supported on 3 instances | 3 | 0 | 0 |" \
+        in text
+    for cid in ("tiny-holds", "tiny-refuted", "tiny-out-of-scope"):
+        assert f"## `{cid}`" in text
+    assert "| pair#0 | – | inconclusive (first violated) |" in text
+    assert "verify simulate reports/20261101T000000Z-abcdef/counterexamples/" in text
+    assert "proved" not in text.replace("never a proof", "")
+
+
+def _images(page: str) -> list[str]:
+    return re.findall(r'<img\s[^>]*src="([^"]*)"', page)
+
+
+def test_report_html_is_self_contained(report):
+    page = report[1]["report.html"].read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+    images = _images(page)
+    # dependency graph + (paths, P(t)) for the 4 claims with an in-scope instance that ran
+    # (not tiny-raises, not tiny-out-of-scope) + tiny-holds' convergence plot
+    assert len(images) == 1 + 2 * 4 + 1
+    for uri in images:
+        assert uri.startswith("data:image/png;base64,")
+        assert base64.b64decode(uri.split(",", 1)[1], validate=True)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "figure unavailable" not in page
+    assert '<span class="math" title="|r(t)| \\le C">|r(t)| ≤ C</span>' in page
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
+def test_report_html_opens_in_headless_chromium(report, tmp_path):
+    path = report[1]["report.html"]
+    flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync"]
+    url = path.resolve().as_uri()
+    dom = subprocess.run([*flags, f"--user-data-dir={tmp_path / 'a'}", "--enable-logging=stderr",
+                          "--v=0", "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    n = len(_images(path.read_text()))
+    assert f"<title>ok:{n}</title>" in dom.stdout, dom.stdout[:300]
+    console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    assert console == []
+    png = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--user-data-dir={tmp_path / 'b'}", f"--screenshot={png}",
+                    "--window-size=1200,3000", url], capture_output=True, timeout=120)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000

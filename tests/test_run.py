@@ -1,0 +1,262 @@
+"""Tests of verify.run (the runner, re-checks, counterexamples, resume) and of the claim
+commands of the CLI (`verify run`, `verify list`, `verify show`), on tiny claim files with
+tiny registered checks (tests/data/run_claims/)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import shutil
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from verify.claim import load_claims
+from verify.cli import main
+from verify.errors import InvalidArgument
+from verify.instance_file import load_instance_file
+from verify.run import (
+    InlineExecutor,
+    Progress,
+    ResultStore,
+    higher_precision,
+    longer_checkpoints,
+    new_run_id,
+    run_claims,
+)
+
+DATA = Path(__file__).parent / "data" / "run_claims"
+
+
+def load_checks():
+    name = "run_claims_test_checks"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, DATA / "run_checks.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    sys.modules[name].ensure_registered()
+    return sys.modules[name]
+
+
+CHECKS_MODULE = load_checks()
+
+
+@pytest.fixture(scope="module")
+def claims():
+    return {c.id: c for c in load_claims(DATA)}
+
+
+@pytest.fixture(scope="module")
+def inline_run(claims, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "r"
+    return run_claims(claims.values(), out_dir=out, executor=InlineExecutor(), progress=False)
+
+
+def verdicts(run):
+    return {r.claim: r.verdict.value for r in run.claim_results}
+
+
+def test_claim_verdicts_follow_the_rules(inline_run):
+    assert verdicts(inline_run) == {
+        "tiny-flaky": "inconclusive", "tiny-holds": "supported", "tiny-known-gap": "refuted",
+        "tiny-out-of-scope": "inconclusive", "tiny-raises": "inconclusive",
+        "tiny-refuted": "refuted"}
+    by = {r.claim: r for r in inline_run.claim_results}
+    assert by["tiny-holds"].text == "supported on 3 instances"  # 1 explicit + 2 random
+    assert by["tiny-holds"].counts == {"holds": 3}
+    assert by["tiny-out-of-scope"].counts == {"out-of-scope": 1}
+    assert "out of scope" in by["tiny-out-of-scope"].text
+    assert inline_run.exit_code == 1  # tiny-refuted is expected to hold
+    assert len(inline_run.records) == 9
+    seeds = sorted(r["seed"] for r in inline_run.claim_records("tiny-holds") if r["seed"])
+    assert seeds == [5, 6]
+
+
+def test_violation_that_disappears_on_recheck_is_not_a_refutation(inline_run):
+    (record,) = inline_run.claim_records("tiny-flaky")
+    result = record["result"]
+    assert result["verdict"] == "violated"
+    assert result["rechecked"]["verdict"] == "holds"
+    assert result["rechecked"]["precision"] == "auto"     # float64 -> auto
+    assert result["rechecked"]["horizon"] == 3            # 2 × 3/2
+    assert result["counterexample"] is None
+    assert not (inline_run.out_dir / "counterexamples" / "tiny-flaky-pair-0.toml").exists()
+    assert "disappeared when re-checked" in inline_run.claim_results[0].reason
+
+
+def test_persistent_violation_writes_a_counterexample_that_reproduces(inline_run, capsys):
+    (record,) = inline_run.claim_records("tiny-refuted")
+    result = record["result"]
+    assert result["rechecked"] == {"verdict": "violated", "reason": result["rechecked"]["reason"],
+                                   "precision": 50, "horizon": 3, "margin": -0.5, "error": 0.0}
+    path = inline_run.out_dir / result["counterexample"]
+    assert path.name == "tiny-refuted-two-by-two-0.toml"
+    loaded = load_instance_file(path)
+    model = loaded.instance.model
+    half = Fraction(1, 2)
+    assert model.V.tolist() == [[1, 0], [0, 0]]
+    assert model.Q.tolist() == [[1, half], [half, 1]] == model.K.tolist()
+    assert loaded.instance.x0.tolist() == [[0, 1], [0, 2]]
+    assert loaded.simulation["precision"] == 50 and loaded.simulation["horizon"] == "3"
+    assert main(["simulate", str(path), "--json", "--no-error-estimate"]) == 0
+    assert json.loads(capsys.readouterr().out)  # the simulation ran and printed its summary
+
+
+def test_exceptions_become_inconclusive_with_the_message(inline_run):
+    records = inline_run.claim_records("tiny-raises")
+    assert len(records) == 2
+    for record in records:
+        assert record["result"]["verdict"] == "inconclusive"
+        assert record["exception"] == "ZeroDivisionError: boom"
+        assert "boom" in record["result"]["reason"] and "ZeroDivisionError" in record["traceback"]
+
+
+def test_records_hold_exact_inputs_and_a_reproducing_instance_file(inline_run):
+    record = inline_run.claim_records("tiny-holds")[1]  # uniform#0, float64 draws
+    x0 = record["inputs"]["x0"]
+    assert all(isinstance(v, str) for row in x0 for v in row)
+    exact = [[Fraction(v) for v in row] for row in x0]
+    assert all(v.denominator & (v.denominator - 1) == 0 for row in exact for v in row)  # dyadic
+    claim = load_claims(DATA)[1]
+    assert exact == claim.family("uniform").instance(0).x0.tolist()
+
+
+def test_resume_never_recomputes_finished_instances(claims, tmp_path):
+    selected = [claims["tiny-holds"], claims["tiny-flaky"]]
+    out = tmp_path / "run"
+    first = run_claims(selected, out_dir=out, executor=InlineExecutor(), progress=False)
+    lines = (out / "instances.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    # an interrupted run: two lines finished, a third cut in the middle of writing
+    (out / "instances.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:30])
+    kept = {json.loads(line)["key"] for line in lines[:2]}
+    CHECKS_MODULE.CALLS.clear()
+    second = run_claims(selected, out_dir=out, executor=InlineExecutor(), progress=False,
+                        resume=True)
+    called = {c.removesuffix("/re") for c in CHECKS_MODULE.CALLS}
+    assert len(called) == 2 and not called & {k.replace("/", "/", 1) for k in kept}
+    assert second.resumed == 2 and second.run_id == first.run_id
+    assert verdicts(second) == verdicts(first)
+    assert {k: r["result"] for k, r in second.records.items()} == \
+        {k: r["result"] for k, r in first.records.items()}
+    CHECKS_MODULE.CALLS.clear()
+    third = run_claims(selected, out_dir=out, executor=InlineExecutor(), progress=False,
+                       resume=True)
+    assert CHECKS_MODULE.CALLS == [] and third.resumed == 4
+    with pytest.raises(InvalidArgument, match="differs from the resumed run"):
+        run_claims(selected, out_dir=out, seed=3, executor=InlineExecutor(), resume=True)
+    with pytest.raises(InvalidArgument, match="already holds results"):
+        run_claims(selected, out_dir=out, executor=InlineExecutor())
+
+
+def test_default_process_pool_gives_the_same_results(claims, inline_run, tmp_path):
+    selected = [claims["tiny-holds"], claims["tiny-raises"], claims["tiny-refuted"]]
+    run = run_claims(selected, out_dir=tmp_path / "pool", progress=False)
+    assert run.executor == "ProcessPoolExecutor"
+    for key, record in run.records.items():
+        assert record["result"] == inline_run.records[key]["result"] | {
+            "counterexample": record["result"]["counterexample"]}
+    assert (tmp_path / "pool" / "counterexamples" / "tiny-refuted-two-by-two-0.toml").exists()
+
+
+def test_overrides_reach_the_check(claims, tmp_path):
+    run = run_claims([claims["tiny-holds"]], instances=1, seed=100, precision=40, horizon="5/2",
+                     out_dir=tmp_path / "o", executor=InlineExecutor(), progress=False)
+    recs = run.claim_records("tiny-holds")
+    assert [r["key"] for r in recs] == ["tiny-holds/square#0", "tiny-holds/uniform#0"]
+    assert recs[1]["seed"] == 100 and recs[1]["precision"] == 40 and recs[1]["horizon"] == "5/2"
+
+
+def test_precision_and_checkpoints_of_a_recheck():
+    assert higher_precision("float64", mu=1, horizon=3) == "auto"
+    assert higher_precision(30, mu=1, horizon=3) == 50
+    assert higher_precision("auto", mu=1, horizon=30) == 56 + 20  # auto: 186 bits ≈ 56 digits
+    assert longer_checkpoints(9) == 13 and longer_checkpoints(None) is None
+    assert longer_checkpoints((0, 2)) == (0, 3)
+
+
+def test_progress_bar_only_on_a_terminal_outside_ci(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("CI", raising=False)
+    stream = Tty()
+    bar = Progress(2, stream=stream)
+    bar.update("c/f#0", "holds")
+    bar.close()
+    assert stream.getvalue().startswith("\r[") and "1/2" in stream.getvalue()
+    monkeypatch.setenv("CI", "true")
+    assert not Progress(2, stream=Tty()).enabled
+    assert not Progress(2, stream=io.StringIO(), enabled=None).enabled
+
+
+def test_run_ids_are_timestamped_and_distinct():
+    a, b = new_run_id({}), new_run_id({})
+    assert a != b and a[8] == "T" and a[15] == "Z"
+
+
+def test_store_rejects_a_damaged_middle_line(tmp_path):
+    (tmp_path / "instances.jsonl").write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
+    with pytest.raises(InvalidArgument, match="line 2"):
+        ResultStore(tmp_path).load()
+
+
+# ------------------------------------------------------------------------------ CLI
+def cli_dir(tmp_path, *ids):
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    for cid in ids:
+        shutil.copy(DATA / f"{cid}.toml", folder)
+    return folder
+
+
+def test_cli_run_exit_codes_and_list_show(tmp_path, capsys):
+    folder = cli_dir(tmp_path, "tiny-holds", "tiny-known-gap", "tiny-flaky", "tiny-refuted")
+    base = ["--claims-dir", str(folder), "--out", str(tmp_path / "reports"), "--no-figures"]
+    assert main(["run", "tiny-holds", "tiny-known-gap", *base]) == 0  # a known gap: exit 0
+    out = capsys.readouterr().out
+    assert "supported on 3 instances" in out and "report:" in out
+    assert main(["run", "tiny-refuted", *base, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["exit_code"] == 1 and data["verdicts"][0]["verdict"] == "refuted"
+    run_dir = Path(data["report"]).parent
+    assert (run_dir / "results.json").exists() and (run_dir / "counterexamples").is_dir()
+    assert main(["list", "--claims-dir", str(folder), "--reports",
+                 str(tmp_path / "reports")]) == 0
+    listing = capsys.readouterr().out
+    assert "tiny-refuted" in listing and "Theorem 0.3" in listing and "refuted: 1" in listing
+    assert main(["show", "tiny-holds", "--claims-dir", str(folder)]) == 0
+    shown = capsys.readouterr().out
+    assert "is_identity" in shown and "uniform (random, 2 instances, seed 5" in shown
+    assert "convex hull" in shown
+    assert main(["run", "--resume", str(run_dir), "--claims-dir", str(folder),
+                 "--no-figures"]) == 1
+    assert "1 instances resumed" in capsys.readouterr().out
+
+
+def test_cli_bad_usage_exits_2_with_a_message(tmp_path, capsys):
+    folder = cli_dir(tmp_path, "tiny-holds")
+    assert main(["run", "tiny-hold", "--claims-dir", str(folder)]) == 2
+    assert "Did you mean 'tiny-holds'?" in capsys.readouterr().err
+    assert main(["show", "polytop", "--claims-dir", str(folder)]) == 2
+    assert "unknown claim id 'polytop'" in capsys.readouterr().err
+    assert main(["run", "--instances", "0", "--claims-dir", str(folder)]) == 2
+    assert "--instances=0" in capsys.readouterr().err
+    assert main(["run", "--claims-dir", str(tmp_path / "nowhere")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert main(["run", "--resume", str(tmp_path), "--claims-dir", str(folder)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    bad = folder / "broken.toml"
+    bad.write_text((DATA / "tiny-flaky.toml").read_text().replace('kind = "lemma"',
+                                                                  'kind = "lemmma"'))
+    assert main(["list", "--claims-dir", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "broken.toml" in err and "kind" in err and "Did you mean 'lemma'?" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--precision", "lots"])
+    assert exc.value.code == 2

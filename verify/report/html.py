@@ -1,0 +1,237 @@
+r"""``report.html``: a self-contained report (inline CSS, figures as ``data:`` PNG URIs, formulas
+as legible Unicode with the LaTeX source in a tooltip; nothing is fetched from a network).
+
+Same content as ``report.md`` plus figures: the claim dependency graph coloured by verdict and,
+per claim, figures of its first in-scope instance(s).
+
+**Figure protocol.** For a claim whose check is ``name``, ``FIGURES[name](record, claim)`` (or
+:func:`default_figures` when none is registered) returns a list of ``(caption, Figure)``;
+``record`` is the instance's entry of ``results.json`` (with its exact ``instance_toml``) and
+``claim`` the claim's entry.  A check can steer :func:`default_figures` without code through
+``evidence["figure"]`` (plain, small):
+
+* ``"predicted"``: fields of :class:`verify.report.figures.Predicted` (``polytope_vertices``,
+  ``hyperplanes``, ``points``, ``subspace``, ``anchors``, ``label``) drawn over the paths;
+* ``"variable"``: ``"z"`` (default) or ``"x"``;
+* ``"convergence"``: ``{"times", "distances", "errors", "fit": [rate, intercept], "label"}``.
+
+:data:`PAPER_FIGURES` is a list of callables ``() -> list[(caption, Figure)]`` rendered in a
+"Paper figures" section.  A figure that fails becomes a note in the report, never an error.
+The page sets ``document.title`` to ``"ok:<n>"`` once its ``n`` images have all loaded
+(``"bad:<k>/<n>"`` otherwise), so a headless browser can check it.
+
+Examples
+--------
+>>> from verify.report.html import register_figures, FIGURES
+>>> @register_figures("doc_check")
+... def _figs(record, claim):
+...     return []
+>>> FIGURES.pop("doc_check") is _figs
+True
+"""
+
+from __future__ import annotations
+
+import html
+import tomllib
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+
+from verify.report._texthtml import inline_html, markdown_to_html
+from verify.report.markdown import (
+    INSTANCE_HEADER,
+    SUMMARY_HEADER,
+    format_value,
+    instance_rows,
+    summary_rows,
+)
+
+__all__ = ["render_html", "FIGURES", "PAPER_FIGURES", "register_figures", "default_figures",
+           "FIGURE_INSTANCES"]
+
+FIGURES: dict[str, Callable] = {}
+PAPER_FIGURES: list[Callable] = []
+FIGURE_INSTANCES = 1  # instances per claim that get figures
+FIGURE_MAX_HORIZON = 40  # the float64 re-simulation for a figure stops here
+
+_CSS = """
+body{font:15px/1.5 Georgia,'DejaVu Serif',serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222}
+h1,h2,h3{font-family:'DejaVu Sans',Helvetica,sans-serif;line-height:1.2}
+h2{border-top:2px solid #ddd;padding-top:.6em;margin-top:2em}
+table{border-collapse:collapse;margin:.8em 0;font:13px/1.35 'DejaVu Sans',sans-serif}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.num{text-align:right;font-family:'DejaVu Sans Mono',monospace}
+.math{font-family:'DejaVu Sans Mono',Consolas,monospace;background:#f6f6fa;padding:0 2px}
+div.math{display:block;margin:.6em 1.5em;padding:.4em .6em;white-space:pre-wrap}
+code{font-family:'DejaVu Sans Mono',monospace;font-size:90%}
+.v-supported{background:#d9f2dc} .v-refuted{background:#f8d4d4}
+.v-inconclusive{background:#fbeccb} .i-holds{color:#1b6e2a} .i-violated{color:#a11}
+.i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777}
+.verdict{padding:.5em .8em;border-radius:4px;margin:.8em 0}
+figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:48%}
+figure img{max-width:100%;width:540px;border:1px solid #eee} figcaption{font-size:13px;color:#555;
+max-width:520px} .note{color:#777;font-size:13px} .meta{color:#555;font-size:13px}
+"""
+_SCRIPT = """window.addEventListener('load',function(){var im=document.images,bad=0;
+for(var i=0;i<im.length;i++){if(!(im[i].complete&&im[i].naturalWidth>0)){bad++;}}
+document.title=bad?('bad:'+bad+'/'+im.length):('ok:'+im.length);});"""
+
+
+def register_figures(check: str) -> Callable[[Callable], Callable]:
+    """Decorator: ``function(record, claim) -> list[(caption, Figure)]`` for the claims whose
+    check is ``check``."""
+    def decorator(function: Callable) -> Callable:
+        FIGURES[check] = function
+        return function
+    return decorator
+
+
+def _instance_of(record: dict):
+    from verify.instance_file import parse_instance
+
+    data = tomllib.loads(record["instance_toml"], parse_float=Decimal)
+    return parse_instance(data, f"<{record['instance']}>").instance
+
+
+def default_figures(record: dict, claim: dict) -> list:
+    """Token paths (with ``evidence["figure"]["predicted"]`` drawn in), ``P(t)`` heat maps with
+    the rank, and a convergence plot when the evidence carries one; the paths come from a float64
+    re-simulation of the stored exact instance (an illustration: the verdict rests on the
+    check's own numerics)."""
+    from fractions import Fraction
+
+    from verify.report.figures import (
+        Predicted,
+        plot_attention_heatmaps,
+        plot_convergence,
+        plot_trajectories,
+    )
+    from verify.simulate import simulate
+
+    spec = (record.get("evidence") or {}).get("figure") or {}
+    out = []
+    if record.get("instance_toml"):
+        horizon = min(Fraction(record.get("horizon") or 10), FIGURE_MAX_HORIZON)
+        traj = simulate(_instance_of(record), horizon, checkpoints=41, error_estimate=False)
+        predicted = Predicted(**spec["predicted"]) if spec.get("predicted") else None
+        what = f"{record['instance']}: token paths on [0, {format_value(horizon)}]"
+        out.append((what + (" with the predicted object" if predicted else "")
+                    + " (float64 re-simulation).",
+                    plot_trajectories(traj, variable=spec.get("variable", "z"),
+                                      predicted=predicted)))
+        out.append((f"{record['instance']}: attention matrix P(t) at a few times and its "
+                    "numerical rank.", plot_attention_heatmaps(traj)))
+    conv = spec.get("convergence")
+    if conv:
+        kwargs = {k: conv[k] for k in ("errors", "label") if conv.get(k) is not None}
+        fit = tuple(conv["fit"]) if conv.get("fit") else None
+        out.append((f"{record['instance']}: distance to the predicted limit (log scale) with "
+                    "the fitted rate.", plot_convergence(conv["times"], conv["distances"],
+                                                         fit=fit, **kwargs)))
+    return out
+
+
+def _img(caption: str, fig) -> str:
+    from verify.report.figures import figure_to_data_uri
+
+    uri = figure_to_data_uri(fig)
+    return (f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
+            f"<figcaption>{inline_html(caption)}</figcaption></figure>")
+
+
+def _figures(maker: Callable, *args) -> str:
+    try:
+        return "".join(_img(caption, fig) for caption, fig in maker(*args))
+    except Exception as exc:  # noqa: BLE001 - a figure never breaks a report
+        return (f'<p class="note">figure unavailable: {html.escape(type(exc).__name__)}: '
+                f"{html.escape(str(exc))[:300]}</p>")
+
+
+def _table(header, rows, classes=None) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        cls = f' class="{classes[i]}"' if classes else ""
+        cells = "".join(f"<td>{inline_html(str(x))}</td>" for x in row)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _dependency_graph(data: dict) -> str:
+    from verify.report.figures import plot_dependency_graph
+
+    edges = {c["id"]: list(c["uses"]) for c in data["claims"]}
+    verdicts = {v["claim"]: v["verdict"] for v in data["verdicts"]}
+    return _figures(lambda: [("Claim dependency graph: an arrow A → B means A uses B; colour "
+                              "is the verdict.", plot_dependency_graph(edges, verdicts))])
+
+
+def _claim_section(data: dict, c: dict, v: dict, figures: bool, run_dir) -> str:
+    e = html.escape
+    rows = instance_rows(data, c["id"])
+    classes = [f"i-{r['effective_verdict']}" for r in data["instances"] if r["claim"] == c["id"]]
+    hyps = ", ".join(f"<code>{e(h)}</code>" for h in c["hypotheses"]) or "none"
+    uses = ", ".join(f'<a href="#{e(u)}"><code>{e(u)}</code></a>' for u in c["uses"]) or "none"
+    mark = {True: " (as expected)", False: " (<strong>not</strong> as expected)", None: ""}
+    parts = [f'<h2 id="{e(c["id"])}"><code>{e(c["id"])}</code> — {e(c["label"])} '
+             f"<small>({e(c['kind'])})</small></h2>", markdown_to_html(c["statement"]),
+             f"<p><strong>Hypotheses:</strong> {hyps}. <strong>Uses:</strong> {uses}. "
+             f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Check:</strong> "
+             f"<code>{e(c['check'])}</code>.</p>",
+             _table(INSTANCE_HEADER, rows, classes),
+             f'<div class="verdict v-{e(v["verdict"])}"><strong>Verdict: {e(v["text"])}'
+             f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}</div>"]
+    for r in data["instances"]:
+        if r["claim"] == c["id"] and r.get("counterexample"):
+            parts.append(f"<p>Reproduce {e(r['instance'])}: <code>verify simulate reports/"
+                         f"{e(data['run_id'])}/{e(r['counterexample'])}</code></p>")
+    if c.get("notes"):
+        parts.append('<div class="notes"><em>Notes.</em> ' + markdown_to_html(c["notes"])
+                     + "</div>")
+    if figures:
+        chosen = [r for r in data["instances"] if r["claim"] == c["id"]
+                  and r["effective_verdict"] != "out-of-scope" and r.get("instance_toml")
+                  and not r.get("exception")][:FIGURE_INSTANCES]
+        maker = FIGURES.get(c["check"], default_figures)
+        parts += [_figures(maker, r, c) for r in chosen]
+    return "\n".join(parts)
+
+
+def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None = None) -> str:
+    """The self-contained HTML report of a ``results.json`` dict (figures optional)."""
+    e = html.escape
+    p = data["parameters"]
+    verdicts = {v["claim"]: v for v in data["verdicts"]}
+    rows = summary_rows(data)
+    summary = _table(SUMMARY_HEADER, rows, [f"v-{verdicts[r[0]]['verdict']}" for r in rows])
+    resumed = f", {data['resumed']} resumed" if data["resumed"] else ""
+    links = " · ".join(f'<a href="#{e(c["id"])}">{e(c["id"])}</a>' for c in data["claims"])
+    body = [f"<h1>Claim suite run <code>{e(data['run_id'])}</code></h1>",
+            "<p>Geshkovski–Letrouit–Polyanskiy–Rigollet, <em>The emergence of clusters in "
+            "self-attention dynamics</em> (arXiv 2305.05465). Verdicts are numerical: "
+            "“supported on N instances” means every in-scope instance held with a margin above "
+            "its error estimate — never a proof. Formulas are shown as plain text; hover one "
+            "for its LaTeX source.</p>",
+            f'<p class="meta">Run {e(data["started"])} → {e(data["finished"])} '
+            f"({data['seconds']:.1f} s{resumed}"
+            f"); overrides: instances {e(format_value(p['instances']))}, seed "
+            f"{e(format_value(p['seed']))}, precision {e(format_value(p['precision']))}, "
+            f"horizon {e(format_value(p['horizon']))}; exit code {data['exit_code']}.</p>",
+            "<h2>Summary</h2>", summary, f"<p>{links}</p>"]
+    if figures:
+        body.append(_dependency_graph(data))
+    for c in data["claims"]:
+        body.append(_claim_section(data, c, verdicts[c["id"]], figures, run_dir))
+    if figures and PAPER_FIGURES:
+        body.append("<h2>Paper figures</h2>")
+        body += [_figures(maker) for maker in PAPER_FIGURES]
+    versions = ", ".join(f"{e(k)} {e(str(v))}" for k, v in data["versions"].items())
+    body.append(f'<h2>Environment</h2><p class="meta">{versions}</p><p class="meta">Claim '
+                "files: " + ", ".join(f"<code>{e(c['id'])}</code> sha256 "
+                                      f"{e(c['sha256'][:12])}" for c in data["claims"]) + "</p>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>verify run {e(data['run_id'])}</title><style>{_CSS}</style>"
+            f"<script>{_SCRIPT}</script></head><body>\n" + "\n".join(body)
+            + "\n</body></html>\n")

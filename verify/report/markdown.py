@@ -1,0 +1,135 @@
+r"""``report.md``: the run as Markdown, from the ``results.json`` dict.
+
+A summary table at the top (claim, label, kind, verdict, instances holding / violated /
+inconclusive / out of scope), then claim by claim: the statement (Markdown with LaTeX, as in the
+claim file), the hypotheses, the claims it uses, the table of instances (predicted vs observed,
+margin, error estimate), the verdict and why, and how to reproduce a counterexample.
+The helpers :func:`summary_rows`, :func:`instance_rows` and :func:`format_value` are shared with
+the HTML report.
+
+Examples
+--------
+>>> format_value(0.123456789), format_value("1/3"), format_value([1, 2, 3, 4, 5, 6, 7])
+('0.123457', '1/3', '[1, 2, 3, 4, 5, 6, …]')
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["render_markdown", "summary_rows", "instance_rows", "format_value",
+           "SUMMARY_HEADER", "INSTANCE_HEADER", "COUNT_KEYS"]
+
+COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope")
+SUMMARY_HEADER = ("claim", "label", "kind", "expected", "verdict", "holds", "violated",
+                  "inconclusive", "out of scope")
+INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted", "observed", "margin", "error",
+                   "note")
+
+
+def format_value(value, width: int = 40) -> str:
+    """A short readable form: floats to 6 significant digits, exact strings as they are, long
+    lists cut with an ellipsis, ``None`` as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    if isinstance(value, list):
+        items = [format_value(v, width) for v in value[:6]]
+        return "[" + ", ".join(items) + (", …" if len(value) > 6 else "") + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {format_value(v, width)}" for k, v in
+                               list(value.items())[:4]) + (", …" if len(value) > 4 else "") + "}"
+    text = str(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def summary_rows(data: dict) -> list[tuple]:
+    """One row per claim: :data:`SUMMARY_HEADER`."""
+    claims = {c["id"]: c for c in data["claims"]}
+    rows = []
+    for v in data["verdicts"]:
+        c = claims[v["claim"]]
+        rows.append((c["id"], c["label"], c["kind"], c["expected"], v["text"],
+                     *(v["counts"].get(k, 0) for k in COUNT_KEYS)))
+    return rows
+
+
+def instance_rows(data: dict, claim_id: str) -> list[tuple]:
+    """One row per instance of ``claim_id``: :data:`INSTANCE_HEADER` (the verdict is the
+    effective one: an unconfirmed violation reads "inconclusive")."""
+    rows = []
+    for r in data["instances"]:
+        if r["claim"] != claim_id:
+            continue
+        ev = r.get("evidence") or {}
+        verdict = r["effective_verdict"]
+        if r["verdict"] != verdict:
+            verdict += f" (first {r['verdict']})"
+        note = ""
+        if r.get("rechecked"):
+            re_ = r["rechecked"]
+            note = (f"re-checked at precision {re_.get('precision')}, horizon "
+                    f"{re_.get('horizon')}: {re_['verdict']}")
+        if r.get("counterexample"):
+            note += f"; counterexample {r['counterexample']}"
+        if r.get("exception"):
+            note = f"error: {r['exception']}"
+        elif r["effective_verdict"] == "out-of-scope":
+            note = r["reason"]
+        rows.append((r["instance"], format_value(r["seed"]), verdict,
+                     format_value(ev.get("predicted")), format_value(ev.get("observed")),
+                     format_value(r.get("margin")), format_value(r.get("error")),
+                     note.strip("; ")))
+    return rows
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header, rows) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(x) for x in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(data: dict) -> str:
+    """The Markdown report of a ``results.json`` dict."""
+    p = data["parameters"]
+    out = [f"# Claim suite run `{data['run_id']}`", "",
+           "Geshkovski–Letrouit–Polyanskiy–Rigollet, *The emergence of clusters in "
+           "self-attention dynamics* (arXiv 2305.05465). Verdicts are numerical: "
+           "\"supported on N instances\" means every in-scope instance held with a margin "
+           "above its error estimate — never a proof.", "",
+           f"Run {data['started']} → {data['finished']} ({data['seconds']:.1f} s"
+           + (f", {data['resumed']} instances resumed" if data["resumed"] else "") + "); "
+           f"overrides: instances {format_value(p['instances'])}, seed "
+           f"{format_value(p['seed'])}, precision {format_value(p['precision'])}, horizon "
+           f"{format_value(p['horizon'])}. Exit code {data['exit_code']}.", "",
+           "## Summary", ""]
+    out += _table(SUMMARY_HEADER, summary_rows(data))
+    verdicts = {v["claim"]: v for v in data["verdicts"]}
+    for c in data["claims"]:
+        v = verdicts[c["id"]]
+        out += ["", f"## `{c['id']}` — {c['label']} ({c['kind']})", "", c["statement"], ""]
+        hyps = ", ".join(f"`{h}`" for h in c["hypotheses"]) or "none"
+        uses = ", ".join(f"`{u}`" for u in c["uses"]) or "none"
+        out += [f"**Hypotheses:** {hyps}. **Uses:** {uses}. **Expected:** {c['expected']}. "
+                f"**Check:** `{c['check']}`.", ""]
+        out += _table(INSTANCE_HEADER, instance_rows(data, c["id"]))
+        mark = {True: " (as expected)", False: " (**not** as expected)", None: ""}
+        out += ["", f"**Verdict: {v['text']}**{mark[v['matches_expected']]}. {v['reason']}"]
+        ces = [r for r in data["instances"] if r["claim"] == c["id"] and r.get("counterexample")]
+        for r in ces:
+            out += ["", f"Reproduce {r['instance']}: `verify simulate "
+                        f"reports/{data['run_id']}/{r['counterexample']}`"]
+        if c.get("notes"):
+            out += ["", "*Notes.* " + c["notes"]]
+    versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+    out += ["", "## Environment", "", versions, "",
+            "Claim files: " + ", ".join(f"`{c['id']}` sha256 {c['sha256'][:12]}"
+                                        for c in data["claims"]), ""]
+    return "\n".join(out)

@@ -1,0 +1,250 @@
+r"""``results.json``: the machine-readable record of a run, its schema and a validator.
+
+:func:`build_results` turns a :class:`verify.run.RunResult` into a plain dict
+(``schema_version`` :data:`SCHEMA_VERSION`): the run parameters, library versions, every claim
+(id, label, kind, statement, hypotheses, uses, SHA-256 of its file), every instance (family,
+seed, exact inputs as rational strings, an instance file reproducing it, verdict, reason,
+evidence, margin, error estimate, re-check, counterexample) and the claim verdicts.
+:data:`RESULTS_SCHEMA` describes it in a JSON-Schema-like dict and :func:`validate_results`
+checks a dict against it with a small validator (no ``jsonschema`` needed).
+:func:`write_reports` writes ``results.json``, ``results.schema.json``, ``report.md`` and
+``report.html`` into the run's directory.
+
+Examples
+--------
+>>> problems = results_problems({"schema_version": SCHEMA_VERSION})
+>>> problems[0]
+"$: missing required key 'run_id'"
+>>> check_schema({"type": "integer", "minimum": 0}, -1)
+['$: -1 < minimum 0']
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+from importlib import metadata
+from pathlib import Path
+
+from verify.claim import InstanceResult, effective_verdict
+from verify.claim._plain import to_plain
+from verify.errors import InvalidArgument
+
+__all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_results",
+           "results_problems", "check_schema", "library_versions", "write_reports",
+           "load_results"]
+
+SCHEMA_VERSION = 1
+_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope"]
+_NUM = ["number", "string", "null"]  # floats; "inf"/"nan" and exact "p/q" are strings
+_MATRIX = {"type": "array", "items": {"type": "array", "items": {"type": "string",
+                                                                 "pattern": r"^-?\d+(/\d+)?$"}}}
+_STR, _STR_NULL = {"type": "string"}, {"type": ["string", "null"]}
+
+
+def _obj(required: dict, optional: dict | None = None, extra: bool = False) -> dict:
+    return {"type": "object", "required": list(required),
+            "properties": {**required, **(optional or {})}, "additionalProperties": extra}
+
+
+_INSTANCE = _obj({
+    "claim": _STR, "instance": _STR, "family": _STR, "k": {"type": "integer", "minimum": 0},
+    "seed": {"type": ["integer", "null"]},
+    "inputs": {"type": ["object", "null"], "additionalProperties": True, "properties": {
+        "heads": {"type": "array", "items": _obj({"V": _MATRIX, "Q": _MATRIX, "K": _MATRIX})},
+        "x0": _MATRIX}},
+    "instance_toml": _STR_NULL, "precision": {"type": ["string", "integer", "null"]},
+    "horizon": _STR_NULL, "verdict": {"enum": _VERDICTS},
+    "effective_verdict": {"enum": _VERDICTS}, "reason": {"type": "string", "minLength": 1},
+    "effective_reason": _STR, "evidence": {"type": "object", "additionalProperties": True},
+    "margin": {"type": _NUM}, "error": {"type": _NUM},
+    "rechecked": {"type": ["object", "null"], "additionalProperties": True,
+                  "required": ["verdict"], "properties": {"verdict": {"enum": _VERDICTS}}},
+    "counterexample": _STR_NULL, "exception": _STR_NULL,
+    "seconds": {"type": ["number", "null"], "minimum": 0}})
+_CLAIM = _obj({
+    "id": {"type": "string", "pattern": r"^[a-z0-9]+(-[a-z0-9]+)*$"}, "label": _STR,
+    "kind": {"enum": ["theorem", "lemma", "proposition", "remark", "conjecture",
+                      "open-problem", "proof-step"]},
+    "statement": _STR, "hypotheses": {"type": "array", "items": _STR},
+    "uses": {"type": "array", "items": _STR}, "expected": {"enum": ["holds", "fails", "open"]},
+    "check": _STR, "source": _STR, "sha256": {"type": "string", "pattern": r"^([0-9a-f]{64})?$"},
+    "notes": _STR, "families": {"type": "array", "items": {"type": "object",
+                                                           "additionalProperties": True}},
+    "parameters": {"type": "object", "additionalProperties": True}})
+_VERDICT = _obj({
+    "claim": _STR, "verdict": {"enum": ["supported", "refuted", "inconclusive"]},
+    "text": _STR, "reason": _STR, "expected": {"enum": ["holds", "fails", "open"]},
+    "matches_expected": {"type": ["boolean", "null"]},
+    "n_supporting": {"type": "integer", "minimum": 0},
+    "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
+RESULTS_SCHEMA: dict = _obj({
+    "schema_version": {"const": SCHEMA_VERSION},
+    "run_id": {"type": "string", "pattern": r"^\d{8}T\d{6}Z-[0-9a-f]{6}$"},
+    "started": _STR, "finished": _STR, "seconds": {"type": "number", "minimum": 0},
+    "resumed": {"type": "integer", "minimum": 0}, "executor": _STR,
+    "parameters": _obj({"instances": {"type": ["integer", "null"], "minimum": 1},
+                        "seed": {"type": ["integer", "null"]},
+                        "precision": {"type": ["string", "integer", "null"]},
+                        "horizon": _STR_NULL}),
+    "versions": {"type": "object", "required": ["python", "numpy", "scipy", "sympy", "mpmath",
+                                                "flint", "networkx", "matplotlib", "verify"],
+                 "additionalProperties": _STR_NULL},
+    "exit_code": {"enum": [0, 1]},
+    "claims": {"type": "array", "items": _CLAIM},
+    "instances": {"type": "array", "items": _INSTANCE},
+    "verdicts": {"type": "array", "items": _VERDICT}})
+
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _is(value, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, _TYPES[kind])
+
+
+def check_schema(schema: dict, value, path: str = "$") -> list[str]:
+    """Problems of ``value`` against ``schema`` (keywords: type, const, enum, properties,
+    required, additionalProperties, items, minimum, minLength, pattern)."""
+    if "const" in schema and value != schema["const"]:
+        return [f"{path}: {value!r} must be {schema['const']!r}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{path}: {value!r} is not one of {schema['enum']}"]
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is(value, k) for k in kinds):
+            return [f"{path}: {type(value).__name__} {str(value)[:40]!r} is not "
+                    f"{' or '.join(kinds)}"]
+    problems: list[str] = []
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        problems += [f"{path}: missing required key {k!r}" for k in schema.get("required", [])
+                     if k not in value]
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if key in props:
+                problems += check_schema(props[key], item, f"{path}.{key}")
+            elif extra is False:
+                problems.append(f"{path}: unexpected key {key!r}")
+            elif isinstance(extra, dict):
+                problems += check_schema(extra, item, f"{path}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            problems += check_schema(schema["items"], item, f"{path}[{i}]")
+    if _is(value, "number") and "minimum" in schema and value < schema["minimum"]:
+        problems.append(f"{path}: {value} < minimum {schema['minimum']}")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            problems.append(f"{path}: string shorter than {schema['minLength']}")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            problems.append(f"{path}: {value[:40]!r} does not match {schema['pattern']}")
+    return problems
+
+
+def results_problems(data) -> list[str]:
+    """Every way ``data`` departs from :data:`RESULTS_SCHEMA`, plus consistency checks (each
+    instance's claim and each verdict's claim are listed claims)."""
+    problems = check_schema(RESULTS_SCHEMA, data)
+    if not problems:
+        ids = {c["id"] for c in data["claims"]}
+        problems += [f"$.instances[{i}].claim: {r['claim']!r} is not a listed claim"
+                     for i, r in enumerate(data["instances"]) if r["claim"] not in ids]
+        problems += [f"$.verdicts[{i}].claim: {v['claim']!r} is not a listed claim"
+                     for i, v in enumerate(data["verdicts"]) if v["claim"] not in ids]
+    return problems
+
+
+def validate_results(data) -> None:
+    """Raise :class:`InvalidArgument` listing the problems if ``data`` is not valid results."""
+    problems = results_problems(data)
+    if problems:
+        shown = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more"
+                                           if len(problems) > 8 else "")
+        raise InvalidArgument(f"results do not match schema version {SCHEMA_VERSION}: {shown}.")
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of Python and of the libraries whose numerics a verdict depends on."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for key, dist in (("numpy", "numpy"), ("scipy", "scipy"), ("sympy", "sympy"),
+                      ("mpmath", "mpmath"), ("flint", "python-flint"),
+                      ("networkx", "networkx"), ("matplotlib", "matplotlib"),
+                      ("verify", "selfattention-verify")):
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[key] = None
+    return out
+
+
+def _claim(claim) -> dict:
+    data = claim.to_json()
+    return {key: data[key] for key in ("id", "label", "kind", "statement", "hypotheses", "uses",
+                                       "expected", "check", "source", "sha256", "notes",
+                                       "families", "parameters")}
+
+
+def _instance(record: dict) -> dict:
+    result = InstanceResult.from_json(record["result"])
+    verdict, why = effective_verdict(result)
+    out = {key: record.get(key) for key in ("claim", "family", "k", "seed", "inputs",
+                                            "instance_toml", "precision", "horizon",
+                                            "exception", "seconds")}
+    out.update(result.to_json())
+    out.update(effective_verdict=verdict.value, effective_reason=why)
+    return to_plain(out)
+
+
+def build_results(run) -> dict:
+    """The ``results.json`` dict of a :class:`verify.run.RunResult`."""
+    instances = [_instance(r) for c in run.claims for r in run.claim_records(c.id)]
+    verdicts = []
+    for res in run.claim_results:
+        data = res.to_json()
+        del data["instances"], data["kind"]
+        verdicts.append(dict(data, counts=res.counts, matches_expected=res.matches_expected))
+    return {"schema_version": SCHEMA_VERSION, "run_id": run.run_id, "started": run.started,
+            "finished": run.finished, "seconds": run.seconds, "resumed": run.resumed,
+            "executor": run.executor, "parameters": to_plain(run.parameters),
+            "versions": library_versions(), "exit_code": run.exit_code,
+            "claims": [_claim(c) for c in run.claims], "instances": instances,
+            "verdicts": verdicts}
+
+
+def load_results(path: str | Path) -> dict:
+    """Read and validate a ``results.json`` (or the one in a run directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidArgument(f"{path}: cannot read results ({exc}).") from None
+    validate_results(data)
+    return data
+
+
+def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
+    """Write ``results.json`` (validated first), ``results.schema.json``, ``report.md`` and
+    ``report.html`` into ``run.out_dir``; return their paths by name."""
+    from verify.report.html import render_html
+    from verify.report.markdown import render_markdown
+
+    data = build_results(run)
+    validate_results(data)
+    out = Path(run.out_dir)
+    paths = {name: out / name for name in ("results.json", "results.schema.json", "report.md",
+                                           "report.html")}
+    paths["results.json"].write_text(json.dumps(data, indent=1, ensure_ascii=False,
+                                                allow_nan=False) + "\n", encoding="utf-8")
+    paths["results.schema.json"].write_text(json.dumps(RESULTS_SCHEMA, indent=1) + "\n",
+                                            encoding="utf-8")
+    paths["report.md"].write_text(render_markdown(data), encoding="utf-8")
+    paths["report.html"].write_text(render_html(data, figures=figures, run_dir=out),
+                                    encoding="utf-8")
+    return paths

@@ -1,0 +1,267 @@
+"""Run claims over their instances: :func:`run_claims` and its :class:`RunResult`.
+
+For every claim, family and instance the runner decides the hypotheses, calls the claim's
+check, re-checks a violation at higher precision and a longer horizon, writes a confirmed
+counterexample to ``<out>/counterexamples/`` and applies the claim-level verdict rules
+(:func:`verify.claim.judge_claim`).  Instances run in a :mod:`concurrent.futures` executor and
+are stored as they finish (:class:`~verify.run._store.ResultStore`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+
+from verify.claim import CHECKS, InstanceResult, exit_code, judge_claim
+from verify.claim._plain import to_plain
+from verify.errors import InvalidArgument
+from verify.run._progress import Progress
+from verify.run._store import ResultStore
+from verify.run._tasks import Task, run_task
+
+__all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS"]
+
+DEFAULT_WORKERS = 2
+
+
+class InlineExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` that runs each task at once, in this process
+    (debugging, tests, and claims whose checks are registered only here)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - delivered through the future
+            future.set_exception(exc)
+        return future
+
+
+def new_run_id(parameters: dict | None = None, now: datetime | None = None) -> str:
+    """``"YYYYmmddTHHMMSSZ-<6 hex>"``: the UTC time and a short hash of the parameters, the
+    time to the microsecond and the process id (two runs never share an id).
+
+    >>> new_run_id({}, datetime(2026, 11, 1, 12, 0, tzinfo=UTC))[:17]
+    '20261101T120000Z-'
+    """
+    now = now or datetime.now(UTC)
+    blob = json.dumps([to_plain(parameters or {}), now.isoformat(), os.getpid()],
+                      sort_keys=True, default=str)
+    return f"{now:%Y%m%dT%H%M%SZ}-{hashlib.sha256(blob.encode()).hexdigest()[:6]}"
+
+
+@dataclass
+class RunResult:
+    """What a run produced.
+
+    Attributes
+    ----------
+    run_id : str
+    out_dir : pathlib.Path
+    claims : list of Claim
+    records : dict
+        Instance records (:func:`verify.run._tasks.run_task`) by key ``"<claim>/<family>#<k>"``.
+    claim_results : list of ClaimResult
+        In the order of ``claims``.
+    parameters : dict
+        ``instances``, ``seed``, ``precision``, ``horizon`` (``None``: each family's own).
+    started, finished : str
+        UTC ISO times.
+    seconds : float
+        Wall time of this invocation.
+    resumed : int
+        Instances read back from the store instead of being computed.
+    """
+
+    run_id: str
+    out_dir: Path
+    claims: list
+    records: dict
+    claim_results: list
+    parameters: dict
+    started: str
+    finished: str
+    seconds: float
+    resumed: int = 0
+    executor: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when no claim expected to hold is refuted, else 1."""
+        return exit_code(self.claim_results)
+
+    def claim_records(self, claim_id: str) -> list[dict]:
+        """The instance records of one claim, in family and index order."""
+        claim = next(c for c in self.claims if c.id == claim_id)
+        order = {f.name: i for i, f in enumerate(claim.families)}
+        found = [r for r in self.records.values() if r["claim"] == claim_id]
+        return sorted(found, key=lambda r: (order.get(r["family"], 99), r["k"]))
+
+
+def _tasks(claims, instances, seed, precision, horizon) -> list[Task]:
+    tasks = []
+    for claim in claims:
+        module = CHECKS[claim.check].__module__ if claim.check in CHECKS else None
+        for family in claim.families:
+            count = 1 if family.kind == "explicit" else (instances or family.count)
+            for k in range(count):
+                tasks.append(Task(claim, family.name, k, seed, precision, horizon, module))
+    return tasks
+
+
+def _check_parameters(given: dict, stored: dict, out_dir: Path) -> dict:
+    merged = dict(stored)
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key in stored and stored[key] != value:
+            raise InvalidArgument(f"{key}={value!r} differs from the resumed run's {key}="
+                                  f"{stored[key]!r} (None: each family's own; "
+                                  f"{out_dir / 'run.json'}); drop the option or start a new "
+                                  "run.")
+        merged[key] = value
+    return merged
+
+
+def _write_counterexample(record: dict, out_dir: Path) -> dict:
+    text = record.pop("counterexample_toml", None)
+    if not text:
+        return record
+    folder = out_dir / "counterexamples"
+    folder.mkdir(exist_ok=True)
+    name = f"{record['claim']}-{record['family']}-{record['k']}.toml"
+    (folder / name).write_text(text, encoding="utf-8")
+    result = InstanceResult.from_json(record["result"])
+    record["result"] = replace(result, counterexample=f"counterexamples/{name}").to_json()
+    return record
+
+
+def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | None = None,
+               precision: object = None, horizon: object = None, out_dir: str | Path,
+               executor: Executor | None = None,
+               progress: bool | Callable[[str, dict], None] | None = None,
+               resume: bool = False, run_id: str | None = None) -> RunResult:
+    """Check every claim on its instances and judge it.
+
+    Parameters
+    ----------
+    claims : iterable of Claim
+    instances : int, optional
+        Number of instances of every random family (default: each family's ``count``);
+        explicit families always have one.
+    seed : int, optional
+        Overrides every random family's seed (instance ``k`` uses ``seed + k``).
+    precision : "float64", "auto" or int, optional
+        Overrides every family's precision.
+    horizon : number, optional
+        Overrides every family's horizon.
+    out_dir : path
+        Where ``run.json``, ``instances.jsonl`` and ``counterexamples/`` go.
+    executor : concurrent.futures.Executor, optional
+        Default: a :class:`~concurrent.futures.ProcessPoolExecutor` with 2 workers, shut down
+        at the end.  A given executor is left open; a Dask cluster works through
+        ``dask.distributed.Client(...).get_executor()`` (its workers must be able to import
+        ``verify`` and the module registering each check).  :class:`InlineExecutor` runs
+        everything in this process.
+    progress : bool or callable, optional
+        ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true;
+        ``False``: silent; a callable ``progress(key, record)`` is called per finished instance.
+    resume : bool
+        Read the finished instances of ``out_dir`` back and run only the others.  Parameters
+        default to the stored ones; a different explicit value is an error.
+    run_id : str, optional
+        Default: the stored one when resuming, else :func:`new_run_id`.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    InvalidArgument
+        ``out_dir`` already holds results and ``resume`` is false, or a parameter conflicts
+        with the resumed run's.
+    """
+    started, clock = datetime.now(UTC), time.perf_counter()
+    claims = list(claims)
+    out_dir = Path(out_dir)
+    store = ResultStore(out_dir)
+    horizon = None if horizon is None else str(Fraction(str(horizon)))
+    given = {"instances": instances, "seed": seed, "precision": precision, "horizon": horizon}
+    stored_run = store.read_run()
+    if resume:
+        parameters = _check_parameters(given, (stored_run or {}).get("parameters", {}), out_dir)
+        records = store.load()
+    else:
+        if store.path.exists() and store.path.stat().st_size:
+            raise InvalidArgument(f"out_dir={str(out_dir)!r} already holds results; resume it "
+                                  "(--resume) or choose another directory.")
+        parameters, records = given, {}
+    run_id = run_id or (stored_run or {}).get("run_id") or new_run_id(parameters, started)
+    store.write_run({"run_id": run_id, "parameters": parameters, "started":
+                     (stored_run or {}).get("started", started.isoformat()),
+                     "claims": [c.id for c in claims]})
+    import verify.checks  # noqa: F401  (registers the checks before their modules are named)
+
+    h = parameters.get("horizon")
+    tasks = _tasks(claims, parameters.get("instances"), parameters.get("seed"),
+                   parameters.get("precision"), None if h is None else Fraction(h))
+    sha = {c.id: c.sha256 for c in claims}
+    done = {t.key for t in tasks if t.key in records
+            and records[t.key].get("claim_sha256") == sha[t.claim.id]}
+    todo = [t for t in tasks if t.key not in done]
+    records = {t.key: records[t.key] for t in tasks if t.key in done}
+    bar = Progress(len(todo), enabled=False if progress is False or callable(progress)
+                   else None)
+    own = executor is None and bool(todo)
+    pool = ProcessPoolExecutor(DEFAULT_WORKERS) if own else executor or InlineExecutor()
+    try:
+        futures = {pool.submit(run_task, task): task for task in todo}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                record = future.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
+                record = _lost_record(task, exc)
+            record = _write_counterexample(record, out_dir)
+            store.append(record)
+            records[task.key] = record
+            bar.update(task.key, record["result"]["verdict"])
+            if callable(progress):
+                progress(task.key, record)
+    finally:
+        bar.close()
+        if own:
+            pool.shutdown(cancel_futures=True)
+    results = []
+    for claim in claims:
+        keys = [t.key for t in tasks if t.claim.id == claim.id]
+        results.append(judge_claim(claim, [InstanceResult.from_json(records[k]["result"])
+                                           for k in keys]))
+    return RunResult(run_id, out_dir, claims, records, results, parameters,
+                     (stored_run or {}).get("started", started.isoformat()),
+                     datetime.now(UTC).isoformat(), time.perf_counter() - clock, len(done),
+                     type(pool).__name__ if todo else "")
+
+
+def _lost_record(task: Task, exc: BaseException) -> dict:
+    from verify.run._tasks import _error_result
+
+    family = task.claim.family(task.family)
+    seed = family.seed_of(task.k, task.seed)
+    out = _error_result(f"{family.name}#{task.k}", family.name, seed, "the worker", exc)
+    return {"key": task.key, "claim": task.claim.id, "claim_sha256": task.claim.sha256,
+            "family": family.name, "k": task.k, "seed": seed, "inputs": None,
+            "instance_toml": None, "precision": to_plain(task.precision),
+            "horizon": None if task.horizon is None else str(task.horizon),
+            "exception": out["exception"], "traceback": out["traceback"],
+            "result": out["result"].to_json(), "seconds": None}

@@ -1,0 +1,217 @@
+"""One unit of work of a run: a claim on one instance, with the re-check of a violation.
+
+:func:`run_task` runs in a worker process (or a Dask worker), so it takes and returns plain,
+picklable values: a :class:`Task` in, a record dict out (see :func:`run_task`).  It never raises:
+an exception in drawing the instance, deciding the hypotheses or the check becomes an
+``inconclusive`` result carrying the error message.
+
+Examples
+--------
+>>> higher_precision("float64", mu=1.0, horizon=12)
+'auto'
+>>> higher_precision(30, mu=1.0, horizon=12)
+50
+>>> longer_checkpoints(33), [str(t) for t in longer_checkpoints((0, 1, 2))]
+(49, ['0', '3/2', '3'])
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+import traceback
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from verify.claim import (
+    CHECKS,
+    CheckRequest,
+    InstanceResult,
+    InstanceVerdict,
+    get_check,
+    judge_scope,
+    recheck_record,
+)
+from verify.claim._plain import to_plain
+
+__all__ = ["Task", "run_task", "higher_precision", "longer_checkpoints", "exact_inputs",
+           "RECHECK_HORIZON_FACTOR", "RECHECK_EXTRA_DIGITS"]
+
+RECHECK_HORIZON_FACTOR = Fraction(3, 2)
+RECHECK_EXTRA_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs to judge ``claim`` on instance ``k`` of family ``family``.
+
+    ``instances``, ``seed``, ``precision``, ``horizon`` are the run's overrides (``None``: the
+    family's own).  ``check_module`` is imported by a worker that does not know the check yet
+    (a spawned process or a Dask worker).
+    """
+
+    claim: object
+    family: str
+    k: int
+    seed: int | None = None
+    precision: object = None
+    horizon: Fraction | None = None
+    check_module: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``"<claim>/<family>#<k>"``: the identity of the result in the store."""
+        return f"{self.claim.id}/{self.family}#{self.k}"
+
+
+def higher_precision(precision: object, *, mu: float, horizon: object) -> object:
+    """The re-check precision: float64 → ``"auto"``; ``"auto"`` → what ``"auto"`` picks at
+    ``horizon`` plus :data:`RECHECK_EXTRA_DIGITS` digits; ``d`` digits → ``d + 20``."""
+    if precision == "float64":
+        return "auto"
+    if precision == "auto":
+        from verify.numerics import bits_to_digits
+        from verify.simulate import choose_bits
+
+        return int(math.ceil(bits_to_digits(choose_bits(mu, float(horizon))))) \
+            + RECHECK_EXTRA_DIGITS
+    return int(precision) + RECHECK_EXTRA_DIGITS
+
+
+def longer_checkpoints(checkpoints: object) -> object:
+    """Checkpoints for the horizon × 3/2: the same spacing (a count grows to cover the longer
+    interval) or the same times scaled by 3/2 (an explicit list)."""
+    if checkpoints is None:
+        return None
+    if isinstance(checkpoints, int):
+        return int(math.ceil((checkpoints - 1) * RECHECK_HORIZON_FACTOR)) + 1
+    return tuple(Fraction(t) * RECHECK_HORIZON_FACTOR for t in checkpoints)
+
+
+def _strings(matrix) -> list:
+    return [[str(Fraction(x)) for x in row] for row in matrix]
+
+
+def exact_inputs(instance) -> dict:
+    """The instance's exact inputs, every number an exact rational string (``"p/q"``)."""
+    model = instance.model
+    heads = [{"V": _strings(h.V), "Q": _strings(h.Q), "K": _strings(h.K)} for h in model.heads]
+    out = {"heads": heads, "x0": _strings(instance.x0), "model": to_plain(model.describe())}
+    if model.mlp is not None:
+        out["mlp"] = {"W": _strings(model.mlp.W), "activation": model.mlp.activation}
+    return out
+
+
+def _error_result(instance: str, family: str, seed, what: str, exc: BaseException) -> dict:
+    message = f"{type(exc).__name__}: {exc}"
+    result = InstanceResult(instance, family, seed, InstanceVerdict.INCONCLUSIVE,
+                            f"{what} raised an exception, so nothing was decided: {message}",
+                            evidence={"exception": message})
+    return {"result": result, "exception": message,
+            "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+
+
+def _call_check(request: CheckRequest, module: str | None):
+    if request.claim.check not in CHECKS:
+        importlib.import_module("verify.checks")
+        if module and request.claim.check not in CHECKS:
+            importlib.import_module(module)
+    result = get_check(request.claim.check)(request)
+    if not isinstance(result, InstanceResult):
+        raise TypeError(f"check {request.claim.check!r} returned {type(result).__name__}, "
+                        "not an InstanceResult (build it with judge_instance/judge_comparison)")
+    return result
+
+
+def run_task(task: Task) -> dict:
+    """Judge one instance; never raises.
+
+    Returns
+    -------
+    dict
+        ``key``, ``claim``, ``claim_sha256``, ``family``, ``k``, ``seed``, ``inputs`` (exact
+        strings), ``instance_toml`` (an instance file reproducing the instance), ``precision``,
+        ``horizon``, ``result`` (:meth:`InstanceResult.to_json`), ``exception``, ``traceback``,
+        ``counterexample_toml`` (for a confirmed violation), ``seconds``.
+    """
+    from verify.instance_file import instance_to_toml
+
+    start = time.perf_counter()
+    claim = task.claim
+    family = claim.family(task.family)
+    seed = family.seed_of(task.k, task.seed)
+    name = f"{family.name}#{task.k}"
+    precision = task.precision if task.precision is not None else family.precision
+    horizon = Fraction(task.horizon) if task.horizon is not None else Fraction(family.horizon)
+    record = {"key": task.key, "claim": claim.id, "claim_sha256": claim.sha256,
+              "family": family.name, "k": task.k, "seed": seed, "inputs": None,
+              "instance_toml": None, "precision": to_plain(precision),
+              "horizon": str(horizon), "exception": None, "traceback": None,
+              "counterexample_toml": None}
+
+    def finish(result: InstanceResult, **extra) -> dict:
+        record.update(extra)
+        record["result"] = result.to_json()
+        record["seconds"] = time.perf_counter() - start
+        return record
+
+    try:
+        instance = family.instance(task.k, task.seed)
+        record["inputs"] = exact_inputs(instance)
+        record["instance_toml"] = instance_to_toml(
+            instance, {"horizon": str(horizon), "precision": precision},
+            description=f"{claim.id} ({claim.label}), instance {name}")
+    except Exception as exc:  # noqa: BLE001 - a run never crashes on one instance
+        return finish(**_error_result(name, family.name, seed, "drawing the instance", exc))
+    try:
+        out = judge_scope(claim.hypotheses, instance, family=family.name, seed=seed)
+    except Exception as exc:  # noqa: BLE001
+        return finish(**_error_result(name, family.name, seed, "deciding the hypotheses", exc))
+    if out is not None:
+        return finish(out)
+    request = CheckRequest(claim, family, instance, seed, horizon, family.checkpoints, precision,
+                           dict(claim.parameters))
+    try:
+        result = _call_check(request, task.check_module)
+    except Exception as exc:  # noqa: BLE001
+        return finish(**_error_result(name, family.name, seed, f"the check {claim.check!r}",
+                                      exc))
+    if result.verdict is not InstanceVerdict.VIOLATED:
+        return finish(result)
+    result, extra = _recheck(result, request, task, instance)
+    return finish(result, **extra)
+
+
+def _recheck(result: InstanceResult, request: CheckRequest, task: Task,
+             instance) -> tuple[InstanceResult, dict]:
+    from verify.instance_file import instance_to_toml
+
+    try:
+        from verify.simulate import _growth_rate
+
+        mu = _growth_rate(instance.model)
+    except Exception:  # noqa: BLE001 - only sizes the precision
+        mu = 1.0
+    horizon = request.horizon * RECHECK_HORIZON_FACTOR
+    precision = higher_precision(request.precision, mu=mu, horizon=horizon)
+    checkpoints = longer_checkpoints(request.checkpoints)
+    again = replace(request, horizon=horizon, precision=precision, checkpoints=checkpoints,
+                    recheck=True)
+    try:
+        rerun = _call_check(again, task.check_module)
+    except Exception as exc:  # noqa: BLE001
+        rerun = _error_result(result.instance, result.family, result.seed,
+                              "the re-check", exc)["result"]
+    result = replace(result, rechecked=recheck_record(rerun, precision=precision,
+                                                      horizon=horizon))
+    if rerun.verdict is not InstanceVerdict.VIOLATED:
+        return result, {}
+    simulation = {"horizon": str(horizon), "precision": precision}
+    if isinstance(checkpoints, int):
+        simulation["checkpoints"] = checkpoints
+    reason = " ".join(rerun.reason.split())
+    text = instance_to_toml(instance, simulation, description=(
+        f"Counterexample to {request.claim.id} ({request.claim.label}), instance "
+        f"{result.instance}: {reason}"))
+    return result, {"counterexample_toml": text}

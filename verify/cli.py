@@ -142,10 +142,18 @@ def _select(claims: list, ids: list[str]) -> list:
     return [by_id[cid] for cid in dict.fromkeys(ids)] if ids else claims
 
 
+def _load_claims(directory):
+    """Load the claim files after importing the checks, which also register the hypotheses and
+    generators that claim files may name."""
+    import verify.checks  # noqa: F401  (registration)
+    from verify.claim import load_claims
+
+    return load_claims(directory)
+
+
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from verify.claim import load_claims
     from verify.report.results import build_results, write_reports
     from verify.run import ResultStore, new_run_id, run_claims
 
@@ -159,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
 
         if to_rational(args.horizon, "--horizon")[0] <= 0:
             raise InvalidArgument(f"--horizon={args.horizon} must be positive.")
-    claims = load_claims(args.claims_dir)
+    claims = _load_claims(args.claims_dir)
     ids = list(args.ids)
     if args.resume:
         out_dir = Path(args.resume)
@@ -207,9 +215,8 @@ def _newest_verdicts(reports: str) -> tuple[str | None, dict]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from verify.claim import load_claims
 
-    claims = load_claims(args.claims_dir)
+    claims = _load_claims(args.claims_dir)
     run_id, verdicts = _newest_verdicts(args.reports)
     rows = [(c.id, c.label, c.kind.value, verdicts.get(c.id, "–")) for c in claims]
     head = ("id", "label", "kind", f"last verdict ({run_id})" if run_id else "last verdict")
@@ -221,9 +228,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from verify.claim import load_claims
 
-    claim = _select(load_claims(args.claims_dir), [args.id])[0]
+    claim = _select(_load_claims(args.claims_dir), [args.id])[0]
     print(f"{claim.id} — {claim.label} ({claim.kind.value}; expected: {claim.expected.value})")
     print(f"file: {claim.source}  sha256 {claim.sha256[:12]}\n")
     print(claim.statement.strip() + "\n")

@@ -8,9 +8,15 @@ group of claims:
 * :mod:`verify.checks.polytopes` — hull monotonicity, the polytope theorem, generic vertices,
   collapse for ``V = −I``, hyperplanes and the codimension conjecture;
 * :mod:`verify.checks.extensions` — polytope × subspace, the refuted bound of §10, and the open
-  problems (generic ``QᵀK``, complex leading pair, MLP, several heads).
+  problems on generic ``QᵀK`` and a complex leading pair;
+* :mod:`verify.checks.open_models` — the open problems on an MLP and on several heads.
 """
 
-from verify.checks import extensions, one_dimensional, polytopes  # noqa: F401  (registration)
+from verify.checks import (  # noqa: F401  (registration)
+    extensions,
+    one_dimensional,
+    open_models,
+    polytopes,
+)
 
 __all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Checks (see verify.checks): the MLP and several-heads open problems."""
+
+from verify.claim import register_check  # noqa: F401

@@ -201,6 +201,7 @@ def _claim_section(data: dict, c: dict, v: dict, figures: bool, run_dir) -> str:
 
 def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None = None) -> str:
     """The self-contained HTML report of a ``results.json`` dict (figures optional)."""
+    import verify.report.paper_figures  # noqa: F401  (fills PAPER_FIGURES)
     e = html.escape
     p = data["parameters"]
     verdicts = {v["claim"]: v for v in data["verdicts"]}

@@ -101,7 +101,7 @@ def test_report_md_has_the_summary_table_and_each_claim(report):
     for cid in ("tiny-holds", "tiny-refuted", "tiny-out-of-scope"):
         assert f"## `{cid}`" in text
     assert "| pair#0 | – | inconclusive (first violated) |" in text
-    assert "verify simulate reports/20261101T000000Z-abcdef/counterexamples/" in text
+    assert "from this report's folder: `verify simulate counterexamples/" in text
     assert "proved" not in text.replace("never a proof", "")
 
 

@@ -184,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         out_dir = Path(args.out) / new_run_id({"ids": ids})
     run = run_claims(selected, instances=args.instances, seed=args.seed,
                      precision=args.precision, horizon=args.horizon, out_dir=out_dir,
-                     resume=bool(args.resume))
+                     resume=bool(args.resume), run_id=None if args.resume else out_dir.name)
     paths = write_reports(run, figures=not args.no_figures)
     if args.json:
         data = build_results(run)

@@ -185,8 +185,8 @@ def _claim_section(data: dict, c: dict, v: dict, figures: bool, run_dir) -> str:
              f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}</div>"]
     for r in data["instances"]:
         if r["claim"] == c["id"] and r.get("counterexample"):
-            parts.append(f"<p>Reproduce {e(r['instance'])}: <code>verify simulate reports/"
-                         f"{e(data['run_id'])}/{e(r['counterexample'])}</code></p>")
+            parts.append(f"<p>Reproduce {e(r['instance'])} from this report's folder: "
+                         f"<code>verify simulate {e(r['counterexample'])}</code></p>")
     if c.get("notes"):
         parts.append('<div class="notes"><em>Notes.</em> ' + markdown_to_html(c["notes"])
                      + "</div>")

@@ -124,8 +124,8 @@ def render_markdown(data: dict) -> str:
         out += ["", f"**Verdict: {v['text']}**{mark[v['matches_expected']]}. {v['reason']}"]
         ces = [r for r in data["instances"] if r["claim"] == c["id"] and r.get("counterexample")]
         for r in ces:
-            out += ["", f"Reproduce {r['instance']}: `verify simulate "
-                        f"reports/{data['run_id']}/{r['counterexample']}`"]
+            out += ["", f"Reproduce {r['instance']} from this report's folder: "
+                        f"`verify simulate {r['counterexample']}`"]
         if c.get("notes"):
             out += ["", "*Notes.* " + c["notes"]]
     versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())

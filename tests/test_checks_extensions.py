@@ -10,11 +10,8 @@ import numpy as np
 import pytest
 
 import verify.checks  # noqa: F401  (registers the checks)
-from verify.checks.extensions import (
-    _boundary_margins,
-    boundary_depths,
-    f_coordinates,
-)
+from verify.checks.extensions import boundary_depths, f_coordinates
+from verify.checks.subspace import _boundary_margins
 from verify.claim import CheckRequest, InstanceVerdict, get_check, judge_scope, load_claim
 from verify.claim._family_file import parse_family
 

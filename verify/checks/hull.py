@@ -1,0 +1,124 @@
+r"""Proposition 8.2 (``hull_nonincreasing``): the convex hull of the tokens does not grow.
+
+:math:`z_i(t_{k+1}) \in \operatorname{conv}\{z_j(t_k)\}` and
+:math:`z_i(t) \in \operatorname{conv}\{z_j(0)\}`. Inclusions that become equalities in the limit
+(a leader at a vertex of the hull) cannot be decided once the motion falls below the error
+estimate; such pairs are counted in the evidence (``boundary_*``) and are neither support nor
+violation; a violation beyond the error always counts. The verdict is reached by
+:func:`~verify.checks._parts.combine`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from verify.checks._parts import SubCheck, combine, inconclusive
+from verify.checks._runs import simulate_checked
+from verify.claim import InstanceResult, register_check
+
+__all__ = ["check_hull_nonincreasing"]
+
+_EPS = float(np.finfo(float).eps)
+
+
+def _affine_coordinates(x0) -> list[int]:
+    """Pivot coordinates of the exact affine hull of the initial tokens (an injective
+    projection of that hull; the dynamics never leave it)."""
+    from verify.exact._common import rref
+
+    rows = [[a - b for a, b in zip(row, x0[0], strict=True)] for row in x0[1:]]
+    return list(rref(rows)[1]) if rows else []
+
+
+def _depths(Y: np.ndarray, P: np.ndarray) -> np.ndarray | None:
+    """Signed depth of each row of ``P`` in ``conv(Y)`` (positive inside: the distance to the
+    boundary; negative outside: minus a lower bound on the distance), None if Qhull fails."""
+    r = Y.shape[1]
+    if r == 1:
+        return np.minimum(P[:, 0] - Y[:, 0].min(), Y[:, 0].max() - P[:, 0])
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        eq = ConvexHull(Y).equations
+    except (QhullError, ValueError):
+        return None
+    return np.min(-(P @ eq[:, :r].T + eq[:, r]), axis=1)
+
+
+@register_check("hull_nonincreasing")
+def check_hull_nonincreasing(request) -> InstanceResult:
+    r"""Proposition 8.2: :math:`z_i(t_{k+1}) \in \operatorname{conv}\{z_j(t_k)\}` and
+    :math:`z_i(t_l) \in \operatorname{conv}\{z_j(0)\}` for all checkpoints.
+
+    Depths are measured in the pivot coordinates of the exact affine hull of the initial tokens;
+    the error of a depth is :math:`\sqrt r` times the error estimates of the point and of the
+    hull's generators, plus float64 rounding. A point outside by more than its error is a
+    violation, and it is re-decided exactly (:func:`verify.exact.hull_certificate` on the float
+    values at their exact binary value). A point within its error of the boundary cannot be
+    decided at this precision: it is counted in the evidence (``boundary_stationary`` when it
+    has not moved beyond its error either, e.g. a leader at a vertex; ``boundary_moving``
+    otherwise) and is neither support nor violation. No inside pair at all: inconclusive.
+    """
+    from verify.exact import hull_certificate
+    from verify.exact.inputs import rational_array
+
+    traj, failure = simulate_checked(request)
+    if failure:
+        return failure
+    x0, _ = rational_array("x0", request.instance.x0)
+    piv = _affine_coordinates(x0)
+    if not piv:
+        return inconclusive(request, "all initial tokens coincide: the hull is a point.")
+    Z, E, m = traj.z[:, :, piv], traj.error, len(traj.t)
+    r = len(piv)
+    counts = {"inside": 0, "outside": 0, "boundary_stationary": 0, "boundary_moving": 0,
+              "undecided": 0}
+    tightest, worst, first_undecided = None, None, None
+    pairs = [(k, k + 1) for k in range(m - 1)] + [(0, j) for j in range(2, m)]
+    for k, l in pairs:  # noqa: E741
+        Y, P = Z[k], Z[l]
+        depth = _depths(Y, P)
+        if depth is None:
+            counts["undecided"] += P.shape[0]
+            first_undecided = first_undecided or SubCheck(
+                math.nan, math.inf, f"the inclusion at t={traj.t[l]:.4g} (Qhull failed on a "
+                "degenerate hull)")
+            continue
+        scale = float(np.max(np.abs(Y))) + float(np.max(np.abs(P)))
+        err = math.sqrt(r) * (E[l] + float(np.max(E[k]))) + 64 * _EPS * r * scale
+        moved = np.max(np.abs(P - Y), axis=1)
+        for i in range(P.shape[0]):
+            what = (f"z_{i}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")
+            if depth[i] > err[i]:
+                counts["inside"] += 1
+                if tightest is None or depth[i] - err[i] < tightest.margin - tightest.error:
+                    tightest = SubCheck(float(depth[i]), float(err[i]), what)
+            elif -depth[i] > err[i]:
+                exact = hull_certificate(np.vstack([traj.z[k], traj.z[l][i:i + 1]]))
+                if len(Y) in exact.vertices:
+                    counts["outside"] += 1
+                    sub = SubCheck(float(depth[i]), float(err[i]), what + " (outside, certified"
+                                   " exactly on the float values)")
+                    if worst is None or -sub.margin - sub.error > -worst.margin - worst.error:
+                        worst = sub
+                else:
+                    counts["undecided"] += 1
+                    first_undecided = first_undecided or SubCheck(
+                        math.nan, math.inf, what + " (float and exact membership disagree)")
+            elif moved[i] <= E[k, i] + E[l, i] + 64 * _EPS * scale:
+                counts["boundary_stationary"] += 1
+            else:
+                counts["boundary_moving"] += 1
+    evidence = {"pairs": counts, "affine_dimension": r,
+                "error_estimate": traj.error_estimate,
+                "note": "boundary: within the error estimate of the hull's boundary, so the "
+                        "inclusion is undecidable at this precision (neither support nor "
+                        "violation); stationary: not moved beyond the error either (a leader at "
+                        "a vertex)"}
+    if tightest is not None:
+        evidence["smallest_depth"] = {"at": tightest.what, "depth": tightest.margin,
+                                      "error": tightest.error}
+    subs = [s for s in (worst, first_undecided, tightest) if s is not None]
+    return combine(subs, request, evidence)

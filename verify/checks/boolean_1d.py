@@ -4,6 +4,12 @@ Rows of :math:`P(t)` converge doubly exponentially to :math:`e_1^\top` or :math:
 except at most one (for random, generic data: none); for ``d = n = 2`` and ``Q = K = V = I`` the
 two limits are distinct but only about :math:`\varepsilon e^{-1/(2\varepsilon^2)}` apart. The
 verdict is the worst part (:func:`~verify.checks._parts.combine_parts`).
+
+``boolean_1d_limit`` attaches ``evidence["figure"]`` (the report's figure protocol,
+:mod:`verify.report.html`) for the row with the smallest fitted rate: its gap
+:math:`1 - P_{i\ell}(t)` on a log scale (``"convergence"``, no exponential fit: the decay is
+faster) and :math:`\log(-\log(1 - P_{i\ell}(t)))` with the fitted line
+(``"doubly_exponential"``).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from fractions import Fraction
 import numpy as np
 
 from verify.checks._parts import VERDICT_ORDER, combine_parts, inconclusive, judge_part
+from verify.checks._runs import FIGURE_POINTS, sig6
 from verify.checks.one_dimensional import (
     row_error,
     row_log_gaps,
@@ -49,11 +56,12 @@ def check_boolean_1d(request) -> InstanceResult:
     order = [int(i) for i in np.argsort(as_float_array(request.instance.x0).ravel())]
     generic = bool(request.parameters.get("generic_rank", False)) and \
         request.family.kind == "random"
-    rows, fits = [], []
+    rows, fits, gaps = [], [], []
     for i in range(n):
         target = int(np.argmax(traj.scaled_scores[-1, i]))
         logs, errs = row_log_gaps(traj, i, target)
         fit = fit_doubly_exponential(traj.t, logs, errs, log=True)
+        gaps.append((logs, errs, fit))
         if not fit.ok:
             part = inconclusive(request, f"row {i}: no doubly exponential fit ({fit.reason}).")
         else:
@@ -103,7 +111,37 @@ def check_boolean_1d(request) -> InstanceResult:
         "leaders_observed": sorted({t for _, t, _ in rows}),
         "P_star": [[str(p) if p.denominator == 1 else float(p) for p in row] for row in P_star],
         "generic_sentence_checked": generic, "run": run_summary(traj),
-        "free_row_fit": None if free_fit is None else free_fit.to_dict()})
+        "free_row_fit": None if free_fit is None else free_fit.to_dict(),
+        "figure": _figure(traj.t, gaps, [r[1] for r in rows])})
+
+
+def _finite6(values) -> list | None:
+    """6 significant digits, or ``None`` if some value is NaN/inf (JSON without NaN)."""
+    values = np.asarray(values, dtype=float)
+    return [sig6(v) for v in values] if np.all(np.isfinite(values)) else None
+
+
+def _figure(t, gaps, targets) -> dict:
+    r"""``evidence["figure"]`` for the row with the smallest fitted doubly exponential rate
+    (among the rows with a fit; row 0 when none has one)."""
+    slopes = [g[2].slope if g[2].ok and np.isfinite(g[2].slope) else np.inf for g in gaps]
+    i = int(np.argmin(slopes))
+    logs, errs, fit = gaps[i]
+    keep = np.unique(np.round(np.linspace(0, len(t) - 1, min(len(t), FIGURE_POINTS)))
+                     .astype(int))
+    logs, errs, times = logs[keep], errs[keep], _finite6(np.asarray(t)[keep])
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.exp(logs)
+        gap_err = gap * np.expm1(errs)
+    name = f"1 - P_{{{i},{targets[i]}}}(t)"
+    line = [sig6(fit.slope), sig6(fit.intercept)] if fit.ok and np.isfinite(fit.slope) and \
+        np.isfinite(fit.intercept) else None
+    return {"convergence": {"times": times, "distances": _finite6(gap),
+                            "errors": _finite6(gap_err), "fit": None,
+                            "label": f"${name}$ (slowest row)"},
+            "doubly_exponential": {"times": times, "gaps": _finite6(logs),
+                                   "errors": _finite6(errs), "fit": line,
+                                   "label": rf"$\log(-\log({name}))$"}}
 
 
 # --------------------------------------------------------------------------- remark closing §7

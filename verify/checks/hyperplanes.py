@@ -10,6 +10,11 @@ estimate; such steps are counted in the evidence (``untestable``) and are neithe
 violation. Limits come from :func:`verify.limits.projected_limits`; they are grouped by
 :func:`~verify.checks.polytopes.certified_clusters` and the verdict is reached by
 :func:`~verify.checks._parts.combine`.
+
+``hyperplanes_limit`` attaches ``evidence["figure"]`` (the report's figure protocol,
+:mod:`verify.report.html`): the hyperplanes :math:`\{\varphi_1^* = c\}`, ``c`` in
+:math:`\{a, 0, b\}`, over the paths, and :math:`\max_i \operatorname{dist}(z_i(t), H)` with
+the slowest fitted rate.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import math
 import numpy as np
 
 from verify.checks._parts import SubCheck, combine, inconclusive
-from verify.checks._runs import fitted_limits, sig6, simulate_and_fit
+from verify.checks._runs import figure_convergence, fitted_limits, sig6, simulate_and_fit
 from verify.checks.polytopes import certified_clusters, identify
 from verify.claim import InstanceResult, register_check
 
@@ -116,9 +121,32 @@ def check_hyperplanes_limit(request) -> InstanceResult:
                 "distance_to_H": [sig6(min(abs(v - c) for c in cands) / norm) for v in L],
                 "max_monotonicity": up_counts, "min_monotonicity": down_counts,
                 "rates": [sig6(f.rate) for f in fits], "error_estimate": traj.error_estimate}
+    evidence["figure"] = _figure(t, values, errors, cands, cand_err, phi, fits)
     if not subs:
         subs.append(SubCheck(1.0, 0.0, "at most three offsets (one cluster)"))
     return combine(subs, request, evidence)
+
+
+def _figure(t, values, errors, cands, cand_err, phi, fits) -> dict:
+    r"""``evidence["figure"]``: the hyperplanes and :math:`\max_i \operatorname{dist}(z_i, H)`,
+    :math:`H = \bigcup_c \{\varphi_1^* = c\}`, with the error of the maximising token and
+    the smallest fitted rate of the :math:`\varphi_1^*(z_i)`."""
+    norm = float(np.linalg.norm(phi))
+    gaps = np.abs(values[:, :, None] - np.asarray(cands, dtype=float)[None, None, :])
+    nearest = np.argmin(gaps, axis=2)
+    dist = np.min(gaps, axis=2) / norm
+    worst = np.argmax(dist, axis=1)
+    rows = np.arange(len(t))
+    err = (errors[rows, worst] + np.asarray(cand_err, dtype=float)[nearest[rows, worst]]) / norm
+    rates = [f.rate if np.isfinite(f.rate) else np.inf for f in fits]
+    slow = int(np.argmin(rates))
+    return {"predicted": {"hyperplanes": [[sig6(v) for v in phi],
+                                          [sig6(c) for c in cands]],
+                          "label": r"$\{\varphi_1^* = a\}, \{\varphi_1^* = 0\}, "
+                                   r"\{\varphi_1^* = b\}$"},
+            "convergence": figure_convergence(
+                t, dist[rows, worst], err, fits[slow].rate, fits[slow].tail_start,
+                r"$\max_i \, \mathrm{dist}(z_i(t), H)$")}
 
 
 # --------------------------------------------------------------------------- codimension

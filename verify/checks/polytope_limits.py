@@ -8,6 +8,11 @@ Limits come from :func:`verify.limits.token_limits` (trend over the checkpoints)
 has not stabilised makes the instance inconclusive. :math:`\mathcal K` is the hull of the
 certified clusters of limits (:func:`~verify.checks.polytopes.certified_clusters`); the verdict
 is reached by :func:`~verify.checks._parts.combine`.
+
+Both checks' evidence carries ``"figure"`` (the report's figure protocol,
+:mod:`verify.report.html`): :math:`\mathcal K` and :math:`\mathcal S` (or the vertices) drawn
+over the paths and, for ``polytope_limit``, the slowest token's distance to its limit with the
+fitted rate (:func:`figure_convergence`, shared with the other limit checks).
 """
 
 from __future__ import annotations
@@ -17,12 +22,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.checks._parts import SubCheck, combine, inconclusive
-from verify.checks._runs import fitted_limits, sig6, simulate_and_fit
+from verify.checks._runs import (
+    figure_convergence,
+    fitted_limits,
+    plain6,
+    sig6,
+    simulate_and_fit,
+)
 from verify.checks.polytopes import certified_clusters, identify
 from verify.claim import InstanceResult, register_check
 from verify.errors import InvalidArgument
 
 __all__ = ["check_polytope_limit", "check_polytope_vertices_generic"]
+
+def _slowest(fits) -> int:
+    """The token whose fitted rate is smallest (finite rates first; else token 0)."""
+    rates = [f.rate if np.isfinite(f.rate) else np.inf for f in fits]
+    return int(np.argmin(rates))
 
 
 def _face_point(VJ: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -131,6 +147,16 @@ def check_polytope_limit(request) -> InstanceResult:
         "clusters": len(pol.reps), "tokens": tokens, "error_estimate": traj.error_estimate,
         "symmetry": traj.symmetry is not None,
     }
+    i = _slowest(fits)
+    distance = np.max(np.abs(traj.z[:, i, :] - L[i]), axis=1)
+    evidence["figure"] = {
+        "predicted": {"polytope_vertices": [[plain6(v) for v in x]
+                                            for x in evidence["K_vertices"]],
+                      "points": [[plain6(v) for v in x] for x in pol.S_points],
+                      "label": r"$\mathcal{K}$ and $\mathcal{S}$"},
+        "convergence": figure_convergence(
+            traj.t, distance, traj.error[:, i] + E[i], fits[i].rate, fits[i].tail_start,
+            rf"$\|z_{{{i}}}(t) - z_{{{i}}}^\infty\|_\infty$ (slowest token)")}
     return combine(subs, request, evidence)
 
 
@@ -201,4 +227,7 @@ def check_polytope_vertices_generic(request) -> InstanceResult:
                 "max_abs_P_minus_P_star_at_T": deviation,
                 "min_certified_margin_at_T": sig6(np.min(traj.margins[-1])),
                 "error_estimate": traj.error_estimate}
+    evidence["figure"] = {"predicted": {
+        "polytope_vertices": [[plain6(v) for v in x] for x in evidence["K_vertices"]],
+        "label": r"$\mathcal{K}$ (its vertices: the leaders' limits)"}}
     return combine(subs, request, evidence)

@@ -2,6 +2,11 @@ r"""``polytope_subspace_limit`` (Theorem 5.2): the projections :math:`\pi_F z_i(
 along ``G``) converge to :math:`\partial\mathcal K \cup \{0\}`, :math:`\mathcal K` the polytope
 spanned by the projected limits; each instance records whether it is in the *safe case*
 (:math:`F \perp G` and :math:`Q^\top K` block-diagonal in :math:`F \oplus G`).
+
+The evidence carries ``"figure"`` (the report's figure protocol, :mod:`verify.report.html`): the
+affine subspaces :math:`c + G` through the clusters ``c`` of projected limits (mapped back into
+:math:`\mathbb R^d`), their hull :math:`\mathcal K`, and the slowest projection's distance to
+its limit with the fitted rate.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import math
 import numpy as np
 
 from verify.checks._parts import inconclusive, judge_part
-from verify.checks._runs import float_parameter
+from verify.checks._runs import figure_convergence, float_parameter
 from verify.checks.extensions import boundary_depths, projected_run
 from verify.checks.polytopes import cluster_groups
 from verify.claim import CheckRequest, InstanceResult, register_check
@@ -70,6 +75,7 @@ def polytope_subspace_limit(request: CheckRequest) -> InstanceResult:
         np.array(info["F_basis"], dtype=float).T @ C).T), axis=(1, 2))
     evidence.update(geometry, projected_limits=limits, limit_errors=errors,
                     G_component_max=[float(g_size[0]), float(g_size[-1])])
+    evidence["figure"] = _figure(C, info, traj, fits, limits, errors)
     if not math.isfinite(geometry["resolution_s"]):
         return inconclusive(request, "every projected limit is 0 within its error bar: no "
                             "polytope to compare with.", evidence)
@@ -81,3 +87,28 @@ def polytope_subspace_limit(request: CheckRequest) -> InstanceResult:
     case = "safe case" if info["safe_case"] else "outside the safe case"
     return judge_part(request, float(margins[k]), float(errs[k]), f"[{case}] {what}", evidence)
 
+
+
+def _figure(C, info, traj, fits, limits, errors) -> dict:
+    r"""``evidence["figure"]``: lines through the cluster points of :math:`\pi_F z(\infty)` in
+    :math:`\mathbb R^d` along ``G``, their hull, and
+    :math:`\|\pi_F z_i(t) - \pi_F z_i(\infty)\|_\infty` (``F``-coordinates) of the slowest
+    token."""
+    from verify.checks._runs import sig6
+
+    F = np.array([[float(v) for v in row] for row in info["F_basis"]], dtype=float)
+    G = np.array([[float(v) for v in row] for row in info["G_basis"]], dtype=float)
+    centres = np.array([limits[g].mean(axis=0) for g in cluster_groups(limits, errors)])
+    anchors = [[sig6(v) for v in x] for x in centres @ F]
+    predicted = {"polytope_vertices": anchors, "anchors": anchors,
+                 "label": r"$\mathcal{K} + G$ ($\mathcal{K}$: hull of the limits of "
+                          r"$\pi_F z_i$)"}
+    if G.size:
+        predicted["subspace"] = [[sig6(v) for v in g] for g in G]
+    rates = [f.rate if np.isfinite(f.rate) else np.inf for f in fits]
+    i = int(np.argmin(rates))
+    distance = np.max(np.abs(traj.z[:, i, :] @ C.T - limits[i]), axis=1)
+    error = traj.error[:, i] * float(np.max(np.sum(np.abs(C), axis=1))) + errors[i]
+    return {"predicted": predicted, "convergence": figure_convergence(
+        traj.t, distance, error, fits[i].rate, fits[i].tail_start,
+        rf"$\|\pi_F z_{{{i}}}(t) - \pi_F z_{{{i}}}(\infty)\|_\infty$ (slowest token)")}

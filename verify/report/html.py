@@ -13,7 +13,8 @@ per claim, figures of its first in-scope instance(s).
 * ``"predicted"``: fields of :class:`verify.report.figures.Predicted` (``polytope_vertices``,
   ``hyperplanes``, ``points``, ``subspace``, ``anchors``, ``label``) drawn over the paths;
 * ``"variable"``: ``"z"`` (default) or ``"x"``;
-* ``"convergence"``: ``{"times", "distances", "errors", "fit": [rate, intercept], "label"}``.
+* ``"convergence"``: ``{"times", "distances", "errors", "fit": [rate, intercept], "label"}``;
+* ``"doubly_exponential"``: ``{"times", "gaps" (log form), "errors", "fit": [slope, intercept]}``.
 
 :data:`PAPER_FIGURES` is a list of callables ``() -> list[(caption, Figure)]`` rendered in a
 "Paper figures" section.  A figure that fails becomes a note in the report, never an error.
@@ -96,16 +97,25 @@ def _instance_of(record: dict):
 
 
 def default_figures(record: dict, claim: dict) -> list:
-    """Token paths (with ``evidence["figure"]["predicted"]`` drawn in), ``P(t)`` heat maps with
-    the rank, and a convergence plot when the evidence carries one; the paths come from a float64
-    re-simulation of the stored exact instance (an illustration: the verdict rests on the
-    check's own numerics)."""
+    r"""Token paths (with ``evidence["figure"]["predicted"]`` drawn in), ``P(t)`` heat maps with
+    the rank, a convergence plot and a doubly exponential plot when the evidence carries them;
+    the paths come from a float64 re-simulation of the stored exact instance (an illustration:
+    the verdict rests on the check's own numerics).
+
+    Besides the keys of the module docstring, ``evidence["figure"]`` may hold
+    ``"doubly_exponential"``: ``{"times", "gaps", "errors", "fit": [slope, intercept],
+    "label"}`` with ``gaps`` the logarithms :math:`\log|g(t)|` (they would underflow otherwise),
+    drawn as :math:`\log(-\log|g(t)|)` by
+    :func:`~verify.report.figures.plot_doubly_exponential`. ``errors``, ``fit`` and ``label`` may
+    be ``None``; an entry without ``times`` or data is not drawn.
+    """
     from fractions import Fraction
 
     from verify.report.figures import (
         Predicted,
         plot_attention_heatmaps,
         plot_convergence,
+        plot_doubly_exponential,
         plot_trajectories,
     )
     from verify.simulate import simulate
@@ -124,12 +134,20 @@ def default_figures(record: dict, claim: dict) -> list:
         out.append((f"{record['instance']}: attention matrix P(t) at a few times and its "
                     "numerical rank.", plot_attention_heatmaps(traj)))
     conv = spec.get("convergence")
-    if conv:
+    if conv and conv.get("times") and conv.get("distances"):
         kwargs = {k: conv[k] for k in ("errors", "label") if conv.get(k) is not None}
         fit = tuple(conv["fit"]) if conv.get("fit") else None
-        out.append((f"{record['instance']}: distance to the predicted limit (log scale) with "
-                    "the fitted rate.", plot_convergence(conv["times"], conv["distances"],
-                                                         fit=fit, **kwargs)))
+        out.append((f"{record['instance']}: distance to the predicted limit (log scale)"
+                    + (" with the fitted rate." if fit else "."),
+                    plot_convergence(conv["times"], conv["distances"], fit=fit, **kwargs)))
+    double = spec.get("doubly_exponential")
+    if double and double.get("times") and double.get("gaps"):
+        kwargs = {k: double[k] for k in ("errors", "label") if double.get(k) is not None}
+        fit = tuple(double["fit"]) if double.get("fit") else None
+        out.append((f"{record['instance']}: doubly exponential convergence, log(−log gap) "
+                    "against t" + (" with the fitted line." if fit else "."),
+                    plot_doubly_exponential(double["times"], double["gaps"], fit=fit, log=True,
+                                            **kwargs)))
     return out
 
 

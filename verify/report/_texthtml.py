@@ -38,6 +38,8 @@ _SYMBOLS = {
     "det": "det", "dim": "dim", "ker": "ker", "sup": "sup", "inf": "inf", "lim": "lim",
     "left": "", "right": "", "big": "", "Big": "", "bigl": "", "bigr": "", "displaystyle": "",
 }
+_CALLIGRAPHIC = {"A": "𝒜", "C": "𝒞", "F": "ℱ", "G": "𝒢", "H": "ℋ", "K": "𝒦", "P": "𝒫",
+                 "S": "𝒮", "V": "𝒱"}
 _BLACKBOARD = {"R": "ℝ", "N": "ℕ", "Z": "ℤ", "Q": "ℚ", "C": "ℂ", "S": "𝕊"}
 _SUB = str.maketrans("0123456789+-=()aeijklmnoprstux", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑᵢⱼₖₗₘₙₒₚᵣₛₜᵤₓ")
 _SUP = str.maketrans("0123456789+-=()inkdT*", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿᵏᵈᵀ*")
@@ -53,6 +55,7 @@ def tex_to_unicode(tex: str) -> str:
     """Legible Unicode for a LaTeX formula (best effort; unknown commands lose the backslash)."""
     s = re.sub(r"\^\{?\\top\}?", "ᵀ", tex)
     s = re.sub(r"\\mathbb\{(\w)\}", lambda m: _BLACKBOARD.get(m.group(1), m.group(1)), s)
+    s = re.sub(r"\\mathcal\s*\{?(\w)\}?", lambda m: _CALLIGRAPHIC.get(m.group(1), m.group(1)), s)
     s = re.sub(r"\\(?:mathcal|mathrm|mathbf|operatorname|text|textrm|mathsf)\{([^{}]*)\}",
                r"\1", s)
     s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", s)

@@ -23,7 +23,7 @@ __all__ = ["render_markdown", "summary_rows", "instance_rows", "format_value",
 COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope")
 SUMMARY_HEADER = ("claim", "label", "kind", "expected", "verdict", "holds", "violated",
                   "inconclusive", "out of scope")
-INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted", "observed", "margin", "error",
+INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted vs observed", "margin", "error",
                    "note")
 
 
@@ -57,6 +57,14 @@ def summary_rows(data: dict) -> list[tuple]:
     return rows
 
 
+COMPARISON_WIDTH = 160  # characters of a check's reason shown in the instance table
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
 def instance_rows(data: dict, claim_id: str) -> list[tuple]:
     """One row per instance of ``claim_id``: :data:`INSTANCE_HEADER` (the verdict is the
     effective one: an unconfirmed violation reads "inconclusive")."""
@@ -79,8 +87,12 @@ def instance_rows(data: dict, claim_id: str) -> list[tuple]:
             note = f"error: {r['exception']}"
         elif r["effective_verdict"] == "out-of-scope":
             note = r["reason"]
-        rows.append((r["instance"], format_value(r["seed"]), verdict,
-                     format_value(ev.get("predicted")), format_value(ev.get("observed")),
+        if ev.get("predicted") is not None or ev.get("observed") is not None:
+            comparison = (f"{format_value(ev.get('predicted'))} vs "
+                          f"{format_value(ev.get('observed'))}")
+        else:  # the check states its comparison in the reason
+            comparison = _shorten(r.get("reason") or "–", COMPARISON_WIDTH)
+        rows.append((r["instance"], format_value(r["seed"]), verdict, comparison,
                      format_value(r.get("margin")), format_value(r.get("error")),
                      note.strip("; ")))
     return rows

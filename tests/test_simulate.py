@@ -2,6 +2,7 @@
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -196,3 +197,12 @@ def test_unstable_invariant_point_does_not_stall_the_integrator():
     assert traj.success and traj.symmetry["stayed_on_fixed_subspace"]
     assert traj.stats["accepted"] < 200
     assert np.all(traj.state[:, 4, :] == 0.0)  # the centre never moves
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parent.parent.glob(
+    "claims/examples/*.toml")), ids=lambda p: p.stem)
+def test_bundled_examples_simulate(path, capsys):
+    """Every bundled instance file loads and runs (short horizon) with a clean summary."""
+    assert main(["simulate", str(path), "--horizon", "1", "--checkpoints", "3", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["run"]["status"] == "success" and summary["spectral_class"]

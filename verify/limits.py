@@ -328,13 +328,7 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
 # --------------------------------------------------------------------------- trajectories
 def _token_series(traj, variable: str):
     """(values (m, n, d), errors (m, n) or None, note) for ``variable`` of ``traj``."""
-    if variable not in ("z", "x"):
-        raise InvalidArgument(f"variable={variable!r} ({type(variable).__name__}) must be 'z' "
-                              "(rescaled tokens) or 'x' (tokens).")
-    values = getattr(traj, variable)
-    if values is None:
-        raise InvalidArgument(f"variable={variable!r}: this trajectory (form={traj.form!r}) has "
-                              "no such array; use variable='x' or simulate in form 'z'.")
+    values = traj.tokens(variable)
     note = ""
     if values is traj.state and traj.error is not None:
         errors = traj.error

@@ -107,6 +107,24 @@ class Trajectory:
         """Tokens ``x(t_k)`` (entries may be ``inf`` when ``e^{tV}`` overflows float64)."""
         return self.state if self.form != "z" else self.x_state
 
+    def tokens(self, variable: str) -> np.ndarray:
+        """The array of ``variable`` (``"z"`` or ``"x"``), shape ``(m, n, d)``.
+
+        Raises
+        ------
+        InvalidArgument
+            For another name, or when the variant has no such array (several heads,
+            normalisation or an MLP have no rescaled ``z``).
+        """
+        if variable not in ("z", "x"):
+            raise InvalidArgument(f"variable={variable!r} ({type(variable).__name__}) must be "
+                                  "'z' (rescaled tokens) or 'x' (tokens).")
+        values = getattr(self, variable)
+        if values is None:
+            raise InvalidArgument(f"variable={variable!r}: this trajectory (form={self.form!r}) "
+                                  "has no such array; use variable='x' or simulate in form 'z'.")
+        return values
+
     @property
     def digits(self) -> np.ndarray | None:
         """Per checkpoint, the decimal digits on which the run and its reference agree

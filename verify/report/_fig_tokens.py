@@ -117,14 +117,7 @@ def _series(traj: Any, variable: str) -> np.ndarray:
             f"traj=<{describe(traj)}> ({type(traj).__name__}) is not a Trajectory; pass the "
             "result of verify.simulate.simulate(...)."
         )
-    if variable not in _NAMES:
-        raise InvalidArgument(f"variable={variable!r} ({type(variable).__name__}) must be 'z' "
-                              "or 'x'.")
-    values = getattr(traj, variable)
-    if values is None:
-        raise InvalidArgument(f"variable={variable!r}: this trajectory has no {variable} "
-                              "(its variant has no rescaled form); use variable='x'.")
-    values = float_array(f"traj.{variable}", values, 3, allow_nonfinite=True)
+    values = float_array(f"traj.{variable}", traj.tokens(variable), 3, allow_nonfinite=True)
     m = len(traj.times)
     if values.shape[0] != m or values.shape[1] == 0 or values.shape[2] == 0:
         raise InvalidArgument(

@@ -303,3 +303,13 @@ def test_single_checkpoint_and_first_step():
     assert res.success
     with mpmath.workdps(REF_DPS):
         assert tol_units(entries(Float64(), res.ys[-1]), [mpmath.e], 1e-8, 1e-8) < 5
+
+
+def test_error_norm_does_not_overflow_for_huge_ratios():
+    """RMS of ratios near 1e200 (tolerances near 1e-200 in arb) stays finite and exact in scale."""
+    backend = Float64()
+    error = np.array([[1e-5, 1e-6]])
+    y = np.zeros((1, 2))
+    value = backend.error_norm(error, y, y, atol=1e-205, rtol=1e-205)
+    assert value == pytest.approx(1e200 * np.sqrt((1 + 0.01) / 2), rel=1e-12)
+    assert backend.error_norm(np.zeros((1, 2)), y, y, atol=1e-3, rtol=1e-3) == 0.0

@@ -79,8 +79,11 @@ class Backend:
         The step is accepted when this is at most 1 (the same convention as SciPy and diffrax).
         """
         e, a, b = (np.abs(self.to_float(s)) for s in (error, y0, y1))
-        scale = atol + rtol * np.maximum(a, b)
-        return float(np.sqrt(np.mean((e / scale) ** 2))) if e.size else 0.0
+        ratio = e / (atol + rtol * np.maximum(a, b))
+        top = float(np.max(ratio)) if ratio.size else 0.0
+        if top == 0.0 or not np.isfinite(top):
+            return top
+        return top * float(np.sqrt(np.mean((ratio / top) ** 2)))  # no overflow when squaring
 
 
 class Float64(Backend):

@@ -18,6 +18,7 @@ from verify.checks._runs import float_parameter, simulate_with_run
 from verify.checks.extensions import f_coordinates
 from verify.claim import CheckRequest, InstanceResult, register_check
 from verify.errors import InvalidArgument
+from verify.exact.precision import working_precision
 
 __all__ = ["boundrj_inequality"]
 
@@ -44,7 +45,7 @@ def _remainder_along(traj, V, A, Pi, lam: Fraction, i: int, j: int, bits: int):
     """``(t, r, radius)`` of :math:`r_j(t_k)` evaluated on the simulated tokens ``z(t_k)`` in
     ``arb`` (rigorous :math:`e^{tV}`); the radius adds the trajectory's error estimate times a
     bound on the derivative of ``r`` in the tokens."""
-    from flint import arb, arb_mat, ctx, fmpq
+    from flint import arb, arb_mat, fmpq
 
     def num(x):
         if isinstance(x, str):
@@ -54,9 +55,7 @@ def _remainder_along(traj, V, A, Pi, lam: Fraction, i: int, j: int, bits: int):
 
     def mat(a):
         return arb_mat([[num(x) for x in row] for row in a])
-    saved = ctx.prec
-    ctx.prec = bits
-    try:
+    with working_precision(bits):
         Vm, Am, PiA = mat(V), mat(A), mat(Pi.dot(A))
         An, PAn = np.linalg.norm(A.astype(float), 2), np.linalg.norm(Pi.dot(A).astype(float), 2)
         text = traj.state_text
@@ -78,8 +77,6 @@ def _remainder_along(traj, V, A, Pi, lam: Fraction, i: int, j: int, bits: int):
             prop = 3 * (An**2 * e_norm**2 + PAn**2 * float(growth.mid())) * size * err
             out.append((float(t), float(r.mid()), float(r.rad()) + prop))
         return np.array(out)
-    finally:
-        ctx.prec = saved
 
 
 @register_check("boundrj_inequality")

@@ -18,6 +18,7 @@ from verify.checks.one_dimensional import (
 )
 from verify.claim import InstanceResult, register_check
 from verify.exact.inputs import as_float_array
+from verify.exact.precision import working_precision
 
 __all__ = ["check_order_preserved", "check_distances_nondecreasing"]
 
@@ -56,7 +57,6 @@ def check_distances_nondecreasing(request) -> InstanceResult:
     arithmetic from the state ± its error (:func:`pair_derivative_ball`); its margin is reported
     relative to ``|g|`` (scale-free: ``g`` can be ``exp(−c e^{t})``).
     """
-    from flint import ctx
 
     traj, failed = run_checked(request)
     if failed:
@@ -78,9 +78,8 @@ def check_distances_nondecreasing(request) -> InstanceResult:
                "violations_beyond_error": worst[0] > 0, "note": SAMPLED}
     parts = [judge_part(request, -worst[1], worst[2], "no sampled decrease of |x_i − x_j| "
                         "(checkpoints k < l) beyond the error estimates")] if worst[0] > 0 else []
-    old, items = ctx.prec, []
-    try:
-        ctx.prec = 160
+    items = []
+    with working_precision(160):
         for k in range(m):
             for i in range(n):
                 for j in range(i + 1, n):
@@ -91,8 +90,6 @@ def check_distances_nondecreasing(request) -> InstanceResult:
                         items.append((0.0, 0.0 if rad == 0 else math.inf, k, i, j))
                     else:
                         items.append((1.0 if mid > 0 else -1.0, float(rad / size), k, i, j))
-    finally:
-        ctx.prec = old
     sign, rel, k, i, j = min(items, key=lambda it: it[0] - it[1])
     parts.append(judge_part(request, sign, rel, f"d/dt|x_i − x_j|² ≥ 0 at every checkpoint, in "
                             f"ball arithmetic (closest: pair ({i}, {j}) at t = {t[k]:.4g}; "

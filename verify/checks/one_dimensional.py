@@ -36,6 +36,7 @@ import numpy as np
 
 from verify.checks._parts import combine_parts, inconclusive
 from verify.exact.inputs import as_float_array
+from verify.exact.precision import working_precision
 from verify.simulate import simulate
 
 __all__ = ["combine_parts", "escape_threshold_value", "above_escape_threshold",
@@ -129,18 +130,14 @@ def above_escape_threshold(value: Fraction, n: int) -> bool | None:
     >>> above_escape_threshold(Fraction(13, 10), 3), above_escape_threshold(Fraction(129, 100), 3)
     (True, False)
     """
-    from flint import arb, ctx, fmpq
+    from flint import arb, fmpq
 
     if value <= 0:
         return False
-    old = ctx.prec
-    try:
-        ctx.prec = 256
+    with working_precision(256):
         u = arb(fmpq(value.numerator, value.denominator)) ** 2
         s = u * u.exp() - n * n
         return True if s > 0 else False if s < 0 else None
-    finally:
-        ctx.prec = old
 
 
 def pair_derivative_ball(z: np.ndarray, radius: np.ndarray, t: float, i: int, j: int):

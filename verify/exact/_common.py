@@ -26,8 +26,6 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from fractions import Fraction
 from math import lcm
 
@@ -36,25 +34,13 @@ import numpy as np
 from verify.errors import InvalidArgument
 from verify.exact.inputs import rational_array
 from verify.exact.linalg import to_fmpq_mat
+from verify.exact.precision import working_precision
 
 __all__ = [
     "working_precision", "fmt", "square_rational", "points_array", "fmpq_of",
     "arb_to_fraction", "to_fraction_array", "rref", "kernel_from_rref", "solve_unique",
     "integer_rows",
 ]
-
-
-@contextmanager
-def working_precision(bits: int) -> Iterator[None]:
-    """Set ``flint.ctx.prec`` to ``bits`` inside the block and restore it on exit."""
-    from flint import ctx
-
-    old = ctx.prec
-    ctx.prec = int(bits)
-    try:
-        yield
-    finally:
-        ctx.prec = old
 
 
 def arb_to_fraction(value) -> Fraction:

@@ -29,6 +29,7 @@ import numpy as np
 
 from verify.errors import InvalidArgument
 from verify.exact.inputs import rational_array, to_rational
+from verify.exact.precision import working_precision
 
 __all__ = [
     "Distance",
@@ -165,14 +166,12 @@ def distance_to_hyperplanes(phi_star: object, point: object, offsets: object, *,
     sq = [(value_x - c) ** 2 / norm2 for c in cs]
     nearest = min(range(len(sq)), key=sq.__getitem__)
     value = _sqrt_float(sq[nearest])
-    from flint import arb, ctx, fmpq
+    from flint import arb, fmpq
 
     def ball(v: Fraction, r: Fraction):
         return arb(fmpq(v.numerator, v.denominator), fmpq(r.numerator, r.denominator))
 
-    old = ctx.prec
-    try:
-        ctx.prec = _PREC
+    with working_precision(_PREC):
         phis = [ball(v, rad) for v in phi]
         num = sum((p * ball(v, Fraction(0)) for p, v in zip(phis, x, strict=True)), arb(0))
         den = sum((p * p for p in phis), arb(0)).sqrt()
@@ -184,8 +183,6 @@ def distance_to_hyperplanes(phi_star: object, point: object, offsets: object, *,
             for dist in dists[1:]:
                 best = best.min(dist)
             error = _upper_float(abs(best - arb(value)))
-    finally:
-        ctx.prec = old
     return Distance(sq[nearest], value, nearest, error)
 
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.exact.precision import working_precision
 
 __all__ = ["Backend", "Float64", "Arb", "digits_to_bits", "bits_to_digits"]
 
@@ -130,16 +130,8 @@ class Arb(Backend):
             raise InvalidArgument(f"Arb(bits={bits!r}) needs an integer bits >= 53.")
         self.bits = bits
 
-    @contextlib.contextmanager
-    def working_precision(self) -> Iterator[None]:
-        from flint import ctx
-
-        saved = ctx.prec
-        ctx.prec = self.bits
-        try:
-            yield
-        finally:
-            ctx.prec = saved
+    def working_precision(self) -> contextlib.AbstractContextManager:
+        return working_precision(self.bits)
 
     def scalar(self, value):
         from flint import arb, fmpq

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from run_claims_helpers import DATA, load_checks
 
 from verify.claim import load_claims
 from verify.errors import InvalidArgument
@@ -26,21 +25,12 @@ from verify.report.results import (
 )
 from verify.run import InlineExecutor, run_claims
 
-DATA = Path(__file__).parent / "data" / "run_claims"
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-def _load_checks():
-    name = "run_claims_test_checks"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, DATA / "run_checks.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    sys.modules[name].ensure_registered()
 
 
-_load_checks()
+load_checks()
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,14 @@ tiny registered checks (tests/data/run_claims/)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import shutil
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from run_claims_helpers import DATA, load_checks
 
 from verify.claim import load_claims
 from verify.cli import main
@@ -27,20 +26,6 @@ from verify.run import (
     new_run_id,
     run_claims,
 )
-
-DATA = Path(__file__).parent / "data" / "run_claims"
-
-
-def load_checks():
-    name = "run_claims_test_checks"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, DATA / "run_checks.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    sys.modules[name].ensure_registered()
-    return sys.modules[name]
-
 
 CHECKS_MODULE = load_checks()
 

@@ -34,7 +34,6 @@ Examples
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -206,7 +205,3 @@ class ValueExponential:
 
     def __repr__(self) -> str:
         return f"ValueExponential(kind={self.kind!r}, d={self.d}, mu={self.mu:.6g})"
-
-
-def _fraction_matrix(rows: list[list[int | str]]) -> np.ndarray:  # used by doctests/tests
-    return np.array([[Fraction(v) for v in row] for row in rows], dtype=object)

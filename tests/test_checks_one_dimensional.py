@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import verify.checks.one_dimensional as od
+import verify.exact.escape as escape
 from verify.claim import CheckRequest, check_hypotheses, get_check, load_claim
 from verify.model import Instance, Model
 from verify.simulate import simulate
@@ -91,11 +92,11 @@ def test_one_bounded_token():
 def test_escape_threshold_value_solves_the_equation():
     for n in (1, 3, 7):
         with mpmath.workdps(40):
-            a = mpmath.mpf(od.escape_threshold_value(n, 35))
+            a = mpmath.mpf(escape.escape_threshold_value(n, 35))
             assert abs(a * a - n * n * mpmath.exp(-a * a)) < mpmath.mpf(10) ** -30
-    a3 = Fraction(od.escape_threshold_value(3, 30))
-    assert od.above_escape_threshold(a3 + Fraction(1, 10**20), 3) is True
-    assert od.above_escape_threshold(a3 - Fraction(1, 10**20), 3) is False
+    a3 = Fraction(escape.escape_threshold_value(3, 30))
+    assert escape.above_escape_threshold(a3 + Fraction(1, 10**20), 3) is True
+    assert escape.above_escape_threshold(a3 - Fraction(1, 10**20), 3) is False
     inside = Instance(Model(V=[[1]]), [[-1], [0], [1]])
     assert check_hypotheses(["above_escape_threshold"], inside).holds is False
 

@@ -143,9 +143,6 @@ def _select(claims: list, ids: list[str]) -> list:
 
 
 def _load_claims(directory):
-    """Load the claim files after importing the checks, which also register the hypotheses and
-    generators that claim files may name."""
-    import verify.checks  # noqa: F401  (registration)
     from verify.claim import load_claims
 
     return load_claims(directory)

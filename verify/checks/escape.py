@@ -1,5 +1,5 @@
-r"""Which tokens escape in ``d = 1`` (lemmas of §7): ``one_bounded_token``, ``escape_threshold``
-and the hypothesis ``above_escape_threshold``.
+r"""Which tokens escape in ``d = 1`` (lemmas of §7): ``one_bounded_token`` and
+``escape_threshold`` (its hypothesis ``above_escape_threshold`` is in the claim layer).
 
 At most one token stays bounded (and tends to 0), the others have
 :math:`z_i \to \gamma_i \ne 0`; a token beyond :math:`a`, :math:`a^2 = n^2 e^{-a^2}`, grows like
@@ -14,8 +14,6 @@ import numpy as np
 
 from verify.checks._parts import VERDICT_ORDER, combine_parts, inconclusive, judge_part
 from verify.checks.one_dimensional import (
-    above_escape_threshold,
-    escape_threshold_value,
     run_checked,
     run_summary,
     scalar_value,
@@ -23,10 +21,9 @@ from verify.checks.one_dimensional import (
 from verify.claim import (
     InstanceResult,
     InstanceVerdict,
-    PredicateResult,
     register_check,
-    register_hypothesis,
 )
+from verify.exact.escape import above_escape_threshold, escape_threshold_value
 from verify.limits import fit_exponential_convergence, token_limits
 
 __all__ = ["check_one_bounded_token", "check_escape_threshold"]
@@ -74,22 +71,6 @@ def check_one_bounded_token(request) -> InstanceResult:
         "gamma": [{"token": i, "gamma": g, "error": e, "rate": f.rate, "kind": f.kind}
                   for i, (g, e, f) in enumerate(gammas)],
         "bounded_token": bounded, "run": run_summary(traj)})
-
-
-@register_hypothesis("above_escape_threshold")
-def _above_threshold(instance) -> PredicateResult:
-    """``d = 1`` and ``max x_i(0) > a`` or ``min x_i(0) < −a`` with ``a² = n² e^{−a²}``."""
-    if instance.d != 1:
-        return PredicateResult(False, f"d = {instance.d}, not 1.")
-    x, n = [row[0] for row in instance.x0], instance.n
-    a = escape_threshold_value(n, 12)
-    up, down = above_escape_threshold(max(x), n), above_escape_threshold(-min(x), n)
-    if up or down:
-        return PredicateResult(True, f"max x = {float(max(x)):.6g}, min x = {float(min(x)):.6g}"
-                               f": an extreme token lies beyond a = {a}.")
-    if up is None or down is None:
-        return PredicateResult(None, f"an extreme token is too close to a = {a} to decide.")
-    return PredicateResult(False, f"all tokens lie in [-a, a], a = {a}.")
 
 
 @register_check("escape_threshold")

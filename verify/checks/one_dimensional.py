@@ -7,9 +7,9 @@ The checks themselves, each ``check(request: CheckRequest) -> InstanceResult`` (
   converge doubly exponentially to :math:`e_1^\top` or :math:`e_n^\top` except at most one; for
   random (generic) data none) and ``higherdim_remark`` (the remark closing §7);
 * :mod:`verify.checks.escape` — ``one_bounded_token`` (at most one token bounded, and it tends
-  to 0, :math:`z_i \to \gamma_i \ne 0` otherwise), ``escape_threshold`` (:math:`x_n(0) > a`,
-  :math:`a^2 = n^2 e^{-a^2}` ⇒ :math:`x_n \ge c e^t`) and the hypothesis
-  ``above_escape_threshold``;
+  to 0, :math:`z_i \to \gamma_i \ne 0` otherwise) and ``escape_threshold`` (:math:`x_n(0) > a`,
+  :math:`a^2 = n^2 e^{-a^2}` ⇒ :math:`x_n \ge c e^t`; the threshold itself is in
+  :mod:`verify.exact.escape`);
 * :mod:`verify.checks.monotone` — ``order_preserved`` and ``distances_nondecreasing``
   (monotone quantities at checkpoints);
 * :mod:`verify.checks.wellposed` — ``wellposed_bounds`` (§6);
@@ -21,27 +21,20 @@ bar); the instance verdict is the worst part (:func:`combine_parts`): violated i
 violated, inconclusive if one is, otherwise holds, reported with the part of smallest
 ``margin / error``.
 
-Examples
---------
->>> escape_threshold_value(1, 10)  # a = sqrt(W(1)), W the Lambert function
-'0.753089165'
 """
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from verify.checks._parts import combine_parts, inconclusive
 from verify.exact.inputs import as_float_array
-from verify.exact.precision import working_precision
 from verify.simulate import simulate
 
-__all__ = ["combine_parts", "escape_threshold_value", "above_escape_threshold",
-           "row_log_gaps", "row_error", "pair_derivative_ball", "run_checked", "run_summary",
-           "scalar_value", "SAMPLED"]
+__all__ = ["combine_parts", "row_log_gaps", "row_error", "pair_derivative_ball", "run_checked",
+           "run_summary", "scalar_value", "SAMPLED"]
 
 SAMPLED = ("checked at the checkpoints only: the flow between two checkpoints is not certified")
 
@@ -110,36 +103,6 @@ def row_error(traj, row: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- escape threshold
-def escape_threshold_value(n: int, digits: int = 30) -> str:
-    r"""The ``a > 0`` with ``a² = n² e^{−a²}``: ``a = √W(n²)`` (Lambert W), as a decimal string.
-
-    >>> escape_threshold_value(3, 15)
-    '1.29576865982536'
-    """
-    import mpmath
-
-    with mpmath.workdps(digits + 10):
-        a = mpmath.sqrt(mpmath.lambertw(n * n).real)
-        return mpmath.nstr(a, digits)
-
-
-def above_escape_threshold(value: Fraction, n: int) -> bool | None:
-    r"""Whether ``value > a`` (certified in ball arithmetic): for ``u = value² > 0``,
-    ``value > a ⇔ value > 0 and u e^{u} > n²`` (``u e^u`` is increasing). ``None`` if undecided.
-
-    >>> above_escape_threshold(Fraction(13, 10), 3), above_escape_threshold(Fraction(129, 100), 3)
-    (True, False)
-    """
-    from flint import arb, fmpq
-
-    if value <= 0:
-        return False
-    with working_precision(256):
-        u = arb(fmpq(value.numerator, value.denominator)) ** 2
-        s = u * u.exp() - n * n
-        return True if s > 0 else False if s < 0 else None
-
-
 def pair_derivative_ball(z: np.ndarray, radius: np.ndarray, t: float, i: int, j: int):
     r"""``g = <z_i − z_j, (Pz)_i − (Pz)_j>`` for ``Q = K = V = I`` as an ``arb`` ball, from the
     state ``z`` (``n×d``) with per-token radii; ``d/dt |x_i − x_j|² = 2 e^{2t} g``.

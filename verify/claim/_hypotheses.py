@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.exact.escape import above_escape_threshold, escape_threshold_value
 from verify.model import Instance
 
 __all__ = ["PredicateResult", "ScopeResult", "HYPOTHESES", "register_hypothesis",
@@ -220,3 +221,19 @@ def _plain_model(instance: Instance) -> PredicateResult:
 
 def _show(value: Fraction) -> str:
     return str(value) if value.denominator < 10**6 else f"{float(value):.6g}"
+
+
+@register_hypothesis("above_escape_threshold")
+def _above_threshold(instance) -> PredicateResult:
+    """``d = 1`` and ``max x_i(0) > a`` or ``min x_i(0) < −a`` with ``a² = n² e^{−a²}``."""
+    if instance.d != 1:
+        return PredicateResult(False, f"d = {instance.d}, not 1.")
+    x, n = [row[0] for row in instance.x0], instance.n
+    a = escape_threshold_value(n, 12)
+    up, down = above_escape_threshold(max(x), n), above_escape_threshold(-min(x), n)
+    if up or down:
+        return PredicateResult(True, f"max x = {float(max(x)):.6g}, min x = {float(min(x)):.6g}"
+                               f": an extreme token lies beyond a = {a}.")
+    if up is None or down is None:
+        return PredicateResult(None, f"an extreme token is too close to a = {a} to decide.")
+    return PredicateResult(False, f"all tokens lie in [-a, a], a = {a}.")

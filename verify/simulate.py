@@ -162,6 +162,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                 traj.margin_error = np.where(both_infinite, 0.0,
                                              np.abs(traj.margins - ref.margins))
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
+            traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
         else:
             traj.reference["message"] = ref.message
     if throw and not traj.success:

@@ -19,6 +19,9 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
     tighter tolerance and higher precision, and the number of decimal digits that agree;
 ``symmetry``
     the exact symmetry group used to keep the run on an invariant subspace, if any.
+``reference_run``
+    the reference :class:`Trajectory` itself (in memory only, not saved): a quantity ``q`` of
+    the run gets the error estimate ``|q(run) − q(reference_run)|`` by the same second route.
 
 Saved losslessly with :meth:`Trajectory.save` (``.npz``: float arrays, decimal strings for high
 precision, and a JSON header) and read back with :func:`load_trajectory`.
@@ -78,6 +81,7 @@ class Trajectory:
     symmetry: dict | None = None
     x_state: np.ndarray | None = None
     z_state: np.ndarray | None = None
+    reference_run: Trajectory | None = field(default=None, repr=False, compare=False)
 
     # -- views ---------------------------------------------------------------------------------
     @property

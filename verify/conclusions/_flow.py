@@ -1,0 +1,663 @@
+r"""Conclusions about the flow: ``monotone``, ``rate``, ``events`` and ``predicate``.
+
+Every number that decides comes with the error estimate of the *second route*: the quantity is
+evaluated on the run and on its ``reference_run`` (a re-run at tighter tolerance and higher
+precision, same checkpoints), and :func:`~verify.conclusions._base.quantity_error` of the two
+is its error (:func:`quantity_series`). A verdict is ``holds`` only when the margin exceeds its
+error and ``violated`` only when minus the margin does. The flow is examined at the checkpoints
+only (the evidence says how many).
+
+A *quantity* (key ``quantity``) is one of the named quantities of :data:`NAMED_QUANTITIES`,
+computed from the tokens :math:`z_i(t_k)` (or :math:`x_i`, key ``variable``):
+
+* ``diameter`` :math:`\max_{i,j}|z_i - z_j|`, ``spread`` :math:`\max_i|z_i - \bar z|` with
+  :math:`\bar z` the mean token, ``max-norm`` :math:`\max_i|z_i|` (Euclidean norms);
+* ``hull-volume``: the volume of :math:`\mathrm{conv}\{z_i\}` (length for ``d = 1``; 0 for a
+  degenerate hull);
+* ``attention-gap``: :math:`\max_i \sum_{j \ne j^*(i)} P_{ij}` with :math:`j^*(i)` the largest
+  entry of row :math:`i` (the distance of :math:`P(t)` from a Boolean matrix, summed from the
+  small entries so that it keeps its relative accuracy);
+
+or a scalar formula in the ``"state"`` context of :mod:`verify.conclusions._expressions`
+(``"max(norm(z))"``, ``"P[0, 1]"``; ``variable`` is then ignored, the formula names ``z``/``x``).
+
+Examples
+--------
+With :math:`Q = 0` the attention is uniform and, for :math:`V = I`, every
+:math:`z_i(t) = \bar z + (z_i(0) - \bar z)e^{-t}`: the diameter is :math:`3e^{-t}` exactly.
+
+>>> from types import SimpleNamespace
+>>> from verify.claim import CheckRequest
+>>> from verify.conclusions._base import CONCLUSIONS, ConclusionSpec, Evaluation
+>>> from verify.model import Instance, Model
+>>> from verify.simulate import simulate
+>>> inst = Instance(Model(V=[[1]], Q=[[0]], K=[[1]]), [[0], [1], [3]], name="u#0")
+>>> req = CheckRequest(None, SimpleNamespace(name="u"), inst, None, 4, 9, "float64")
+>>> ev = Evaluation(req, simulate(inst, 4, checkpoints=9), ConclusionSpec("monotone", {}))
+>>> values, errors = quantity_series(ev, "diameter")
+>>> bool(np.all(np.abs(values - 3 * np.exp(-ev.trajectory.t)) < 1e-8)), bool(errors.max() < 1e-8)
+(True, True)
+>>> CONCLUSIONS["monotone"].judge(Evaluation(req, ev.trajectory, ConclusionSpec(
+...     "monotone", {"quantity": "diameter", "direction": "decreasing"}))).verdict.value
+'holds'
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import os
+import sys
+from fractions import Fraction
+from numbers import Real
+from pathlib import Path
+
+import numpy as np
+
+from verify.checks._parts import combine_parts, inconclusive, judge_part
+from verify.claim._plain import fail, suggest
+from verify.conclusions._base import quantity_error, register_conclusion
+from verify.conclusions._expressions import (
+    check_expression,
+    evaluate,
+    initial_namespace,
+    state_namespace,
+)
+from verify.errors import InvalidArgument
+from verify.limits import fit_doubly_exponential, fit_exponential_convergence, fit_power_law
+
+__all__ = ["NAMED_QUANTITIES", "DIRECTIONS", "LAWS", "RELATIONS", "quantity_series",
+           "load_function", "judge_monotone", "judge_rate", "judge_events", "judge_predicate"]
+
+DIRECTIONS = ("nonincreasing", "nondecreasing", "increasing", "decreasing")
+LAWS = ("exponential", "doubly-exponential", "power-law")
+RELATIONS = (">=", "<=", "==")
+_SAMPLED = "checked at the {m} checkpoints only; the flow between them is not examined"
+
+
+# --------------------------------------------------------------------------- quantities
+def _diameter(p: np.ndarray) -> float:
+    return float(np.max(np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)))
+
+
+def _hull_volume(p: np.ndarray) -> float:
+    if p.shape[1] == 1:
+        return float(np.max(p) - np.min(p))
+    if len(p) <= p.shape[1]:
+        return 0.0
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        return float(ConvexHull(p).volume)
+    except QhullError:  # a flat hull: volume 0
+        return 0.0
+
+
+def _attention_gap(P: np.ndarray) -> float:
+    rows = np.sort(P, axis=1)[:, :-1]  # every entry but the largest of each row
+    return float(np.max(np.sum(rows, axis=1))) if rows.size else 0.0
+
+
+#: Named quantities: ``name -> (uses attention, function of one checkpoint's array)``.
+NAMED_QUANTITIES = {
+    "diameter": (False, _diameter),
+    "spread": (False, lambda p: float(np.max(np.linalg.norm(p - p.mean(axis=0), axis=1)))),
+    "max-norm": (False, lambda p: float(np.max(np.linalg.norm(p, axis=1)))),
+    "hull-volume": (False, _hull_volume),
+    "attention-gap": (True, _attention_gap),
+}
+
+
+def _default_variable(trajectory) -> str:
+    return "z" if trajectory.z is not None else "x"
+
+
+def _series(instance, trajectory, quantity: str, variable: str) -> np.ndarray:
+    if quantity in NAMED_QUANTITIES:
+        attention, function = NAMED_QUANTITIES[quantity]
+        data = trajectory.attention if attention else trajectory.tokens(variable)
+        return np.array([function(np.asarray(a, dtype=float)) for a in data])
+    base = initial_namespace(instance)
+    out = []
+    for k in range(len(trajectory.times)):
+        value = evaluate(quantity, state_namespace(instance, trajectory, k, base))
+        if value.size != 1:
+            raise InvalidArgument(f"quantity {quantity!r} has shape {value.shape} at t = "
+                                  f"{float(trajectory.times[k]):.6g}; it must be one number "
+                                  "(e.g. wrap it in max(...) or norm(...)).")
+        out.append(float(value.reshape(())))
+    return np.array(out)
+
+
+def quantity_series(evaluation, quantity: str, variable: str | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    r"""A quantity at every checkpoint and its error estimate by the second route.
+
+    The quantity :math:`q` is evaluated at every checkpoint of ``evaluation.trajectory`` and of
+    its ``reference_run`` (same checkpoints); the error is
+    :math:`|q(\text{run}) - q(\text{reference})| + 4\,\mathrm{ulp}`
+    (:func:`~verify.conclusions._base.quantity_error`).
+
+    Parameters
+    ----------
+    evaluation : Evaluation
+    quantity : str
+        A name in :data:`NAMED_QUANTITIES` or a scalar ``"state"`` formula.
+    variable : {"z", "x"}, optional
+        The tokens the named quantities use (default ``"z"`` when the run has it, else ``"x"``).
+
+    Returns
+    -------
+    values, errors : ndarray, shape (m,)
+        ``errors`` is ``inf`` everywhere when the run has no reference run.
+
+    Raises
+    ------
+    InvalidArgument
+        A formula that fails or is not a scalar, a missing ``variable``, or a reference run
+        with other checkpoints.
+    """
+    traj = evaluation.trajectory
+    variable = variable or _default_variable(traj)
+    key = ("quantity", quantity, variable)
+    if key in evaluation.cache:
+        return evaluation.cache[key]
+    instance = evaluation.request.instance
+    values = _series(instance, traj, quantity, variable)
+    ref = traj.reference_run
+    if ref is not None and [Fraction(t) for t in ref.times] != [Fraction(t) for t in traj.times]:
+        raise InvalidArgument("the reference run has other checkpoints than the run; the error "
+                              "of a quantity needs both at the same times.")
+    errors = quantity_error(values, None if ref is None else _series(instance, ref, quantity,
+                                                                        variable))
+    evaluation.cache[key] = (values, errors)
+    return values, errors
+
+
+def _quantity_or_reason(evaluation, quantity, variable):
+    """``(values, errors, None)`` or ``(None, None, reason)`` for an inconclusive verdict."""
+    if evaluation.trajectory.reference_run is None:
+        return None, None, ("the run has no reference run, so the quantity has no error "
+                            "estimate (simulate with error_estimate=True).")
+    try:
+        values, errors = quantity_series(evaluation, quantity, variable)
+    except InvalidArgument as exc:
+        return None, None, f"the quantity {quantity!r} could not be evaluated: {exc}"
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(errors))):
+        return None, None, (f"the quantity {quantity!r} is not finite at some checkpoint "
+                            "(overflow of x = e^(tV) z?); use variable 'z' or a shorter horizon.")
+    return values, errors, None
+
+
+# --------------------------------------------------------------------------- validation helpers
+def _number(p: dict, key: str, source: str, where: str, positive: bool = False,
+            nonnegative: bool = False) -> None:
+    value = p.get(key)
+    if isinstance(value, str):  # an exact fraction written as a string, "1/100"
+        try:
+            value = p[key] = Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            pass
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        fail(source, f"{where}.{key}", f"{value!r} ({type(value).__name__}) must be a finite "
+             "number, e.g. 1/2 or 0.5.")
+    if positive and not value > 0 or nonnegative and not value >= 0:
+        fail(source, f"{where}.{key}", f"{value!r} must be {'> 0' if positive else '≥ 0'}.")
+
+
+def _choice(p: dict, key: str, choices: tuple, source: str, where: str) -> None:
+    if key in p and p[key] not in choices:
+        fail(source, f"{where}.{key}", f"{p[key]!r} must be one of {', '.join(choices)}.")
+
+
+def _check_quantity(p: dict, source: str, where: str, required: bool = True) -> None:
+    if "quantity" not in p and not required:
+        return
+    q = p.get("quantity")
+    if q not in NAMED_QUANTITIES:
+        try:
+            check_expression(q, "state", source, f"{where}.quantity")
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{exc} A quantity is a formula or one of the named "
+                                  f"quantities {', '.join(NAMED_QUANTITIES)}."
+                                  f"{suggest(str(q), NAMED_QUANTITIES)}") from None
+    _choice(p, "variable", ("z", "x"), source, where)
+
+
+# --------------------------------------------------------------------------- monotone
+def _validate_monotone(p: dict, source: str, where: str) -> None:
+    _check_quantity(p, source, where)
+    _choice(p, "direction", DIRECTIONS, source, where)
+
+
+@register_conclusion(
+    "monotone", final_state=False,
+    summary="A quantity q(t) is monotone along the flow (non-increasing, non-decreasing, "
+            "increasing or decreasing).",
+    needs="q at every checkpoint with its error |q(run) − q(reference run)|; margin = the worst "
+          "signed step q(t_k+1) − q(t_k) (sign flipped for decreasing), error = the errors at "
+          "both ends: holds if every step's margin exceeds its error, violated if one step goes "
+          "the wrong way by more than its error. Checkpoints only.",
+    keys={"quantity": "a named quantity (diameter, spread, max-norm, hull-volume, "
+                      "attention-gap) or a scalar formula over t, z, x, P, x0, V, ...",
+          "direction": "nonincreasing, nondecreasing, increasing or decreasing",
+          "variable": "the tokens of a named quantity: 'z' (default when available) or 'x'"},
+    required=("quantity", "direction"), validate=_validate_monotone)
+def judge_monotone(evaluation):
+    """Judge ``monotone``: the worst step against the direction beyond its error decides
+    (violated). Otherwise, for a strict direction every step must move the right way beyond
+    its error; for a non-strict one a step that stays within its error is consistent with the
+    claim but no evidence (counted as *unresolved*), and the resolved step with the smallest
+    ``margin − error`` decides (no resolved step: inconclusive)."""
+    p, request = evaluation.parameters, evaluation.request
+    quantity, direction = p["quantity"], p["direction"]
+    values, errors, reason = _quantity_or_reason(evaluation, quantity, p.get("variable"))
+    if reason:
+        return inconclusive(request, reason)
+    t = evaluation.trajectory.t
+    sign = 1.0 if direction in ("nondecreasing", "increasing") else -1.0
+    margin, error = sign * np.diff(values), errors[:-1] + errors[1:]
+    if len(margin) == 0:
+        return inconclusive(request, "only one checkpoint: no step to compare.")
+    strict = direction in ("increasing", "decreasing")
+    resolved = np.abs(margin) > error
+    evidence = {"sampled": _SAMPLED.format(m=len(t)), "steps": len(margin),
+                "resolved_steps": int(np.sum(resolved)),
+                "first_last": [float(values[0]), float(values[-1])]}
+    if np.any(-margin > error):
+        k = int(np.argmin(margin + error))
+    elif strict or not np.any(resolved):
+        k = int(np.argmin(margin - error))
+    else:
+        candidates = np.where(resolved, margin - error, np.inf)
+        k = int(np.argmin(candidates))
+        evidence["unresolved_steps"] = int(np.sum(~resolved))
+    evidence.update(worst_step=[float(t[k]), float(t[k + 1])],
+                    values_at_worst_step=[float(values[k]), float(values[k + 1])])
+    return judge_part(request, float(margin[k]), float(error[k]),
+                      f"{quantity} is {direction} at the checkpoints (deciding step "
+                      f"t = {t[k]:.4g} → {t[k + 1]:.4g})", evidence, strict=strict)
+
+
+# --------------------------------------------------------------------------- rate
+def _validate_rate(p: dict, source: str, where: str) -> None:
+    _choice(p, "law", LAWS, source, where)
+    _check_quantity(p, source, where, required=False)
+    _number(p, "value", source, where)
+    _choice(p, "relation", RELATIONS, source, where)
+    if p.get("relation", ">=") == "==":
+        if "tolerance" not in p:
+            fail(source, f"{where}.tolerance", "missing: relation '==' needs the allowed "
+                 "|fitted − value|, e.g. tolerance = 0.05.")
+    if "tolerance" in p:
+        _number(p, "tolerance", source, where, nonnegative=True)
+    if "tail" in p:
+        _number(p, "tail", source, where, positive=True)
+        if not p["tail"] <= 1:
+            fail(source, f"{where}.tail", f"{p['tail']!r} must be a fraction in (0, 1].")
+
+
+def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, tail: float):
+    """``(fitted, sigma, kappa, description, reason)``; ``reason`` non-empty when unresolved."""
+    traj = evaluation.trajectory
+    t = traj.t
+    if quantity is None and law != "doubly-exponential":
+        variable = variable or _default_variable(traj)
+        if traj.reference_run is None:
+            return None, None, None, "", "the run has no reference run (no error estimate)."
+        try:
+            values = traj.tokens(variable)
+            ref = traj.reference_run.tokens(variable)
+        except InvalidArgument as exc:
+            return None, None, None, "", str(exc)
+        errors = quantity_error(values, ref)
+        what = f"the tokens {variable}_i(t)"
+        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(errors))):
+            return None, None, None, what, f"{what} are not finite at some checkpoint."
+    else:
+        quantity = quantity or "attention-gap"
+        values, errors, reason = _quantity_or_reason(evaluation, quantity, variable)
+        if reason:
+            return None, None, None, quantity, reason
+        what = quantity
+    try:
+        if law == "exponential":
+            fit = fit_exponential_convergence(t, values, errors, tail=tail)
+            if fit.kind in ("power-law", "inconclusive") or not np.isfinite(
+                    fit.rate * fit.rate_error * fit.coverage):
+                return None, None, None, what, f"no exponential rate ({fit.kind}): {fit.reason}"
+            return fit.rate, fit.rate_error, fit.coverage, what, ""
+        if law == "power-law":
+            line = fit_power_law(t, values, errors, tail=tail)
+            fitted = -line.slope
+        else:
+            line = fit_doubly_exponential(t, values, errors, tail=tail)
+            fitted = line.slope
+    except InvalidArgument as exc:
+        return None, None, None, what, str(exc)
+    if not line.ok or not math.isfinite(line.coverage * line.slope_error):
+        return None, None, None, what, f"the {law} fit is unresolved: {line.reason}"
+    return fitted, line.slope_error, line.coverage, what, ""
+
+
+@register_conclusion(
+    "rate", final_state=True,
+    summary="A quantity approaches its limit by a stated law at a stated rate: e^(-rt) "
+            "(exponential), t^(-p) (power-law) or exp(-C e^(ct)) (doubly-exponential).",
+    needs="a fitted rate with standard error σ and coverage factor κ (verify.numerics._fits) "
+          "from the checkpoints of the tail and their errors |q(run) − q(reference run)|; "
+          "margin = fitted − value ('>='), value − fitted ('<=') or tolerance − |fitted − value| "
+          "('=='), error = κσ. An unresolved fit is inconclusive.",
+    keys={"law": "exponential, doubly-exponential or power-law",
+          "value": "the rate r of e^(-rt), the exponent p of t^(-p), or the rate c of "
+                   "log(-log gap) ~ c t",
+          "relation": "'>=' (default), '<=' or '==' between the fitted and the stated value",
+          "tolerance": "the allowed |fitted − value| (required for '==')",
+          "quantity": "what converges (default: exponential — the tokens, by their successive "
+                      "differences; power-law — the tokens' size, which must tend to 0; "
+                      "doubly-exponential — attention-gap)",
+          "variable": "the tokens used: 'z' (default when available) or 'x'",
+          "tail": "fraction of the last checkpoints used in the fit (default 1/2)"},
+    required=("law", "value"), validate=_validate_rate)
+def judge_rate(evaluation):
+    r"""Judge ``rate``. Exponential: :func:`~verify.limits.fit_exponential_convergence` (rate of
+    the successive differences, so the limit need not be known; with the tokens, the slowest
+    one decides); power-law: :func:`~verify.limits.fit_power_law` (exponent
+    :math:`p = -\text{slope}`); doubly-exponential: :func:`~verify.limits.fit_doubly_exponential`
+    (:math:`c` = slope of :math:`\log(-\log g)`)."""
+    p, request = evaluation.parameters, evaluation.request
+    law, value, relation = p["law"], float(p["value"]), p.get("relation", ">=")
+    fitted, sigma, kappa, what, reason = _fit_rate(evaluation, law, p.get("quantity"),
+                                                   p.get("variable"), float(p.get("tail", 0.5)))
+    if reason:
+        return inconclusive(request, f"rate of {what or 'the quantity'}: {reason}",
+                            {"law": law, "value": value})
+    if relation == ">=":
+        margin = fitted - value
+    elif relation == "<=":
+        margin = value - fitted
+    else:
+        margin = float(p["tolerance"]) - abs(fitted - value)
+    name = {"exponential": "rate r", "power-law": "exponent p", "doubly-exponential": "rate c"}
+    stated = f"{value:.6g}" + (f" ± {float(p['tolerance']):.3g}" if relation == "==" else "")
+    evidence = {"law": law, "fitted": fitted, "standard_error": sigma, "coverage": kappa,
+                "value": value, "relation": relation, "of": what}
+    return judge_part(request, margin, kappa * sigma,
+                      f"the {law} {name[law]} of {what} (fitted {fitted:.6g} ± κσ = "
+                      f"{kappa * sigma:.2g}) {relation} {stated}", evidence, strict=False)
+
+
+# --------------------------------------------------------------------------- events
+def _validate_events(p: dict, source: str, where: str) -> None:
+    _number(p, "threshold", source, where, positive=True)
+    groups = p.get("merge_order")
+    ok = isinstance(groups, list) and groups and all(
+        isinstance(g, list) and len(g) >= 2 and len(set(g)) == len(g) and all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in g) for g in groups)
+    if not ok:
+        fail(source, f"{where}.merge_order", f"{groups!r} must be a list of groups of at least "
+             "two distinct token indices (0-based), in the claimed order, e.g. [[0, 1], [2, 3]].")
+    if len(groups) < 2 and "times" not in p:
+        fail(source, f"{where}.merge_order", "one group states no order: give at least two "
+             "groups, or the merge time with times = [...] and time_tolerance.")
+    _choice(p, "variable", ("z", "x"), source, where)
+    if ("times" in p) != ("time_tolerance" in p):
+        fail(source, f"{where}.{'time_tolerance' if 'times' in p else 'times'}", "times and "
+             "time_tolerance go together (the stated merge times and the allowed deviation).")
+    if "times" in p:
+        times = p["times"]
+        if not isinstance(times, list) or len(times) != len(groups) or not all(
+                isinstance(v, Real) and not isinstance(v, bool) and v >= 0 for v in times):
+            fail(source, f"{where}.times", f"{times!r} must list one time ≥ 0 per group of "
+                 f"merge_order ({len(groups)}).")
+        _number(p, "time_tolerance", source, where, nonnegative=True)
+
+
+def _crossing(t: np.ndarray, y: np.ndarray, level: float) -> float | None:
+    """First time the piecewise-linear interpolant of ``(t_k, y_k)`` is ≤ ``level`` (None if
+    never).
+
+    >>> _crossing(np.array([0.0, 1.0, 2.0]), np.array([3.0, 2.0, 0.0]), 1.0), _crossing(
+    ...     np.array([0.0, 1.0]), np.array([3.0, 2.0]), 1.0)
+    (1.5, None)
+    """
+    below = np.flatnonzero(y <= level)
+    if len(below) == 0:
+        return None
+    k = int(below[0])
+    if k == 0:
+        return float(t[0])
+    return float(t[k - 1] + (y[k - 1] - level) / (y[k - 1] - y[k]) * (t[k] - t[k - 1]))
+
+
+def _merge(t, D, e, delta) -> dict:
+    """Merge time ``T`` of one group (interpolated), its bracket ``[lo, hi]`` from the bands
+    ``D ∓ e`` and the checkpoints where it has certainly / certainly not merged."""
+    T, lo, hi = (_crossing(t, y, delta) for y in (D, D - e, D + e))
+    step = None if T is None else float(np.diff(t)[max(0, min(int(np.searchsorted(t, T)) - 1,
+                                                               len(t) - 2))])
+    return {"T": T, "lo": lo, "hi": hi, "merged": hi is not None,
+            "u": None if hi is None else max(T - lo, hi - T), "step": step,
+            "surely": np.maximum.accumulate(D + e <= delta),
+            "surely_not": np.logical_and.accumulate(D - e > delta)}
+
+
+@register_conclusion(
+    "events", final_state=False,
+    summary="Groups of tokens merge (diameter ≤ threshold) in a stated order, optionally at "
+            "stated times.",
+    needs="each group's diameter at every checkpoint with its error |run − reference run|; the "
+          "merge time is where the interpolated diameter first reaches the threshold, its "
+          "uncertainty where |diameter − threshold| ≤ error; margin = T_next − T (error: both "
+          "uncertainties, plus the checkpoint spacing when no checkpoint separates the two "
+          "merges) and tolerance − |T − stated time|. Checkpoints only.",
+    keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ",
+          "merge_order": "groups of token indices (0-based) in the claimed order of merging, "
+                         "e.g. [[0, 1], [2, 3]]",
+          "times": "the stated merge time of each group (optional)",
+          "time_tolerance": "the allowed |merge time − stated time| (with times)",
+          "variable": "the tokens: 'z' (default when available) or 'x'"},
+    required=("threshold", "merge_order"), validate=_validate_events)
+def judge_events(evaluation):
+    """Judge ``events``: one part per consecutive pair of groups (and per stated time); a group
+    that has not surely merged by the horizon makes its parts inconclusive, unless the next
+    group provably merged before it could have (violated)."""
+    p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
+    delta, groups = float(p["threshold"]), p["merge_order"]
+    variable = p.get("variable") or _default_variable(traj)
+    n, t = request.instance.n, traj.t
+    if max(max(g) for g in groups) >= n:
+        return inconclusive(request, f"merge_order {groups} names a token ≥ n = {n} (indices "
+                            "are 0-based); this instance has too few tokens.")
+    if traj.reference_run is None:
+        return inconclusive(request, "the run has no reference run (no error estimate).")
+    try:
+        run, ref = traj.tokens(variable), traj.reference_run.tokens(variable)
+    except InvalidArgument as exc:
+        return inconclusive(request, str(exc))
+    merges = []
+    for g in groups:
+        D = np.array([_diameter(z[g]) for z in run])
+        e = quantity_error(D, np.array([_diameter(z[g]) for z in ref]))
+        if not (np.all(np.isfinite(D)) and np.all(np.isfinite(e))):
+            return inconclusive(request, f"the diameter of group {g} is not finite at some "
+                                "checkpoint; use variable 'z' or a shorter horizon.")
+        merges.append(_merge(t, D, e, delta))
+    parts = []
+    for a, b, ga, gb in zip(merges, merges[1:], groups, groups[1:], strict=False):
+        what = f"group {ga} merges before group {gb}"
+        if a["merged"] and b["merged"]:
+            separated = bool(np.any(a["surely"] & b["surely_not"]) or np.any(
+                b["surely"] & a["surely_not"]))
+            error = a["u"] + b["u"] + (0.0 if separated else max(a["step"], b["step"]))
+            parts.append(judge_part(request, b["T"] - a["T"], error, what))
+        elif b["merged"]:
+            earliest = a["lo"] if a["lo"] is not None else float(t[-1])
+            if earliest - b["T"] > b["u"]:
+                parts.append(judge_part(request, b["T"] - earliest, b["u"], what + " (group "
+                                        f"{ga} has not merged by t = {earliest:.4g})"))
+            else:
+                parts.append(inconclusive(request, f"{what}: group {ga} does not surely merge "
+                                          f"before t = {t[-1]:.4g}."))
+        else:
+            parts.append(inconclusive(request, f"{what}: group {gb if a['merged'] else ga} "
+                                      f"does not surely merge before t = {t[-1]:.4g}."))
+    for g, m, stated in zip(groups, merges, p.get("times", []), strict=False):
+        what = f"group {g} merges at t = {float(stated):.6g} ± {float(p['time_tolerance']):.3g}"
+        if m["merged"]:
+            parts.append(judge_part(request, float(p["time_tolerance"]) - abs(
+                m["T"] - float(stated)), m["u"], what, strict=False))
+        else:
+            parts.append(inconclusive(request, f"{what}: it does not surely merge before "
+                                      f"t = {t[-1]:.4g}."))
+    evidence = {"sampled": _SAMPLED.format(m=len(t)) + " (merge times interpolated linearly)",
+                "threshold": delta, "variable": variable,
+                "merges": [{"group": g, "time": m["T"], "earliest": m["lo"], "latest": m["hi"]}
+                           for g, m in zip(groups, merges, strict=True)]}
+    return combine_parts(request, parts, evidence)
+
+
+# --------------------------------------------------------------------------- predicate
+_LOADED: dict = {}
+
+
+def _split(spec: object) -> tuple[str, str, bool] | None:
+    """``(target, name, is_file)`` of ``"path/file.py:name"`` or ``"package.module:name"``."""
+    if not isinstance(spec, str):
+        return None
+    target, _, name = spec.rpartition(":")
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    if not target or not name.isidentifier() or not is_file and not all(
+            part.isidentifier() for part in target.split(".")):
+        return None
+    return target, name, is_file
+
+
+def load_function(spec: str, source: str | None = None):
+    """The callable named by ``"path/to/file.py:name"`` or ``"package.module:name"``.
+
+    A relative path is taken from the directory of ``source`` (the conjecture file), or from
+    the working directory without one. A file is loaded once per modification time.
+
+    Raises
+    ------
+    InvalidArgument
+        Malformed ``spec``, a missing file or module, a module that fails to import, or a name
+        it does not define (the message lists the callables it does define).
+    """
+    parts = _split(spec)
+    if parts is None:
+        raise InvalidArgument(f"function={spec!r} ({type(spec).__name__}) must be "
+                              "'path/to/file.py:name' or 'package.module:name'.")
+    target, name, is_file = parts
+    try:
+        if is_file:
+            path = Path(target)
+            if not path.is_absolute():
+                path = (Path(source).parent if source else Path.cwd()) / path
+            if not path.is_file():
+                where = f"the directory of {source}" if source else "the working directory"
+                raise InvalidArgument(f"function={spec!r}: no file {path} (relative paths start "
+                                      f"in {where}); fix the path.")
+            key = (str(path.resolve()), path.stat().st_mtime_ns)
+            if key not in _LOADED:
+                module_name = f"_verify_predicate_{abs(hash(key))}"
+                loader = importlib.util.spec_from_file_location(module_name, path)
+                module = importlib.util.module_from_spec(loader)
+                sys.modules[module_name] = module  # dataclasses and pickling look it up
+                try:
+                    loader.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[module_name]
+                    raise
+                _LOADED[key] = module
+            module = _LOADED[key]
+        else:
+            module = importlib.import_module(target)
+    except InvalidArgument:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's module: report what went wrong
+        raise InvalidArgument(f"function={spec!r}: {target} could not be loaded "
+                              f"({type(exc).__name__}: {exc}).") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        known = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
+        raise InvalidArgument(f"function={spec!r}: {target} defines no function {name!r}; it "
+                              f"defines {', '.join(known) or 'no public callables'}.")
+    return function
+
+
+def _validate_predicate(p: dict, source: str, where: str) -> None:
+    if _split(p.get("function")) is None:
+        fail(source, f"{where}.function", f"{p.get('function')!r} must be "
+             "'path/to/file.py:name' (relative to this file) or 'package.module:name'.")
+    if not isinstance(p.get("final_state", False), bool):
+        fail(source, f"{where}.final_state", f"{p['final_state']!r} must be true or false.")
+
+
+def _classify(value) -> tuple[str, object]:
+    if isinstance(value, (bool, np.bool_)):
+        return "bool", bool(value)
+    if isinstance(value, Real):
+        return "number", float(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, Real) and not isinstance(v, (bool, np.bool_)) for v in value):
+        return "pair", (float(value[0]), float(value[1]))
+    return "other", value
+
+
+@register_conclusion(
+    "predicate", final_state=False,
+    summary="A Python function of the trajectory and the instance states the conclusion.",
+    needs="the function evaluated on the run and on its reference run: a bool decides only when "
+          "both agree (margin ±1, error 0); a number m is a margin with error |m(run) − "
+          "m(reference)| + rounding; a pair (m, e) adds that difference to e.",
+    keys={"function": "'path/to/file.py:name' (relative to the conjecture file) or "
+                      "'package.module:name', called as function(trajectory, instance)",
+          "final_state": "true if the predicate is about t → ∞ (read by the check: the run is "
+                         "extended past metastable states); default false"},
+    required=("function",), validate=_validate_predicate)
+def judge_predicate(evaluation):
+    """Judge ``predicate``. An error raised by loading or calling the function gives an
+    inconclusive result quoting it."""
+    request, traj = evaluation.request, evaluation.trajectory
+    spec = evaluation.parameters["function"]
+    source = getattr(request.claim, "source", None)
+    try:
+        function = load_function(spec, None if source is None else str(source))
+    except InvalidArgument as exc:
+        return inconclusive(request, str(exc))
+    answers = []
+    for run in (traj, traj.reference_run):
+        if run is None:
+            return inconclusive(request, f"{spec}: the run has no reference run, so its answer "
+                                "has no second route (simulate with error_estimate=True).")
+        try:
+            answers.append(_classify(function(run, request.instance)))
+        except Exception as exc:  # noqa: BLE001 - the user's function: report what went wrong
+            return inconclusive(request, f"{spec} raised {type(exc).__name__}: {exc}")
+    (kind, value), (ref_kind, ref_value) = answers
+    evidence = {"function": spec, "run": value if kind != "other" else repr(value)[:80],
+                "reference_run": ref_value if ref_kind != "other" else repr(ref_value)[:80]}
+    if kind == "other" or kind != ref_kind:
+        return inconclusive(request, f"{spec} returned {value!r:.60} on the run and "
+                            f"{ref_value!r:.60} on its reference run; it must return a bool, a "
+                            "number (a margin) or a pair (margin, error) of the same kind on both.",
+                            evidence)
+    what = f"the predicate {spec}"
+    if kind == "bool":
+        if value != ref_value:
+            return inconclusive(request, f"{what} is {value} on the run but {ref_value} on its "
+                                "reference run: undecided at this precision.", evidence)
+        evidence["note"] = "a bool: decided because the run and its reference run agree"
+        return judge_part(request, 1 if value else -1, 0, what, evidence)
+    if kind == "number":
+        margin, error = value, float(quantity_error(np.array(value), np.array(ref_value)))
+    else:
+        margin = value[0]
+        error = value[1] + float(quantity_error(np.array(value[0]), np.array(ref_value[0])))
+        if not value[1] >= 0:
+            return inconclusive(request, f"{spec} returned the error {value[1]!r}; it must be "
+                                "≥ 0.", evidence)
+    return judge_part(request, margin, error, what, evidence, strict=False)

@@ -219,6 +219,24 @@ def _plain_model(instance: Instance) -> PredicateResult:
                            "normalisation, no MLP.")
 
 
+@register_hypothesis("no_exact_symmetry")
+def _no_exact_symmetry(instance: Instance) -> PredicateResult:
+    """Generic data: no signed permutation other than the identity commutes with ``V``,
+    preserves ``βQᵀK`` and permutes the initial tokens (decided exactly, as the integrator's
+    invariant-subspace search; one head, full attention, no MLP, ``d ≤ 6``)."""
+    from verify.exact.symmetry import find_symmetries
+
+    model = instance.model
+    if len(model.heads) != 1 or model.mlp is not None or not (
+            isinstance(model.mask, str) and model.mask == "full") or instance.d > 6:
+        return PredicateResult(None, "symmetries are searched for one head, full attention, no "
+                               "MLP and d ≤ 6 only.")
+    group = find_symmetries(model.V, model.B, instance.x0, max_dim=6)
+    if group.is_trivial:
+        return PredicateResult(True, "no exact signed-permutation symmetry.")
+    return PredicateResult(False, f"the data have an exact symmetry ({group.describe()}).")
+
+
 def _show(value: Fraction) -> str:
     return str(value) if value.denominator < 10**6 else f"{float(value):.6g}"
 

@@ -1,0 +1,182 @@
+r"""Structured token distributions: clusters, near ties, exactly symmetric configurations.
+
+These register into :data:`verify.claim._generators.TOKEN_DISTRIBUTIONS` (this module is
+imported at the end of :mod:`verify.claim._generators`), with the same conventions: float64
+draws enter exactly at their binary value, and each distribution's promise holds exactly where
+it says so.
+
+* ``clustered`` — ``k`` centres uniform in ``[-1, 1]^d``; token ``i`` is centre ``i mod k`` plus
+  an offset uniform in ``[-spread, spread]^d``;
+* ``nearly-tied`` — ``n - 1`` tokens uniform in ``[-1, 1]^d``, then a copy of token 0 with one
+  random coordinate ``j`` shifted by exactly ``gap``: for every query ``x_i`` the scores
+  ``<Q x_i, K x_0>`` and ``<Q x_i, K x_{n-1}>`` differ by only ``gap · |(Kᵀ Q x_i)_j|``, a near
+  tie of the attention (hardmax: a near tie of the argmax);
+* ``cross-polytope`` — ``e_1, …, e_d, -e_1, …, -e_d`` (``n = 2d``, integer, exactly symmetric);
+* ``hypercube`` — the ``2^d`` vertices ``{±1}^d`` (integer, exactly symmetric);
+* ``antipodal`` — ``n/2`` tokens uniform in ``[low, high]^d``, then their exact negatives;
+* ``lattice`` — ``n`` distinct points of ``{-k, …, k}^d`` (integers);
+* ``regular-polygon`` — ``d = 2``: the ``n`` vertices ``(cos 2πj/n, sin 2πj/n)``.  Integer only
+  for ``n = 4`` (and ``n = 3`` is not); otherwise float64 values entering exactly.  The
+  vertices are built from the first octant by exact sign changes and swaps, so the polygon's
+  signed-permutation symmetries (``y ↦ -y``; ``x ↦ -x`` for even ``n``; ``x ↔ y`` when
+  ``4 | n``) hold exactly; its other rotations hold only up to rounding.
+
+Examples
+--------
+>>> import numpy as np
+>>> X = TOKEN_DISTRIBUTIONS["cross-polytope"].draw(None, 4, 2, {})
+>>> [[int(v) for v in row] for row in X]
+[[1, 0], [0, 1], [-1, 0], [0, -1]]
+>>> TOKEN_DISTRIBUTIONS["cross-polytope"].requires(5, 2, {})
+'needs n = 2d = 4 (got n = 5)'
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from verify.claim._generators import (
+    _LOW_HIGH,
+    MAX_TRIES,
+    TOKEN_DISTRIBUTIONS,
+    _low_high,
+    _register,
+    _uniform,
+    exact_array,
+)
+from verify.errors import InvalidArgument
+
+__all__: list[str] = []  # everything is registered in TOKEN_DISTRIBUTIONS
+
+
+def _need_n(expected: int, text: str, n: int | None) -> str | None:
+    return None if n is None or n == expected else f"needs n = {text} = {expected} (got n = {n})"
+
+
+def _need_n_at_least(minimum: int, n: int | None) -> str | None:
+    return None if n is None or n >= minimum else f"needs n ≥ {minimum} (got n = {n})"
+
+
+def _ints(values) -> np.ndarray:
+    return exact_array(np.asarray(values, dtype=np.int64))
+
+
+@_register(TOKEN_DISTRIBUTIONS, "clustered",
+           "k centres uniform in [-1, 1]^d; token i = centre (i mod k) + an offset uniform in "
+           "[-spread, spread]^d (every cluster is used when n ≥ k).",
+           {"k": ("int", 2), "spread": ("number", Fraction(1, 10))},
+           lambda n, d, p: (None if p["k"] >= 1 else f"needs k ≥ 1 (got k = {p['k']})") or (
+               None if p["spread"] > 0 else f"needs spread > 0 (got spread = {p['spread']})") or (
+               None if n is None or p["k"] <= n else f"needs k ≤ n (got k = {p['k']}, n = {n})"))
+def _tokens_clustered(rng, n, d, params):
+    centres = rng.uniform(-1.0, 1.0, size=(params["k"], d))
+    spread = float(params["spread"])
+    offsets = rng.uniform(-spread, spread, size=(n, d))
+    return exact_array(centres[np.arange(n) % params["k"]] + offsets)
+
+
+@_register(TOKEN_DISTRIBUTIONS, "nearly-tied",
+           "n - 1 tokens uniform in [-1, 1]^d, then a copy of token 0 with one random coordinate "
+           "shifted by exactly gap: tokens 0 and n - 1 get nearly tied attention scores.",
+           {"gap": ("number", Fraction(1, 1000))},
+           lambda n, d, p: _need_n_at_least(2, n) or (
+               None if p["gap"] > 0 else f"needs gap > 0 (got gap = {p['gap']})"))
+def _tokens_nearly_tied(rng, n, d, params):
+    tokens = exact_array(rng.uniform(-1.0, 1.0, size=(n - 1, d)))
+    copy = tokens[0].copy()
+    axis = int(rng.integers(d))
+    copy[axis] = copy[axis] + params["gap"]  # exact rational addition
+    return np.concatenate([tokens, copy.reshape(1, d)])
+
+
+@_register(TOKEN_DISTRIBUTIONS, "cross-polytope",
+           "the regular cross-polytope e_1, …, e_d, -e_1, …, -e_d (n = 2d; integer, exactly "
+           "symmetric).",
+           requires=lambda n, d, p: _need_n(2 * d, "2d", n), deterministic=True)
+def _tokens_cross_polytope(rng, n, d, params):
+    eye = np.eye(d, dtype=np.int64)
+    return _ints(np.concatenate([eye, -eye]))
+
+
+@_register(TOKEN_DISTRIBUTIONS, "hypercube",
+           "the 2^d vertices {±1}^d of the cube (n = 2^d; integer, exactly symmetric).",
+           requires=lambda n, d, p: _need_n(2 ** d, "2^d", n) if d <= 62 else
+           f"needs d ≤ 62 (got d = {d})", deterministic=True)
+def _tokens_hypercube(rng, n, d, params):
+    return _ints(list(itertools.product((1, -1), repeat=d)))
+
+
+@_register(TOKEN_DISTRIBUTIONS, "antipodal",
+           "n/2 tokens uniform in [low, high]^d followed by their exact negatives (antipodal "
+           "pairs x, -x; n even).", dict(_LOW_HIGH),
+           lambda n, d, p: _low_high(n, d, p) or (
+               None if n is None or n % 2 == 0 else f"needs an even n (got n = {n})"))
+def _tokens_antipodal(rng, n, d, params):
+    half = _uniform(rng, params, (n // 2, d))
+    return np.concatenate([half, -half])
+
+
+def _lattice_problem(n, d, p):
+    k = p["k"]
+    if k < 1:
+        return f"needs k ≥ 1 (got k = {k})"
+    if n is not None and n > (2 * k + 1) ** d:
+        return f"needs n ≤ (2k + 1)^d = {(2 * k + 1) ** d} distinct points (got n = {n})"
+    return None
+
+
+@_register(TOKEN_DISTRIBUTIONS, "lattice",
+           "n distinct points of the integer lattice {-k, …, k}^d, uniformly without "
+           "replacement (integer coordinates).", {"k": ("int", 1)}, _lattice_problem)
+def _tokens_lattice(rng, n, d, params):
+    side = 2 * params["k"] + 1
+    size = side ** d
+    if size <= 10**6:
+        codes = rng.choice(size, size=n, replace=False).tolist()
+    else:  # huge lattice: rejection, collisions are rare since n ≤ size
+        codes, seen = [], set()
+        for _ in range(MAX_TRIES * n):
+            code = int(rng.integers(size))
+            if code not in seen:
+                seen.add(code)
+                codes.append(code)
+                if len(codes) == n:
+                    break
+        else:
+            raise InvalidArgument(f"tokens 'lattice': no {n} distinct points after "
+                                  f"{MAX_TRIES * n} draws; this should not happen.")
+    rows = [[(code // side ** axis) % side - params["k"] for axis in range(d)] for code in codes]
+    return _ints(rows)
+
+
+def _polygon_vertex(r: Fraction) -> tuple[float, float]:
+    """``(cos 2πr, sin 2πr)`` for ``0 ≤ r < 1``, reduced to the first octant exactly."""
+    if r > Fraction(1, 2):
+        x, y = _polygon_vertex(1 - r)
+        return x, -y
+    if r > Fraction(1, 4):
+        x, y = _polygon_vertex(Fraction(1, 2) - r)
+        return -x, y
+    if r > Fraction(1, 8):
+        x, y = _polygon_vertex(Fraction(1, 4) - r)
+        return y, x
+    if r == Fraction(1, 8):
+        return math.sqrt(0.5), math.sqrt(0.5)
+    angle = 2 * math.pi * float(r)
+    return math.cos(angle), math.sin(angle)
+
+
+@_register(TOKEN_DISTRIBUTIONS, "regular-polygon",
+           "d = 2: the vertices (cos 2πj/n, sin 2πj/n) of the regular n-gon (n ≥ 3); integer "
+           "for n = 4, otherwise float64 values entering exactly, with the signed-permutation "
+           "symmetries (axis reflections; diagonals when 4 | n) exact and other rotations only "
+           "up to rounding.",
+           requires=lambda n, d, p: (None if d == 2 else f"needs d = 2 (got d = {d})") or
+           _need_n_at_least(3, n), deterministic=True)
+def _tokens_regular_polygon(rng, n, d, params):
+    return exact_array(np.array([_polygon_vertex(Fraction(j, n)) for j in range(n)]))
+

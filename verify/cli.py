@@ -6,9 +6,12 @@
                [--horizon T] [--out DIR] [--json] [--resume RUN_DIR] [--claims-dir DIR]
     verify list [--claims-dir DIR] [--reports DIR]
     verify show ID [--claims-dir DIR]
+    verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
+                 [--instance INSTANCE_FILE]
 
 Exit codes: 0 success (``run``: no claim expected to hold is refuted), 1 the simulation failed
-or a claim expected to hold is refuted, 2 bad usage or a malformed file.
+or a claim expected to hold is refuted, 2 bad usage or a malformed file. ``check``: 0 the
+conjecture is supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
 """
 
 from __future__ import annotations
@@ -70,7 +73,102 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--save", metavar="PATH", help="also save the trajectory (.npz)")
     sim.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_claim_commands(sub)
+    _add_check_command(sub)
     return parser
+
+
+#: The conclusion types, for the help text (a test keeps it equal to verify.conclusions).
+CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
+  converges   every token converges (optionally: to = "<points formula>")
+  clusters    the number of distinct limits: equal = k or at_most = k
+  consensus   a single cluster: the diameter tends to 0 (not just convergence)
+  limit       the limits equal a formula of the initial data: equals = "..."
+  attention   the limit of P: boolean = true, rank_at_most = r, leaders = [...]
+  approach    the tokens approach a subspace, hyperplanes or a polytope
+  rate        convergence law and rate: law = exponential|doubly-exponential|power-law
+  events      merge order and times of token groups at a threshold
+  monotone    a quantity is monotone along the flow
+  predicate   a Python function over the trajectory (the escape hatch)
+Formulas are NumPy expressions over x0, V, Q, K, B, beta, n, d (and t, z, x, P along the flow).
+Exit codes: 0 supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
+Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
+
+
+def _add_check_command(sub) -> None:
+    check = sub.add_parser(
+        "check", help="test your own conjecture file; search for and shrink a counterexample",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Judge a conjecture file (a claim file with [conclusion] and, for a "
+                    "universal conjecture, a [search] space) on its instances, then search "
+                    "the space for a counterexample within the budget, shrink one when found "
+                    "(fewer tokens, lower d, simpler V, QᵀK and entries) and write it as a "
+                    "replayable instance file; a report like the claim suite's goes to "
+                    "<out>/<run-id>/.",
+        epilog=CONCLUSION_HELP)
+    check.add_argument("file", help="conjecture file (TOML), e.g. claims/conjectures/*.toml")
+    amount = check.add_mutually_exclusive_group()
+    amount.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="time for the search (default 60 s)")
+    amount.add_argument("--instances", type=int, metavar="N",
+                        help="number of search instances instead of a time budget")
+    check.add_argument("--seed", type=int, default=0, metavar="S",
+                       help="seed of the search (default 0; the same seed, the same draws)")
+    check.add_argument("--out", default="reports", metavar="DIR",
+                       help="where the check folder is created (default: ./reports)")
+    check.add_argument("--instance", metavar="INSTANCE_FILE",
+                       help="judge only this instance file (e.g. a saved counterexample)")
+    check.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    check.add_argument("--no-figures", action="store_true", help="HTML report without figures")
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from verify.report.results import build_results, write_reports
+    from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
+
+    if args.budget is not None and not args.budget > 0:
+        raise InvalidArgument(f"--budget={args.budget} must be a positive number of seconds.")
+    if args.instances is not None and args.instances < 1:
+        raise InvalidArgument(f"--instances={args.instances} must be a positive integer.")
+    conjecture = load_conjecture(args.file)
+    out_dir = Path(args.out) / new_run_id({"file": args.file, "seed": args.seed})
+
+    def show(key: str, record: dict) -> None:
+        if not args.json:
+            r = record["result"]
+            print(f"  {key.split('/', 1)[1]:<12} {r['verdict']:<13} "
+                  f"{' '.join(r['reason'].split())[:110]}", file=sys.stderr)
+
+    if args.instance:
+        run = judge_instance_file(conjecture, args.instance, out_dir=out_dir)
+    else:
+        run = check_conjecture(conjecture, out_dir=out_dir, budget=args.budget,
+                               instances=args.instances, seed=args.seed, progress=show,
+                               run_id=out_dir.name)
+    paths = write_reports(run, figures=not args.no_figures)
+    verdict = run.claim_results[0]
+    shrink = run.extra.get("shrink") or {}
+    minimal = str(out_dir / shrink["counterexample"]) if shrink.get("counterexample") else None
+    if args.json:
+        data = build_results(run)
+        print(json.dumps({"conjecture": conjecture.claim.id, "verdict": verdict.verdict.value,
+                          "text": verdict.text, "reason": verdict.reason,
+                          "exit_code": run.exit_code, "counterexample": minimal,
+                          "check": data.get("check"), "counts": verdict.counts,
+                          "report": str(paths["report.html"])}, indent=2))
+        return run.exit_code
+    from verify.report.markdown import check_lines
+
+    print(f"{conjecture.claim.id}: {verdict.text}")
+    print(f"  {verdict.reason}")
+    for line in check_lines(build_results(run)):
+        print(f"  {line}")
+    if minimal:
+        print(f"minimal counterexample: {minimal}  (replay: verify check {args.file} "
+              f"--instance {minimal})")
+    print(f"report: {paths['report.html']}  ({run.seconds:.1f} s)")
+    return run.exit_code
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -244,7 +342,8 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show}
+_COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show,
+             "check": _check}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from verify.claim._plain import fail, suggest, to_plain
 from verify.errors import InvalidArgument
 
 __all__ = ["ClaimKind", "Expectation", "Claim", "CLAIM_KEYS", "parse_claim", "load_claim",
-           "load_claims"]
+           "load_claims", "read_toml", "exact_parameters"]
 
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 CLAIM_KEYS = ("id", "label", "kind", "statement", "hypotheses", "uses", "families", "check",
@@ -164,23 +164,27 @@ def _names(data, key, source, pattern=None) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _exact_parameters(value, where, source):
+def exact_parameters(value, where: str, source: str):
+    """``value`` (a TOML value) with every decimal read as the exact Fraction it denotes."""
     if isinstance(value, Decimal):
         if not value.is_finite():
             fail(source, where, f"{value} is not finite.")
         return Fraction(value)
     if isinstance(value, dict):
-        return {k: _exact_parameters(v, f"{where}.{k}", source) for k, v in value.items()}
+        return {k: exact_parameters(v, f"{where}.{k}", source) for k, v in value.items()}
     if isinstance(value, list):
-        return [_exact_parameters(v, f"{where}[{i}]", source) for i, v in enumerate(value)]
+        return [exact_parameters(v, f"{where}[{i}]", source) for i, v in enumerate(value)]
     if isinstance(value, (str, int, bool, Fraction)):
         return value
     fail(source, where, f"{value!r} ({type(value).__name__}) is not allowed; use numbers, "
          "strings, booleans, lists and tables.")
 
 
-def parse_claim(data: dict, source: str, *, sha256: str = "") -> Claim:
-    """Validate a parsed claim table (``source`` names it in errors)."""
+def parse_claim(data: dict, source: str, *, sha256: str = "",
+                allow_no_families: bool = False) -> Claim:
+    """Validate a parsed claim table (``source`` names it in errors).  ``allow_no_families``:
+    an empty ``families`` array is accepted (a conjecture whose instances come from a
+    search)."""
     for key in data:
         if key not in CLAIM_KEYS:
             fail(source, key, f"unknown field {key!r}.{suggest(key, CLAIM_KEYS)} Known fields: "
@@ -215,7 +219,7 @@ def parse_claim(data: dict, source: str, *, sha256: str = "") -> Claim:
     if not isinstance(parameters, dict):
         fail(source, "parameters", "must be a table.")
     families = data["families"]
-    if not isinstance(families, list) or not families:
+    if not isinstance(families, list) or not (families or allow_no_families):
         fail(source, "families", "must be a non-empty array of tables [[families]].")
     parsed = tuple(parse_family(table, i, source) for i, table in enumerate(families))
     names = [f.name for f in parsed]
@@ -225,18 +229,19 @@ def parse_claim(data: dict, source: str, *, sha256: str = "") -> Claim:
                  " too; family names must be unique within a claim.")
     return Claim(claim_id, _string(data, "label", source), ClaimKind(kind),
                  _string(data, "statement", source), hypotheses, uses, parsed,
-                 check, _exact_parameters(parameters, "parameters", source),
+                 check, exact_parameters(parameters, "parameters", source),
                  Expectation(expected), source, sha256,
                  _string(data, "notes", source, required=False))
 
 
-def load_claim(path: str | Path) -> Claim:
-    """Read and validate one claim file."""
+def read_toml(path: str | Path, what: str = "claim file") -> tuple[dict, str]:
+    """The table of the TOML file ``path`` (floats read as exact decimals) and the SHA-256 of
+    its bytes; unreadable, non-UTF-8 or invalid TOML raises :class:`InvalidArgument`."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise InvalidArgument(f"{path}: cannot read the claim file ({exc.strerror}); check the "
+        raise InvalidArgument(f"{path}: cannot read the {what} ({exc.strerror}); check the "
                               "path.") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"), parse_float=Decimal)
@@ -246,7 +251,13 @@ def load_claim(path: str | Path) -> Claim:
         hint = (" (LaTeX backslashes belong in literal strings '''...''')"
                 if "escape" in str(exc).lower() or "\\" in str(exc) else "")
         fail(str(path), "", f"not valid TOML: {exc}{hint}.")
-    return parse_claim(data, str(path), sha256=hashlib.sha256(raw).hexdigest())
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def load_claim(path: str | Path) -> Claim:
+    """Read and validate one claim file."""
+    data, sha = read_toml(path)
+    return parse_claim(data, str(path), sha256=sha)
 
 
 def load_claims(directory: str | Path) -> list[Claim]:

@@ -43,6 +43,7 @@ from verify.report._texthtml import inline_html, markdown_to_html
 from verify.report.markdown import (
     INSTANCE_HEADER,
     SUMMARY_HEADER,
+    check_lines,
     format_value,
     instance_rows,
     summary_rows,
@@ -227,7 +228,9 @@ def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None 
     summary = _table(SUMMARY_HEADER, rows, [f"v-{verdicts[r[0]]['verdict']}" for r in rows])
     resumed = f", {data['resumed']} resumed" if data["resumed"] else ""
     links = " · ".join(f'<a href="#{e(c["id"])}">{e(c["id"])}</a>' for c in data["claims"])
-    body = [f"<h1>Claim suite run <code>{e(data['run_id'])}</code></h1>",
+    check = data.get("command") == "check"
+    title = "Conjecture check" if check else "Claim suite run"
+    body = [f"<h1>{title} <code>{e(data['run_id'])}</code></h1>",
             "<p>Geshkovski–Letrouit–Polyanskiy–Rigollet, <em>The emergence of clusters in "
             "self-attention dynamics</em> (arXiv 2305.05465). Verdicts are numerical: "
             "“supported on N instances” means every in-scope instance held with a margin above "
@@ -239,11 +242,12 @@ def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None 
             f"{e(format_value(p['seed']))}, precision {e(format_value(p['precision']))}, "
             f"horizon {e(format_value(p['horizon']))}; exit code {data['exit_code']}.</p>",
             "<h2>Summary</h2>", summary, f"<p>{links}</p>"]
+    body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
     if figures:
         body.append(_dependency_graph(data))
     for c in data["claims"]:
         body.append(_claim_section(data, c, verdicts[c["id"]], figures, run_dir))
-    if figures and PAPER_FIGURES:
+    if figures and PAPER_FIGURES and not check:
         body.append("<h2>Paper figures</h2>")
         body += [_figures(maker) for maker in PAPER_FIGURES]
     versions = ", ".join(f"{e(k)} {e(str(v))}" for k, v in data["versions"].items())

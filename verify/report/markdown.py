@@ -108,10 +108,44 @@ def _table(header, rows) -> list[str]:
     return lines
 
 
+def check_lines(data: dict) -> list[str]:
+    """Sentences on the search and the shrinking of a ``verify check`` (empty for a run)."""
+    part = data.get("check") or {}
+    lines = []
+    if part.get("replay"):
+        lines.append(f"Replayed on the instance file `{part['replay']}`.")
+    search = part.get("search")
+    if search:
+        covered = search.get("covered") or {}
+        axes = "; ".join(f"{axis}: " + ", ".join(f"{k} ×{v}" for k, v in counts.items())
+                         for axis, counts in covered.items() if isinstance(counts, dict))
+        budget = part.get("budget_seconds")
+        lines.append(f"Search: {search.get('drawn', 0)} instances drawn (stopped: "
+                     f"{search.get('stopped')}; budget "
+                     + (f"{budget:g} s" if budget else "a number of instances") + "), horizon "
+                     f"{search.get('horizon')}. Space: {'; '.join(search.get('space') or [])}. "
+                     f"Covered: {axes or 'nothing'}."
+                     + ("" if search.get("stopped") == "found" else " No counterexample among "
+                        "them: evidence, never a proof."))
+        if search.get("skipped"):
+            lines.append(f"{search['skipped']} draws could not be built (e.g. "
+                         f"{'; '.join(search.get('skipped_examples') or [])}).")
+    shrink = part.get("shrink")
+    if shrink:
+        lines.append(f"Shrinking {shrink['from']}: n {shrink['n'][0]} → {shrink.get('minimal_n')}"
+                     f", d {shrink['d'][0]} → {shrink.get('minimal_d')} by "
+                     f"{len(shrink['moves'])} moves ({'; '.join(shrink['moves']) or 'none'}), "
+                     f"{shrink['evaluations']} evaluations; minimal counterexample "
+                     f"`{shrink.get('counterexample')}` (re-checked at higher precision and a "
+                     "longer horizon).")
+    return lines
+
+
 def render_markdown(data: dict) -> str:
     """The Markdown report of a ``results.json`` dict."""
     p = data["parameters"]
-    out = [f"# Claim suite run `{data['run_id']}`", "",
+    title = "Conjecture check" if data.get("command") == "check" else "Claim suite run"
+    out = [f"# {title} `{data['run_id']}`", "",
            "Geshkovski–Letrouit–Polyanskiy–Rigollet, *The emergence of clusters in "
            "self-attention dynamics* (arXiv 2305.05465). Verdicts are numerical: "
            "\"supported on N instances\" means every in-scope instance held with a margin "
@@ -123,6 +157,8 @@ def render_markdown(data: dict) -> str:
            f"{format_value(p['horizon'])}. Exit code {data['exit_code']}.", "",
            "## Summary", ""]
     out += _table(SUMMARY_HEADER, summary_rows(data))
+    for line in check_lines(data):
+        out += ["", line]
     verdicts = {v["claim"]: v for v in data["verdicts"]}
     for c in data["claims"]:
         v = verdicts[c["id"]]

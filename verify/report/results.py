@@ -91,10 +91,12 @@ RESULTS_SCHEMA: dict = _obj({
     "versions": {"type": "object", "required": ["python", "numpy", "scipy", "sympy", "mpmath",
                                                 "flint", "networkx", "matplotlib", "verify"],
                  "additionalProperties": _STR_NULL},
-    "exit_code": {"enum": [0, 1]},
+    "exit_code": {"enum": [0, 1, 3]},
     "claims": {"type": "array", "items": _CLAIM},
     "instances": {"type": "array", "items": _INSTANCE},
-    "verdicts": {"type": "array", "items": _VERDICT}})
+    "verdicts": {"type": "array", "items": _VERDICT}},
+    {"command": {"enum": ["run", "check"]},
+     "check": {"type": "object", "additionalProperties": True}})
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
@@ -213,7 +215,15 @@ def build_results(run) -> dict:
             "executor": run.executor, "parameters": to_plain(run.parameters),
             "versions": library_versions(), "exit_code": run.exit_code,
             "claims": [_claim(c) for c in run.claims], "instances": instances,
-            "verdicts": verdicts}
+            "verdicts": verdicts, **_check_part(getattr(run, "extra", {}) or {})}
+
+
+def _check_part(extra: dict) -> dict:
+    """``command`` and, for ``verify check``, the search and shrinking summaries."""
+    if extra.get("command") != "check":
+        return {"command": "run"}
+    return {"command": "check", "check": to_plain({k: v for k, v in extra.items()
+                                                   if k != "command"})}
 
 
 def load_results(path: str | Path) -> dict:

@@ -10,6 +10,9 @@ reports are written from it by :mod:`verify.report.results`.
   :class:`InlineExecutor` runs in this process.
 * Storage: ``<out>/instances.jsonl`` gains one line per finished instance; ``resume=True``
   (``verify run --resume DIR``) never recomputes a stored instance of an unchanged claim file.
+* Conjectures (``verify check``): :func:`load_conjecture` reads a user's file,
+  :func:`check_conjecture` judges its families, searches its ``[search]`` space and shrinks a
+  counterexample (:mod:`verify.run._check`).
 * Re-checks: a violation is re-run with ``recheck=True`` at :func:`higher_precision` and the
   horizon × 3/2; if it persists, ``<out>/counterexamples/<claim>-<family>-<k>.toml`` is an
   instance file that ``verify simulate`` reproduces.
@@ -21,6 +24,8 @@ Examples
 True
 """
 
+from verify.run._check import EXIT_CODES, CheckRun, check_conjecture, judge_instance_file
+from verify.run._conjecture import Conjecture, load_conjecture, parse_conjecture
 from verify.run._progress import Progress, progress_enabled
 from verify.run._runner import DEFAULT_WORKERS, InlineExecutor, RunResult, new_run_id, run_claims
 from verify.run._store import ResultStore
@@ -28,4 +33,6 @@ from verify.run._tasks import Task, exact_inputs, higher_precision, longer_check
 
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS",
            "ResultStore", "Progress", "progress_enabled", "Task", "run_task", "exact_inputs",
-           "higher_precision", "longer_checkpoints"]
+           "higher_precision", "longer_checkpoints", "Conjecture", "load_conjecture",
+           "parse_conjecture", "check_conjecture", "judge_instance_file", "CheckRun",
+           "EXIT_CODES"]

@@ -35,8 +35,8 @@ from verify.claim import (
 )
 from verify.claim._plain import to_plain
 
-__all__ = ["Task", "run_task", "higher_precision", "longer_checkpoints", "exact_inputs",
-           "RECHECK_HORIZON_FACTOR", "RECHECK_EXTRA_DIGITS"]
+__all__ = ["Task", "run_task", "judge_on_instance", "higher_precision", "longer_checkpoints",
+           "exact_inputs", "RECHECK_HORIZON_FACTOR", "RECHECK_EXTRA_DIGITS"]
 
 RECHECK_HORIZON_FACTOR = Fraction(3, 2)
 RECHECK_EXTRA_DIGITS = 20
@@ -164,26 +164,43 @@ def run_task(task: Task) -> dict:
             description=f"{claim.id} ({claim.label}), instance {name}")
     except Exception as exc:  # noqa: BLE001 - a run never crashes on one instance
         return finish(**_error_result(name, family.name, seed, "drawing the instance", exc))
-    try:
-        out = judge_scope(claim.hypotheses, instance, family=family.name, seed=seed)
-    except Exception as exc:  # noqa: BLE001
-        return finish(**_error_result(name, family.name, seed, "deciding the hypotheses", exc))
-    if out is not None:
-        return finish(out)
-    request = CheckRequest(claim, family, instance, seed, horizon, family.checkpoints, precision,
-                           dict(claim.parameters))
-    try:
-        result = _call_check(request, task.check_module)
-    except Exception as exc:  # noqa: BLE001
-        return finish(**_error_result(name, family.name, seed, f"the check {claim.check!r}",
-                                      exc))
-    if result.verdict is not InstanceVerdict.VIOLATED:
-        return finish(result)
-    result, extra = _recheck(result, request, task, instance)
+    result, extra = judge_on_instance(claim, family, instance, seed=seed, horizon=horizon,
+                                      checkpoints=family.checkpoints, precision=precision,
+                                      check_module=task.check_module)
     return finish(result, **extra)
 
 
-def _recheck(result: InstanceResult, request: CheckRequest, task: Task,
+def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fraction,
+                      checkpoints: object, precision: object, check_module: str | None = None
+                      ) -> tuple[InstanceResult, dict]:
+    """Decide the scope, run the claim's check and re-check a violation; never raises.
+
+    ``family`` is anything with a ``name`` (a :class:`~verify.claim.Family`, or the search's
+    stand-in).  Returns the result and ``{"exception", "traceback"}`` for an error or
+    ``{"counterexample_toml"}`` for a violation confirmed by the re-check at higher precision
+    and a longer horizon.
+    """
+    name = instance.name
+    try:
+        out = judge_scope(claim.hypotheses, instance, family=family.name, seed=seed)
+    except Exception as exc:  # noqa: BLE001
+        failed = _error_result(name, family.name, seed, "deciding the hypotheses", exc)
+        return failed.pop("result"), failed
+    if out is not None:
+        return out, {}
+    request = CheckRequest(claim, family, instance, seed, horizon, checkpoints, precision,
+                           dict(claim.parameters))
+    try:
+        result = _call_check(request, check_module)
+    except Exception as exc:  # noqa: BLE001
+        failed = _error_result(name, family.name, seed, f"the check {claim.check!r}", exc)
+        return failed.pop("result"), failed
+    if result.verdict is not InstanceVerdict.VIOLATED:
+        return result, {}
+    return _recheck(result, request, check_module, instance)
+
+
+def _recheck(result: InstanceResult, request: CheckRequest, check_module: str | None,
              instance) -> tuple[InstanceResult, dict]:
     from verify.instance_file import instance_to_toml
 
@@ -199,7 +216,7 @@ def _recheck(result: InstanceResult, request: CheckRequest, task: Task,
     again = replace(request, horizon=horizon, precision=precision, checkpoints=checkpoints,
                     recheck=True)
     try:
-        rerun = _call_check(again, task.check_module)
+        rerun = _call_check(again, check_module)
     except Exception as exc:  # noqa: BLE001
         rerun = _error_result(result.instance, result.family, result.seed,
                               "the re-check", exc)["result"]

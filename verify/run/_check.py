@@ -1,0 +1,303 @@
+r"""``verify check``: judge a conjecture on its instances, search for a counterexample, shrink it.
+
+:func:`check_conjecture` runs, in order:
+
+1. the conjecture's own families (explicit instances and seeded random families), exactly as
+   ``verify run`` does (scope, check, re-check of a violation at higher precision and a longer
+   horizon, counterexample file);
+2. for a universal conjecture (``[search]``), while no violation is confirmed: instances drawn
+   by :func:`verify.search.search` (Hypothesis for the structured parameters, a seeded NumPy
+   generator for the arrays) until ``instances`` have been drawn or the time ``budget`` ends;
+   out-of-scope draws are recorded and never count as support;
+3. for a confirmed violation: :func:`verify.search.shrink` with our moves, a move being kept
+   when the shrunk instance is still in scope and still violates the conjecture; the smallest
+   instance is then re-checked at higher precision and a longer horizon (walking back along
+   the chain to the last confirmed one if needed) and written to
+   ``<out>/counterexamples/<id>-minimal.toml``.
+
+Every finished instance is appended to ``<out>/instances.jsonl`` at once (an interrupted check
+keeps what it did). The verdict follows design.md; a search that found nothing is *evidence*
+("supported by evidence on N instances", with the families covered and the horizon), never a
+proof. Exit codes: :data:`EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+
+from verify.claim import CheckRequest, InstanceResult, InstanceVerdict, judge_claim, judge_scope
+from verify.claim._plain import to_plain
+from verify.errors import InvalidArgument
+from verify.run._runner import RunResult, _write_counterexample, new_run_id
+from verify.run._store import ResultStore
+from verify.run._tasks import Task, _call_check, exact_inputs, judge_on_instance, run_task
+
+__all__ = ["check_conjecture", "CheckRun", "EXIT_CODES", "DEFAULT_BUDGET", "SearchFamily",
+           "judge_instance_file"]
+
+#: ``verify check`` exit codes by verdict (2 is bad usage, from the CLI).
+EXIT_CODES = {"supported": 0, "refuted": 1, "inconclusive": 3}
+#: Seconds of search when neither a budget nor a number of instances is given.
+DEFAULT_BUDGET = 60.0
+#: The shrinker gets at least this many seconds after a counterexample is confirmed.
+MIN_SHRINK_SECONDS = 30.0
+
+
+@dataclass
+class CheckRun(RunResult):
+    """A :class:`~verify.run.RunResult` for one conjecture; ``extra`` holds ``command``,
+    ``search`` and ``shrink``."""
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.claim_results[0].verdict.value]
+
+
+@dataclass(frozen=True)
+class SearchFamily:
+    """What a check sees as ``request.family`` for an instance of the search or the shrinker."""
+
+    name: str
+    horizon: Fraction
+    checkpoints: object
+    precision: object
+    kind: str = "search"
+    description: str = ""
+
+
+def _record(claim, family, k, instance, horizon, precision, result, extra, draw=None) -> dict:
+    from verify.instance_file import instance_to_toml
+
+    record = {"key": f"{claim.id}/{family.name}#{k}", "claim": claim.id,
+              "claim_sha256": claim.sha256, "family": family.name, "k": k, "seed": result.seed,
+              "inputs": exact_inputs(instance), "instance_toml": instance_to_toml(
+                  instance, {"horizon": str(horizon), "precision": precision},
+                  description=f"{claim.id}, instance {instance.name}"),
+              "precision": to_plain(precision), "horizon": str(horizon),
+              "exception": None, "traceback": None, "counterexample_toml": None,
+              "draw": draw}
+    record.update(extra)
+    record["result"] = result.to_json()
+    return record
+
+
+def _confirmed(record: dict) -> bool:
+    rechecked = record["result"].get("rechecked") or {}
+    return record["result"]["verdict"] == "violated" and rechecked.get("verdict") == "violated"
+
+
+class _Session:
+    """The state of one check: the store, the records and the callbacks."""
+
+    def __init__(self, conjecture, out_dir: Path, progress):
+        import verify.checks  # noqa: F401  (registers the checks)
+        import verify.conclusions  # noqa: F401
+
+        self.conjecture, self.claim = conjecture, conjecture.claim
+        self.out_dir, self.store = out_dir, ResultStore(out_dir)
+        self.records: dict = {}
+        self.progress = progress
+        from verify.claim import CHECKS
+
+        self.module = CHECKS[self.claim.check].__module__ if self.claim.check in CHECKS \
+            else None
+
+    def keep(self, record: dict) -> dict:
+        record = _write_counterexample(record, self.out_dir)
+        self.store.append(record)
+        self.records[record["key"]] = record
+        if callable(self.progress):
+            self.progress(record["key"], record)
+        return record
+
+    def families(self) -> dict | None:
+        for family in self.claim.families:
+            count = 1 if family.kind == "explicit" else family.count
+            for k in range(count):
+                record = self.keep(run_task(Task(self.claim, family.name, k,
+                                                 check_module=self.module)))
+                if _confirmed(record):
+                    return record
+        return None
+
+    def judge(self, instance, family: SearchFamily, k: int, seed, draw=None) -> dict:
+        result, extra = judge_on_instance(self.claim, family, instance, seed=seed,
+                                          horizon=family.horizon,
+                                          checkpoints=family.checkpoints,
+                                          precision=family.precision,
+                                          check_module=self.module)
+        return self.keep(_record(self.claim, family, k, instance, family.horizon,
+                                 family.precision, result, extra, draw))
+
+    def first_pass_violated(self, instance, family: SearchFamily) -> bool:
+        """The shrinker's oracle: in scope and violated by the first run (no re-check)."""
+        if judge_scope(self.claim.hypotheses, instance, family=family.name) is not None:
+            return False
+        request = CheckRequest(self.claim, family, instance, None, family.horizon,
+                               family.checkpoints, family.precision,
+                               dict(self.claim.parameters))
+        result = _call_check(request, self.module)
+        return result.verdict is InstanceVerdict.VIOLATED
+
+
+def _search_family(space, name: str = "search") -> SearchFamily:
+    return SearchFamily(name, Fraction(space.horizon), space.checkpoints, space.precision,
+                        description="instances drawn from the [search] space")
+
+
+def _run_search(session: _Session, deadline: float, instances: int | None, seed: int):
+    from verify.search import build_instance, search
+
+    space = session.conjecture.search
+    family = _search_family(space)
+    found: dict = {}
+    skipped: list[str] = []
+
+    def evaluate(draw) -> bool:
+        k = len([r for r in session.records.values() if r["family"] == family.name])
+        try:
+            instance = build_instance(space, draw, f"{family.name}#{k}")
+        except InvalidArgument as exc:
+            skipped.append(str(exc))
+            return False
+        record = session.judge(instance, family, k, draw.seed, to_plain(draw.to_json()))
+        if _confirmed(record):
+            found.update(record=record, instance=instance)
+            return True
+        return False
+
+    try:
+        stats = search(space, evaluate, seed=seed, max_examples=instances, deadline=deadline)
+        summary = to_plain(stats.to_json()) if hasattr(stats, "to_json") else \
+            {"drawn": stats.drawn, "stopped": stats.stopped, "covered": to_plain(stats.covered)}
+    except KeyboardInterrupt:
+        summary = {"stopped": "interrupted"}
+    summary.update(space=space.describe().splitlines(), horizon=str(space.horizon),
+                   skipped=len(skipped), skipped_examples=skipped[:3])
+    return found, summary
+
+
+def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
+            deadline: float) -> dict:
+    from verify.search import shrink
+
+    result = shrink(instance, lambda c: session.first_pass_violated(c, family),
+                    deadline=deadline)
+    summary = {"from": record["key"], "moves": list(result.moves),
+               "evaluations": result.evaluations, "stopped": result.stopped,
+               "n": [instance.n, result.instance.n], "d": [instance.d, result.instance.d]}
+    shrunk = SearchFamily("shrunk", family.horizon, family.checkpoints, family.precision,
+                          description="the counterexample after shrinking")
+    for step, candidate in enumerate(reversed(result.chain[1:])):
+        kept = session.judge(replace_name(candidate, f"shrunk#{step}"), shrunk, step, None)
+        if _confirmed(kept):
+            return _minimal(session, summary, kept, walked_back=step)
+    return _minimal(session, summary, record, walked_back=len(result.chain) - 1)
+
+
+def _minimal(session: _Session, summary: dict, record: dict, walked_back: int) -> dict:
+    """Name the minimal confirmed counterexample ``counterexamples/<id>-minimal.toml``."""
+    name = f"counterexamples/{session.claim.id}-minimal.toml"
+    source = record["result"].get("counterexample")
+    if source:
+        (session.out_dir / name).write_text((session.out_dir / source).read_text("utf-8"),
+                                            encoding="utf-8")
+    summary.update(minimal=record["key"], walked_back=walked_back,
+                   counterexample=name if source else None,
+                   minimal_n=record["inputs"] and len(record["inputs"]["x0"]),
+                   minimal_d=record["inputs"] and len(record["inputs"]["x0"][0]))
+    return summary
+
+
+def replace_name(instance, name: str):
+    """``instance`` under another name (the same exact data)."""
+    from verify.model import Instance
+
+    return Instance(instance.model, instance.x0, name=name)
+
+
+def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = None,
+                     instances: int | None = None, seed: int = 0, progress=None,
+                     run_id: str | None = None) -> CheckRun:
+    """Judge ``conjecture`` (a :class:`~verify.run.Conjecture`): its families, then a search
+    for a counterexample, then shrinking; see the module docstring.
+
+    Parameters
+    ----------
+    conjecture : Conjecture
+    out_dir : path
+        Where ``instances.jsonl``, ``run.json`` and ``counterexamples/`` go (must not hold a
+        previous check's results).
+    budget : float, optional
+        Seconds for the search (default :data:`DEFAULT_BUDGET` when ``instances`` is not given).
+    instances : int, optional
+        Number of search draws (no time limit unless ``budget`` is also given).
+    seed : int
+        Seed of the search: the same seed gives the same draws.
+    progress : callable, optional
+        ``progress(key, record)`` after every instance.
+    """
+    if budget is not None and budget <= 0:
+        raise InvalidArgument(f"budget={budget} must be a positive number of seconds.")
+    if instances is not None and (isinstance(instances, bool) or instances < 1):
+        raise InvalidArgument(f"instances={instances} must be a positive integer.")
+    started, clock = datetime.now(UTC), time.monotonic()
+    out_dir = Path(out_dir)
+    session = _Session(conjecture, out_dir, progress)
+    if session.store.path.exists() and session.store.path.stat().st_size:
+        raise InvalidArgument(f"out_dir={str(out_dir)!r} already holds results; choose another "
+                              "directory.")
+    seconds = budget if budget is not None else (None if instances else DEFAULT_BUDGET)
+    deadline = None if seconds is None else clock + seconds
+    parameters = {"instances": instances, "seed": seed, "precision": None, "horizon": None}
+    run_id = run_id or new_run_id(parameters, started)
+    session.store.write_run({"run_id": run_id, "parameters": parameters,
+                             "started": started.isoformat(), "claims": [conjecture.claim.id],
+                             "command": "check"})
+    extra: dict = {"command": "check", "budget_seconds": seconds}
+    confirmed = session.families()
+    instance = family = None
+    if confirmed is not None:
+        fam = conjecture.claim.family(confirmed["family"])
+        instance = fam.instance(confirmed["k"])
+        family = SearchFamily(fam.name, fam.horizon, fam.checkpoints, fam.precision)
+    elif conjecture.search is not None:
+        found, extra["search"] = _run_search(session, deadline, instances, seed)
+        if found:
+            confirmed, instance = found["record"], found["instance"]
+            family = _search_family(conjecture.search)
+    if confirmed is not None:
+        remaining = MIN_SHRINK_SECONDS if deadline is None else deadline - time.monotonic()
+        extra["shrink"] = _shrink(session, confirmed, instance, family,
+                                  time.monotonic() + max(remaining, MIN_SHRINK_SECONDS))
+    results = [InstanceResult.from_json(r["result"]) for r in session.records.values()]
+    verdict = judge_claim(conjecture.claim, results)
+    return CheckRun(run_id, out_dir, [conjecture.claim], session.records, [verdict], parameters,
+                    started.isoformat(), datetime.now(UTC).isoformat(),
+                    time.monotonic() - clock, 0, "inline", extra)
+
+
+def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path) -> CheckRun:
+    """Judge ``conjecture`` on the single instance of an instance file (a counterexample written
+    by a previous check replays this way), at the file's horizon and precision."""
+    from verify.instance_file import load_instance_file
+
+    started, clock = datetime.now(UTC), time.monotonic()
+    loaded = load_instance_file(path)
+    simulation = loaded.simulation
+    family = SearchFamily("replay", Fraction(str(simulation.get("horizon", 10))),
+                          simulation.get("checkpoints"), simulation.get("precision", "float64"),
+                          description=f"the instance of {path}")
+    session = _Session(conjecture, Path(out_dir), None)
+    session.judge(replace_name(loaded.instance, "replay#0"), family, 0, None)
+    results = [InstanceResult.from_json(r["result"]) for r in session.records.values()]
+    parameters = {"instances": None, "seed": None, "precision": None, "horizon": None}
+    return CheckRun(new_run_id(parameters, started), Path(out_dir), [conjecture.claim],
+                    session.records, [judge_claim(conjecture.claim, results)], parameters,
+                    started.isoformat(), datetime.now(UTC).isoformat(),
+                    time.monotonic() - clock, 0, "inline",
+                    {"command": "check", "replay": str(path)})

@@ -26,7 +26,8 @@ import pytest
 from verify.claim import CheckRequest
 from verify.conclusions import CONCLUSIONS, parse_conclusions
 from verify.conclusions._base import ConclusionSpec, Evaluation
-from verify.conclusions._flow import load_function, quantity_series
+from verify.conclusions._flow import quantity_series
+from verify.conclusions._predicate import load_function
 from verify.errors import InvalidArgument
 from verify.model import Instance, Model
 from verify.simulate import simulate

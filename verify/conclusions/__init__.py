@@ -12,7 +12,7 @@ The check ``conclusion`` (:mod:`verify.conclusions._check`) runs the instance on
 every conclusion of the file on that run.
 """
 
-from verify.conclusions import _check, _flow, _limits  # noqa: F401  (register the vocabulary)
+from verify.conclusions import _check, _flow, _limits, _predicate  # noqa: F401  (registration)
 from verify.conclusions._base import (
     CONCLUSIONS,
     ConclusionSpec,

@@ -1,0 +1,222 @@
+r"""The central rule of the limit conclusions: does a nonnegative series :math:`D(t_k)` tend to 0?
+
+Decided from the trend over the tail of the checkpoints (:func:`tends_to_zero`, returning a
+:class:`Trend`), never from the final value alone.
+
+Examples
+--------
+>>> t = np.linspace(0, 10, 21)
+>>> tends_to_zero(t, 2 * np.exp(-t), np.full(21, 1e-14)).status
+'holds'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from verify.checks._parts import inconclusive, judge_part
+from verify.checks._runs import sig6
+from verify.claim import InstanceResult
+from verify.limits import (
+    fit_exponential_convergence,
+    fit_power_law,
+)
+from verify.numerics._fits import tail_count
+
+__all__ = ["Trend", "tends_to_zero"]
+
+# --------------------------------------------------------------------------- the central rule
+@dataclass(frozen=True)
+class Trend:
+    """The decision "D(t) → 0": a signed ``margin`` with its ``error`` (``margin`` NaN:
+    undecided, ``what`` then says why), the sentence ``what`` and small ``evidence``."""
+
+    margin: float
+    error: float
+    what: str
+    evidence: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """``"holds"`` (margin > error), ``"violated"`` (−margin > error) or ``"undecided"``."""
+        if math.isnan(self.margin) or not math.isfinite(self.error):
+            return "undecided"
+        return "holds" if self.margin > self.error else \
+            "violated" if -self.margin > self.error else "undecided"
+
+    def judge(self, request, evidence: dict | None = None) -> InstanceResult:
+        """The instance result (``judge_part``, or ``inconclusive`` when undecided by design)."""
+        record = dict(evidence or {}, **self.evidence)
+        if math.isnan(self.margin):
+            return inconclusive(request, self.what, record)
+        return judge_part(request, self.margin, self.error, self.what, record)
+
+
+def _rate(fit) -> tuple[float, float] | None:
+    """``(rate, κσ)`` when the fit resolved a decay (rate > κσ), else None."""
+    if not math.isfinite(fit.rate) or not math.isfinite(fit.coverage):
+        return None
+    half = fit.coverage * fit.rate_error
+    return (fit.rate, half) if fit.rate > half else None
+
+
+def _secant_power_fit(t, slope, noise):
+    r""":func:`fit_power_law` of the secant slopes :math:`|\Delta_k|/h_k`, each placed at the
+    point :math:`s_k` where :math:`|D'| \propto s^{q-1}` equals the secant of
+    :math:`t^{q}` on :math:`[t_k, t_{k+1}]` (fixed-point iteration on :math:`q`, as the
+    exponential fit does for its rate), so a pure power law is fitted without bias."""
+    a, b = t[:-1], t[1:]
+    s = (a + b) / 2
+    fit = fit_power_law(s, slope, noise, tail=1.0)
+    for _ in range(50):
+        if not fit.ok:
+            break
+        q = fit.slope + 1
+        secant = np.log(b / a) / (b - a) if abs(q) < 1e-12 else (b**q - a**q) / (q * (b - a))
+        s_new = secant ** (1 / (q - 1)) if abs(q - 1) > 1e-12 else s
+        refit = fit_power_law(s_new, slope, noise, tail=1.0)
+        done = abs(refit.slope - fit.slope) <= 1e-14 * (1 + abs(fit.slope))
+        fit = refit
+        if done:
+            break
+    return fit
+
+
+def _known(fit) -> bool:
+    """The fitted limit is stabilised with a finite error bar."""
+    return fit.stabilised and math.isfinite(fit.limit_error)
+
+
+def _power_tail(t, D, e, tail, name) -> Trend:
+    r"""Algebraic decay: fit :math:`|\Delta_k|/h_k \propto s_k^{q-1}` and bound the limit by the
+    remaining movement :math:`|\Delta_{m-1}|/(\rho^{|q|} - 1)`, :math:`\rho = t_m/t_{m-1}` (exact
+    for :math:`D = L + c\,t^{q}`), with :math:`|q|` over its coverage interval."""
+    k = tail_count(len(t), tail)
+    t, D, e = t[-k:], D[-k:], e[-k:]
+    h, delta = np.diff(t), np.diff(D)
+    noise = e[1:] + e[:-1]
+    if t[0] <= 0:
+        return Trend(math.nan, math.inf, f"{name}(t) decays algebraically but the tail starts "
+                     "at t = 0; no power law can be fitted (use a smaller tail_fraction).")
+    fit = _secant_power_fit(t, np.abs(delta) / h, noise / h)
+    if not fit.ok:
+        return Trend(math.nan, math.inf, f"{name}(t): no power law fitted to its differences "
+                     f"({fit.reason}).")
+    q, half = fit.slope + 1, fit.coverage * fit.slope_error
+    ev = {"kind": "power-law", "exponent": sig6(q), "exponent_error": sig6(fit.slope_error),
+          "coverage": sig6(fit.coverage)}
+    if not q + half < 0:
+        return Trend(math.nan, math.inf, f"{name}(t) moves like t^({q:.3g} ± {half:.2g}): not "
+                     "resolved to decay faster than log t, so its limit cannot be bounded.", ev)
+    rho, last, nz = t[-1] / t[-2], abs(delta[-1]), noise[-1]
+    r_max = (last + nz) / math.expm1(-(q + half) * math.log(rho))
+    r_min = max(last - nz, 0.0) / math.expm1(-(q - half) * math.log(rho))
+    sign = 1.0 if delta[-1] > 0 else -1.0
+    ends = sorted((D[-1] + sign * r_min, D[-1] + sign * r_max))
+    low, high = ends[0] - e[-1], ends[1] + e[-1]
+    ev.update(limit_interval=[sig6(low), sig6(high)])
+    if low > 0:  # an extrapolated power law is a model, not a bound: never a violation
+        return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: a power law fitted to "
+                     f"its tail extrapolates to [{low:.4g}, {high:.4g}], away from 0, but a slow "
+                     "(pre-asymptotic) approach to 0 looks the same; integrate longer.", ev)
+    return Trend(-q, half, f"{name}(t) → 0 ({name} ~ t^({q:.4g} ± {fit.slope_error:.2g}); "
+                 f"extrapolated limit in [{low:.3g}, {high:.3g}], not above 0)", ev)
+
+
+def tends_to_zero(times: object, series: object, errors: object, *, tail: float = 0.5,
+                  name: str = "D") -> Trend:
+    r"""Decide whether a nonnegative series :math:`D(t_k)` tends to 0, from its trend.
+
+    The tail is fitted by :func:`verify.limits.fit_exponential_convergence`; by its ``kind``:
+
+    * ``"exponential"`` / ``"converged-to-error"`` and stabilised (the limit :math:`L` is known
+      within a bar :math:`e`; an exponential fit whose remaining distance exceeds the movement
+      over the tail is *not* stabilised and stays undecided): :math:`L > e` — **violated**
+      (margin :math:`-L`, error :math:`e`: :math:`D`
+      tends to a positive value). Otherwise :math:`|D_\infty| \le L + e` and the decay must be
+      resolved: margin the fitted rate :math:`r`, error :math:`\kappa\sigma_r` (**holds** when
+      :math:`r > \kappa\sigma_r`). A series already at its error floor over the whole tail
+      takes its rate from the whole series; failing that, the drop from its largest value to
+      its last one is the margin, with the sum of their errors as error (as for a collapse that
+      ended before the tail); a series within its error of 0 at every checkpoint is undecided.
+    * ``"power-law"``: the differences are fitted by :math:`t^{q-1}` (:func:`fit_power_law`);
+      with :math:`q < 0` beyond :math:`\kappa\sigma_q` the limit lies in an interval from the
+      remaining movement (:func:`_power_tail`): above 0 — undecided (an extrapolated law is a
+      model, and a pre-asymptotic approach to 0 looks the same); else margin
+      :math:`-q`, error :math:`\kappa\sigma_q` (an interval below 0 is accepted: for
+      :math:`D \ge 0` it means the law overshoots, i.e. :math:`D` reaches 0 at least as fast;
+      in the same way a fitted limit :math:`L < -e` is accepted above).
+    * ``"diverging"`` with a fitted rate: the differences grow; margin the (negative) rate,
+      error :math:`\kappa\sigma_r` — **violated** (:math:`D` moves away).
+    * otherwise (``"stalled"``, ``"inconclusive"``, overflow): undecided, with the reason.
+
+    Parameters
+    ----------
+    times : array_like, shape (m,)
+    series : array_like, shape (m,)
+        :math:`D(t_k) \ge 0`.
+    errors : array_like, shape (m,)
+        Error estimates of ``series`` (finite, ≥ 0).
+    tail : float
+        Fraction of the checkpoints used (the last ones).
+    name : str
+        How :math:`D` is named in the sentence.
+
+    Returns
+    -------
+    Trend
+
+    Examples
+    --------
+    >>> t = np.linspace(1, 400, 40)
+    >>> trend = tends_to_zero(t, 1 / np.sqrt(t), np.full(40, 1e-13))      # V = −I collapse
+    >>> trend.status, trend.evidence["kind"], round(trend.margin, 3)
+    ('holds', 'power-law', 0.5)
+    >>> tends_to_zero(t, 1 + 1 / t, np.full(40, 1e-13)).status   # a law, not a bound
+    'undecided'
+    >>> tends_to_zero(t, 1 + np.exp(-t / 10), np.full(40, 1e-13)).status
+    'violated'
+    >>> tends_to_zero(t, np.zeros(40), np.zeros(40)).status
+    'undecided'
+    """
+    t = np.asarray(times, dtype=float)
+    D, e = np.asarray(series, dtype=float), np.asarray(errors, dtype=float)
+    if not (np.all(np.isfinite(D)) and np.all(np.isfinite(e))):
+        return Trend(math.nan, math.inf, f"{name}(t) is not finite at some checkpoint "
+                     "(overflow, or no error estimate).")
+    fit = fit_exponential_convergence(t, D, e, tail=float(tail))
+    ev = {"kind": fit.kind, f"{name}_at_T": sig6(D[-1]), f"{name}_error_at_T": sig6(e[-1]),
+          "tail_start": sig6(fit.tail_start)}
+    if fit.kind == "power-law":
+        trend = _power_tail(t, D, e, tail, name)
+        return Trend(trend.margin, trend.error, trend.what, {**ev, **trend.evidence})
+    if fit.kind == "diverging" and math.isfinite(fit.rate):
+        half = fit.coverage * fit.rate_error
+        return Trend(fit.rate, half, f"{name}(t) → 0 (its differences grow at rate "
+                     f"{-fit.rate:.4g} ± {fit.rate_error:.2g})", ev)
+    if fit.kind not in ("exponential", "converged-to-error") or not fit.stabilised:
+        return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: {fit.reason}", ev)
+    L, bar = float(fit.limit), float(fit.limit_error)
+    ev.update(limit=sig6(L), limit_error=sig6(bar))
+    if L > bar:
+        return Trend(-L, bar, f"{name}(t) → 0 ({name} tends to {L:.6g} ± {bar:.2g})", ev)
+    rate = _rate(fit)
+    if rate is None:
+        rate = _rate(fit_exponential_convergence(t, D, e, tail=1.0))
+        ev["rate_from"] = "whole run"
+    if rate is not None:
+        ev.update(rate=sig6(rate[0]), rate_bar=sig6(rate[1]))
+        return Trend(rate[0], rate[1], f"{name}(t) → 0 (decays at rate {rate[0]:.4g}; "
+                     f"|{name}_∞| ≤ {L + bar:.3g})", ev)
+    k = int(np.argmax(D))
+    drop, drop_error = float(D[k] - D[-1]), float(e[k] + e[-1])
+    if not drop > drop_error:
+        return Trend(math.nan, math.inf, f"{name}(t) stays within its error estimate of 0 at "
+                     f"every checkpoint (≤ {np.max(D):.3g}): no trend to decide from.", ev)
+    return Trend(drop, drop_error, f"{name}(t) → 0 (it fell from {D[k]:.4g} at t = {t[k]:.4g} "
+                 f"to its error floor, {D[-1]:.3g} ± {e[-1]:.2g})", ev)
+
+

@@ -42,7 +42,8 @@ from verify.model import Instance
 from verify.numerics import Arb, Backend, Float64, digits_to_bits
 from verify.trajectory import Trajectory
 
-__all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times"]
+__all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
+           "scaled_checkpoints"]
 
 DEFAULT_FLOAT_RTOL = 1e-10
 DEFAULT_FLOAT_ATOL = 1e-12
@@ -73,6 +74,22 @@ def checkpoint_times(horizon: object, checkpoints: int | list | None) -> list[Fr
     if times[0] != 0 or any(b <= a for a, b in zip(times, times[1:], strict=False)):
         raise InvalidArgument("checkpoints must increase strictly and start at 0.")
     return times
+
+
+def scaled_checkpoints(checkpoints: int | list | tuple | None, factor: object
+                       ) -> int | tuple | None:
+    """Checkpoints for the horizon × ``factor``: the same spacing (a count grows to cover the
+    longer interval) or the same times scaled (an explicit list); ``None`` stays ``None``.
+
+    >>> scaled_checkpoints(33, Fraction(3, 2)), [str(t) for t in scaled_checkpoints((0, 1), 2)]
+    (49, ['0', '2'])
+    """
+    if checkpoints is None:
+        return None
+    factor = Fraction(factor)
+    if isinstance(checkpoints, int):
+        return int(math.ceil((checkpoints - 1) * factor)) + 1
+    return tuple(Fraction(t) * factor for t in checkpoints)
 
 
 def choose_bits(mu: float, horizon: float, digits: float = DEFAULT_DIGITS) -> int:

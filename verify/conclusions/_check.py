@@ -31,14 +31,6 @@ __all__ = ["check_conclusions", "run_until_settled", "DEFAULT_HORIZON_BUDGET"]
 DEFAULT_HORIZON_BUDGET = 8
 
 
-def _doubled(checkpoints):
-    if checkpoints is None:
-        return None
-    if isinstance(checkpoints, int):
-        return 2 * (checkpoints - 1) + 1
-    return tuple(Fraction(t) * 2 for t in checkpoints)
-
-
 def _needs_final_state(specs) -> bool:
     return any(s.kind.final_state or bool(s.parameters.get("final_state")) for s in specs)
 
@@ -49,24 +41,20 @@ def run_until_settled(request, final_state: bool):
     ``extensions`` lists the end-state classifications (plain dicts) of every run; the horizon
     is doubled while the end state is metastable and the budget allows.
     """
+    from verify.checks._runs import simulate_checked
     from verify.equilibria import classify_end_state
-    from verify.simulate import simulate
+    from verify.simulate import scaled_checkpoints
 
     horizon, checkpoints = Fraction(request.horizon), request.checkpoints
     budget = Fraction(request.parameters.get("max_horizon",
                                              DEFAULT_HORIZON_BUDGET * request.horizon))
     extensions: list[dict] = []
     while True:
-        traj = simulate(request.instance, horizon, checkpoints=checkpoints,
-                        precision=request.precision)
-        if not traj.success:
-            return None, extensions, inconclusive(
-                request, f"the integration stopped at t = {float(traj.times[-1]):.4g} "
-                f"({traj.status}: {traj.message}).", {"end_state": extensions})
-        if traj.error is None or traj.reference_run is None:
-            return None, extensions, inconclusive(
-                request, "the trajectory has no error estimate (the reference run failed), so "
-                "no margin can be judged.", {"reference": traj.reference})
+        traj, failure = simulate_checked(replace(request, horizon=horizon,
+                                                 checkpoints=checkpoints))
+        if failure is not None:
+            return None, extensions, replace(failure, evidence={**failure.evidence,
+                                                                 "end_state": extensions})
         if not final_state:
             return traj, extensions, None
         end = classify_end_state(request.instance, traj)
@@ -80,7 +68,7 @@ def run_until_settled(request, final_state: bool):
                 f"{end.rate_error:.2g}); doubling the horizon up to the budget "
                 f"{float(budget):.4g} did not leave it, so nothing is said about the final "
                 "state.", {"end_state": extensions, "time_reached": float(horizon)})
-        horizon, checkpoints = 2 * horizon, _doubled(checkpoints)
+        horizon, checkpoints = 2 * horizon, scaled_checkpoints(checkpoints, 2)
 
 
 @register_check("conclusion")
@@ -91,9 +79,8 @@ def check_conclusions(request):
     traj, extensions, failure = run_until_settled(request, _needs_final_state(specs))
     if failure is not None:
         return failure
-    settled = replace(request, horizon=traj.times[-1]) if extensions else request
     cache: dict = {}
-    parts = [spec.kind.judge(Evaluation(settled, traj, spec, cache)) for spec in specs]
+    parts = [spec.kind.judge(Evaluation(request, traj, spec, cache)) for spec in specs]
     evidence = {"horizon_reached": str(traj.times[-1]), "error_estimate": traj.error_estimate,
                 "symmetry": None if traj.symmetry is None else traj.symmetry["description"]}
     if extensions:

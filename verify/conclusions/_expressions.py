@@ -38,7 +38,7 @@ from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
 
 __all__ = ["FUNCTIONS", "CONTEXT_NAMES", "check_expression", "evaluate", "initial_namespace",
-           "state_namespace", "diameter", "norm"]
+           "state_namespace", "default_variable", "diameter", "norm"]
 
 
 def norm(a, axis: int = -1):
@@ -111,6 +111,12 @@ def evaluate(text: str, namespace: dict) -> np.ndarray:
 
 def _float(matrix) -> np.ndarray:
     return np.asarray(np.asarray(matrix, dtype=object).astype(float), dtype=float)
+
+
+def default_variable(trajectory) -> str:
+    """The tokens a conclusion reads by default: ``"z"`` when the run has rescaled tokens,
+    else ``"x"``."""
+    return "z" if trajectory.z is not None else "x"
 
 
 def initial_namespace(instance) -> dict:

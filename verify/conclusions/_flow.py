@@ -56,6 +56,8 @@ from verify.claim._plain import fail, suggest
 from verify.conclusions._base import quantity_error, register_conclusion
 from verify.conclusions._expressions import (
     check_expression,
+    default_variable,
+    diameter,
     evaluate,
     initial_namespace,
     state_namespace,
@@ -73,10 +75,6 @@ _SAMPLED = "checked at the {m} checkpoints only; the flow between them is not ex
 
 
 # --------------------------------------------------------------------------- quantities
-def _diameter(p: np.ndarray) -> float:
-    return float(np.max(np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)))
-
-
 def _hull_volume(p: np.ndarray) -> float:
     if p.shape[1] == 1:
         return float(np.max(p) - np.min(p))
@@ -97,16 +95,12 @@ def _attention_gap(P: np.ndarray) -> float:
 
 #: Named quantities: ``name -> (uses attention, function of one checkpoint's array)``.
 NAMED_QUANTITIES = {
-    "diameter": (False, _diameter),
+    "diameter": (False, diameter),
     "spread": (False, lambda p: float(np.max(np.linalg.norm(p - p.mean(axis=0), axis=1)))),
     "max-norm": (False, lambda p: float(np.max(np.linalg.norm(p, axis=1)))),
     "hull-volume": (False, _hull_volume),
     "attention-gap": (True, _attention_gap),
 }
-
-
-def _default_variable(trajectory) -> str:
-    return "z" if trajectory.z is not None else "x"
 
 
 def _series(instance, trajectory, quantity: str, variable: str) -> np.ndarray:
@@ -155,7 +149,7 @@ def quantity_series(evaluation, quantity: str, variable: str | None = None
         with other checkpoints.
     """
     traj = evaluation.trajectory
-    variable = variable or _default_variable(traj)
+    variable = variable or default_variable(traj)
     key = ("quantity", quantity, variable)
     if key in evaluation.cache:
         return evaluation.cache[key]
@@ -299,7 +293,7 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
     traj = evaluation.trajectory
     t = traj.t
     if quantity is None and law != "doubly-exponential":
-        variable = variable or _default_variable(traj)
+        variable = variable or default_variable(traj)
         if traj.reference_run is None:
             return None, None, None, "", "the run has no reference run (no error estimate)."
         try:
@@ -461,7 +455,7 @@ def judge_events(evaluation):
     group provably merged before it could have (violated)."""
     p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
     delta, groups = float(p["threshold"]), p["merge_order"]
-    variable = p.get("variable") or _default_variable(traj)
+    variable = p.get("variable") or default_variable(traj)
     n, t = request.instance.n, traj.t
     if max(max(g) for g in groups) >= n:
         return inconclusive(request, f"merge_order {groups} names a token ≥ n = {n} (indices "
@@ -474,8 +468,8 @@ def judge_events(evaluation):
         return inconclusive(request, str(exc))
     merges = []
     for g in groups:
-        D = np.array([_diameter(z[g]) for z in run])
-        e = quantity_error(D, np.array([_diameter(z[g]) for z in ref]))
+        D = np.array([diameter(z[g]) for z in run])
+        e = quantity_error(D, np.array([diameter(z[g]) for z in ref]))
         if not (np.all(np.isfinite(D)) and np.all(np.isfinite(e))):
             return inconclusive(request, f"the diameter of group {g} is not finite at some "
                                 "checkpoint; use variable 'z' or a shorter horizon.")

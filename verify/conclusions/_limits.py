@@ -40,7 +40,13 @@ from verify.claim import InstanceResult
 from verify.claim._plain import fail
 from verify.conclusions._base import quantity_error, register_conclusion
 from verify.conclusions._distances import _hull, _hyperplanes, _nearest, _subspace, hull_distance
-from verify.conclusions._expressions import check_expression, evaluate, initial_namespace
+from verify.conclusions._expressions import (
+    check_expression,
+    default_variable,
+    diameter,
+    evaluate,
+    initial_namespace,
+)
 from verify.conclusions._trend import Trend, _known, _rate, tends_to_zero
 from verify.errors import InvalidArgument
 from verify.limits import (
@@ -59,7 +65,7 @@ _COMMON = {"variable": "'z' (rescaled tokens, the default when the run has them)
 def _options(ev) -> tuple[str, float]:
     """``(variable, tail_fraction)`` of the conclusion, with the defaults."""
     p, traj = ev.parameters, ev.trajectory
-    return (p.get("variable", "z" if traj.z is not None else "x"),
+    return (p.get("variable", default_variable(traj)),
             float(p.get("tail_fraction", Fraction(1, 2))))
 
 
@@ -315,7 +321,7 @@ def judge_clusters(ev) -> InstanceResult:
 
 
 def _diameter(z: np.ndarray) -> tuple[float, float]:
-    return float(np.max(np.linalg.norm(z[:, None, :] - z[None, :, :], axis=2))), 0.0
+    return diameter(z), 0.0
 
 
 @register_conclusion(

@@ -19,7 +19,7 @@ import numpy as np
 
 from verify.checks._parts import inconclusive, judge_part
 from verify.checks._runs import sig6
-from verify.claim import InstanceResult
+from verify.claim import InstanceResult, judge_instance
 from verify.limits import (
     fit_exponential_convergence,
     fit_power_law,
@@ -41,11 +41,12 @@ class Trend:
 
     @property
     def status(self) -> str:
-        """``"holds"`` (margin > error), ``"violated"`` (−margin > error) or ``"undecided"``."""
-        if math.isnan(self.margin) or not math.isfinite(self.error):
+        """``"holds"``, ``"violated"`` or ``"undecided"``: the verdict rule of
+        :func:`~verify.claim.judge_instance` applied to (margin, error)."""
+        if math.isnan(self.margin):
             return "undecided"
-        return "holds" if self.margin > self.error else \
-            "violated" if -self.margin > self.error else "undecided"
+        verdict = judge_instance(self.margin, self.error, instance="D", family="D").verdict
+        return {"holds": "holds", "violated": "violated"}.get(verdict.value, "undecided")
 
     def judge(self, request, evidence: dict | None = None) -> InstanceResult:
         """The instance result (``judge_part``, or ``inconclusive`` when undecided by design)."""

@@ -80,13 +80,11 @@ def higher_precision(precision: object, *, mu: float, horizon: object) -> object
 
 
 def longer_checkpoints(checkpoints: object) -> object:
-    """Checkpoints for the horizon × 3/2: the same spacing (a count grows to cover the longer
-    interval) or the same times scaled by 3/2 (an explicit list)."""
-    if checkpoints is None:
-        return None
-    if isinstance(checkpoints, int):
-        return int(math.ceil((checkpoints - 1) * RECHECK_HORIZON_FACTOR)) + 1
-    return tuple(Fraction(t) * RECHECK_HORIZON_FACTOR for t in checkpoints)
+    """Checkpoints for the re-check's horizon × 3/2
+    (:func:`verify.simulate.scaled_checkpoints`)."""
+    from verify.simulate import scaled_checkpoints
+
+    return scaled_checkpoints(checkpoints, RECHECK_HORIZON_FACTOR)
 
 
 def _strings(matrix) -> list:

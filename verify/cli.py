@@ -141,7 +141,8 @@ def _check(args: argparse.Namespace) -> int:
                   f"{' '.join(r['reason'].split())[:110]}", file=sys.stderr)
 
     if args.instance:
-        run = judge_instance_file(conjecture, args.instance, out_dir=out_dir)
+        run = judge_instance_file(conjecture, args.instance, out_dir=out_dir,
+                                  run_id=out_dir.name)
     else:
         run = check_conjecture(conjecture, out_dir=out_dir, budget=args.budget,
                                instances=args.instances, seed=args.seed, progress=show,

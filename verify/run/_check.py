@@ -27,14 +27,15 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
+from itertools import count
 from pathlib import Path
 
-from verify.claim import CheckRequest, InstanceResult, InstanceVerdict, judge_claim, judge_scope
+from verify.claim import InstanceResult, InstanceVerdict, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.run._runner import RunResult, _write_counterexample, new_run_id
 from verify.run._store import ResultStore
-from verify.run._tasks import Task, _call_check, exact_inputs, judge_on_instance, run_task
+from verify.run._tasks import Task, instance_fields, judge_on_instance, new_record, run_task
 
 __all__ = ["check_conjecture", "CheckRun", "EXIT_CODES", "DEFAULT_BUDGET", "SearchFamily",
            "judge_instance_file"]
@@ -69,18 +70,10 @@ class SearchFamily:
     description: str = ""
 
 
-def _record(claim, family, k, instance, horizon, precision, result, extra, draw=None) -> dict:
-    from verify.instance_file import instance_to_toml
-
-    record = {"key": f"{claim.id}/{family.name}#{k}", "claim": claim.id,
-              "claim_sha256": claim.sha256, "family": family.name, "k": k, "seed": result.seed,
-              "inputs": exact_inputs(instance), "instance_toml": instance_to_toml(
-                  instance, {"horizon": str(horizon), "precision": precision},
-                  description=f"{claim.id}, instance {instance.name}"),
-              "precision": to_plain(precision), "horizon": str(horizon),
-              "exception": None, "traceback": None, "counterexample_toml": None,
-              "draw": draw}
-    record.update(extra)
+def _record(claim, family, k, instance, result, extra, draw=None) -> dict:
+    record = new_record(claim, family.name, k, result.seed, family.precision, family.horizon)
+    record.update(instance_fields(claim, instance, family.horizon, family.precision),
+                  draw=draw, **extra)
     record["result"] = result.to_json()
     return record
 
@@ -125,23 +118,29 @@ class _Session:
         return None
 
     def judge(self, instance, family: SearchFamily, k: int, seed, draw=None) -> dict:
-        result, extra = judge_on_instance(self.claim, family, instance, seed=seed,
-                                          horizon=family.horizon,
-                                          checkpoints=family.checkpoints,
-                                          precision=family.precision,
-                                          check_module=self.module)
-        return self.keep(_record(self.claim, family, k, instance, family.horizon,
-                                 family.precision, result, extra, draw))
+        """Judge ``instance`` (with the re-check of a violation) and keep its record."""
+        result, extra = self._judge(instance, family, seed, recheck=True)
+        return self.keep(_record(self.claim, family, k, instance, result, extra, draw))
 
     def first_pass_violated(self, instance, family: SearchFamily) -> bool:
         """The shrinker's oracle: in scope and violated by the first run (no re-check)."""
-        if judge_scope(self.claim.hypotheses, instance, family=family.name) is not None:
-            return False
-        request = CheckRequest(self.claim, family, instance, None, family.horizon,
-                               family.checkpoints, family.precision,
-                               dict(self.claim.parameters))
-        result = _call_check(request, self.module)
+        result, _ = self._judge(instance, family, None, recheck=False)
         return result.verdict is InstanceVerdict.VIOLATED
+
+    def _judge(self, instance, family: SearchFamily, seed, recheck: bool):
+        return judge_on_instance(self.claim, family, instance, seed=seed,
+                                 horizon=family.horizon, checkpoints=family.checkpoints,
+                                 precision=family.precision, check_module=self.module,
+                                 recheck=recheck)
+
+    def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
+               extra: dict) -> CheckRun:
+        """The :class:`CheckRun` of the records kept so far."""
+        results = [InstanceResult.from_json(r["result"]) for r in self.records.values()]
+        return CheckRun(run_id, self.out_dir, [self.claim], self.records,
+                        [judge_claim(self.claim, results)], parameters, started.isoformat(),
+                        datetime.now(UTC).isoformat(), time.monotonic() - clock, 0, "inline",
+                        extra)
 
 
 def _search_family(space, name: str = "search") -> SearchFamily:
@@ -156,14 +155,16 @@ def _run_search(session: _Session, deadline: float, instances: int | None, seed:
     family = _search_family(space)
     found: dict = {}
     skipped: list[str] = []
+    judged = count()
 
     def evaluate(draw) -> bool:
-        k = len([r for r in session.records.values() if r["family"] == family.name])
         try:
-            instance = build_instance(space, draw, f"{family.name}#{k}")
+            instance = build_instance(space, draw, f"{family.name}#?")
         except InvalidArgument as exc:
             skipped.append(str(exc))
             return False
+        k = next(judged)
+        instance = _renamed(instance, f"{family.name}#{k}")
         record = session.judge(instance, family, k, draw.seed, to_plain(draw.to_json()))
         if _confirmed(record):
             found.update(record=record, instance=instance)
@@ -171,9 +172,8 @@ def _run_search(session: _Session, deadline: float, instances: int | None, seed:
         return False
 
     try:
-        stats = search(space, evaluate, seed=seed, max_examples=instances, deadline=deadline)
-        summary = to_plain(stats.to_json()) if hasattr(stats, "to_json") else \
-            {"drawn": stats.drawn, "stopped": stats.stopped, "covered": to_plain(stats.covered)}
+        summary = to_plain(search(space, evaluate, seed=seed, max_examples=instances,
+                                  deadline=deadline).to_json())
     except KeyboardInterrupt:
         summary = {"stopped": "interrupted"}
     summary.update(space=space.describe().splitlines(), horizon=str(space.horizon),
@@ -193,7 +193,7 @@ def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
     shrunk = SearchFamily("shrunk", family.horizon, family.checkpoints, family.precision,
                           description="the counterexample after shrinking")
     for step, candidate in enumerate(reversed(result.chain[1:])):
-        kept = session.judge(replace_name(candidate, f"shrunk#{step}"), shrunk, step, None)
+        kept = session.judge(_renamed(candidate, f"shrunk#{step}"), shrunk, step, None)
         if _confirmed(kept):
             return _minimal(session, summary, kept, walked_back=step)
     return _minimal(session, summary, record, walked_back=len(result.chain) - 1)
@@ -213,7 +213,7 @@ def _minimal(session: _Session, summary: dict, record: dict, walked_back: int) -
     return summary
 
 
-def replace_name(instance, name: str):
+def _renamed(instance, name: str):
     """``instance`` under another name (the same exact data)."""
     from verify.model import Instance
 
@@ -274,30 +274,32 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
         remaining = MIN_SHRINK_SECONDS if deadline is None else deadline - time.monotonic()
         extra["shrink"] = _shrink(session, confirmed, instance, family,
                                   time.monotonic() + max(remaining, MIN_SHRINK_SECONDS))
-    results = [InstanceResult.from_json(r["result"]) for r in session.records.values()]
-    verdict = judge_claim(conjecture.claim, results)
-    return CheckRun(run_id, out_dir, [conjecture.claim], session.records, [verdict], parameters,
-                    started.isoformat(), datetime.now(UTC).isoformat(),
-                    time.monotonic() - clock, 0, "inline", extra)
+    return session.finish(run_id, started, clock, parameters, extra)
 
 
-def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path) -> CheckRun:
+def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path,
+                        run_id: str | None = None) -> CheckRun:
     """Judge ``conjecture`` on the single instance of an instance file (a counterexample written
-    by a previous check replays this way), at the file's horizon and precision."""
+    by a previous check replays this way), at the file's horizon and precision.
+
+    Raises
+    ------
+    InvalidArgument
+        If the file does not say its horizon (``[simulation] horizon``).
+    """
     from verify.instance_file import load_instance_file
 
     started, clock = datetime.now(UTC), time.monotonic()
     loaded = load_instance_file(path)
     simulation = loaded.simulation
-    family = SearchFamily("replay", Fraction(str(simulation.get("horizon", 10))),
+    if "horizon" not in simulation:
+        raise InvalidArgument(f"{path}: simulation.horizon: missing; the replay integrates to "
+                              "the file's horizon (a counterexample file always has one).")
+    family = SearchFamily("replay", Fraction(str(simulation["horizon"])),
                           simulation.get("checkpoints"), simulation.get("precision", "float64"),
                           description=f"the instance of {path}")
     session = _Session(conjecture, Path(out_dir), None)
-    session.judge(replace_name(loaded.instance, "replay#0"), family, 0, None)
-    results = [InstanceResult.from_json(r["result"]) for r in session.records.values()]
+    session.judge(_renamed(loaded.instance, "replay#0"), family, 0, None)
     parameters = {"instances": None, "seed": None, "precision": None, "horizon": None}
-    return CheckRun(new_run_id(parameters, started), Path(out_dir), [conjecture.claim],
-                    session.records, [judge_claim(conjecture.claim, results)], parameters,
-                    started.isoformat(), datetime.now(UTC).isoformat(),
-                    time.monotonic() - clock, 0, "inline",
-                    {"command": "check", "replay": str(path)})
+    return session.finish(run_id or new_run_id(parameters, started), started, clock,
+                          parameters, {"command": "check", "replay": str(path)})

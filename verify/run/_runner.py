@@ -254,14 +254,12 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
 
 
 def _lost_record(task: Task, exc: BaseException) -> dict:
-    from verify.run._tasks import _error_result
+    from verify.run._tasks import _error_result, new_record
 
     family = task.claim.family(task.family)
     seed = family.seed_of(task.k, task.seed)
     out = _error_result(f"{family.name}#{task.k}", family.name, seed, "the worker", exc)
-    return {"key": task.key, "claim": task.claim.id, "claim_sha256": task.claim.sha256,
-            "family": family.name, "k": task.k, "seed": seed, "inputs": None,
-            "instance_toml": None, "precision": to_plain(task.precision),
-            "horizon": None if task.horizon is None else str(task.horizon),
-            "exception": out["exception"], "traceback": out["traceback"],
-            "result": out["result"].to_json(), "seconds": None}
+    record = new_record(task.claim, family.name, task.k, seed, task.precision, task.horizon)
+    record.update(exception=out["exception"], traceback=out["traceback"],
+                  result=out["result"].to_json(), seconds=None)
+    return record

@@ -35,8 +35,9 @@ from verify.claim import (
 )
 from verify.claim._plain import to_plain
 
-__all__ = ["Task", "run_task", "judge_on_instance", "higher_precision", "longer_checkpoints",
-           "exact_inputs", "RECHECK_HORIZON_FACTOR", "RECHECK_EXTRA_DIGITS"]
+__all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
+           "higher_precision", "longer_checkpoints", "exact_inputs", "RECHECK_HORIZON_FACTOR",
+           "RECHECK_EXTRA_DIGITS"]
 
 RECHECK_HORIZON_FACTOR = Fraction(3, 2)
 RECHECK_EXTRA_DIGITS = 20
@@ -133,8 +134,6 @@ def run_task(task: Task) -> dict:
         ``horizon``, ``result`` (:meth:`InstanceResult.to_json`), ``exception``, ``traceback``,
         ``counterexample_toml`` (for a confirmed violation), ``seconds``.
     """
-    from verify.instance_file import instance_to_toml
-
     start = time.perf_counter()
     claim = task.claim
     family = claim.family(task.family)
@@ -142,11 +141,7 @@ def run_task(task: Task) -> dict:
     name = f"{family.name}#{task.k}"
     precision = task.precision if task.precision is not None else family.precision
     horizon = Fraction(task.horizon) if task.horizon is not None else Fraction(family.horizon)
-    record = {"key": task.key, "claim": claim.id, "claim_sha256": claim.sha256,
-              "family": family.name, "k": task.k, "seed": seed, "inputs": None,
-              "instance_toml": None, "precision": to_plain(precision),
-              "horizon": str(horizon), "exception": None, "traceback": None,
-              "counterexample_toml": None}
+    record = new_record(claim, family.name, task.k, seed, precision, horizon)
 
     def finish(result: InstanceResult, **extra) -> dict:
         record.update(extra)
@@ -156,10 +151,7 @@ def run_task(task: Task) -> dict:
 
     try:
         instance = family.instance(task.k, task.seed)
-        record["inputs"] = exact_inputs(instance)
-        record["instance_toml"] = instance_to_toml(
-            instance, {"horizon": str(horizon), "precision": precision},
-            description=f"{claim.id} ({claim.label}), instance {name}")
+        record.update(instance_fields(claim, instance, horizon, precision))
     except Exception as exc:  # noqa: BLE001 - a run never crashes on one instance
         return finish(**_error_result(name, family.name, seed, "drawing the instance", exc))
     result, extra = judge_on_instance(claim, family, instance, seed=seed, horizon=horizon,
@@ -168,10 +160,33 @@ def run_task(task: Task) -> dict:
     return finish(result, **extra)
 
 
+def new_record(claim, family: str, k: int, seed: int | None, precision: object,
+               horizon: object) -> dict:
+    """The fields every instance record starts with (the run's store, the reports); the
+    instance's fields (:func:`instance_fields`) and the result are added when known."""
+    return {"key": f"{claim.id}/{family}#{k}", "claim": claim.id, "claim_sha256": claim.sha256,
+            "family": family, "k": k, "seed": seed, "inputs": None, "instance_toml": None,
+            "precision": to_plain(precision), "horizon": None if horizon is None
+            else str(horizon), "exception": None, "traceback": None,
+            "counterexample_toml": None}
+
+
+def instance_fields(claim, instance, horizon: object, precision: object) -> dict:
+    """``inputs`` (exact strings) and ``instance_toml`` (a file reproducing the instance)."""
+    from verify.instance_file import instance_to_toml
+
+    return {"inputs": exact_inputs(instance), "instance_toml": instance_to_toml(
+        instance, {"horizon": str(horizon), "precision": precision},
+        description=f"{claim.id} ({claim.label}), instance {instance.name}")}
+
+
 def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fraction,
-                      checkpoints: object, precision: object, check_module: str | None = None
-                      ) -> tuple[InstanceResult, dict]:
+                      checkpoints: object, precision: object, check_module: str | None = None,
+                      recheck: bool = True) -> tuple[InstanceResult, dict]:
     """Decide the scope, run the claim's check and re-check a violation; never raises.
+
+    ``recheck=False`` returns the first run's verdict as it is (the shrinker's oracle, whose
+    final answer is re-checked by its caller).
 
     ``family`` is anything with a ``name`` (a :class:`~verify.claim.Family`, or the search's
     stand-in).  Returns the result and ``{"exception", "traceback"}`` for an error or
@@ -193,7 +208,7 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
     except Exception as exc:  # noqa: BLE001
         failed = _error_result(name, family.name, seed, f"the check {claim.check!r}", exc)
         return failed.pop("result"), failed
-    if result.verdict is not InstanceVerdict.VIOLATED:
+    if result.verdict is not InstanceVerdict.VIOLATED or not recheck:
         return result, {}
     return _recheck(result, request, check_module, instance)
 

@@ -421,14 +421,45 @@ def _crossing(t: np.ndarray, y: np.ndarray, level: float) -> float | None:
     return float(t[k - 1] + (y[k - 1] - level) / (y[k - 1] - y[k]) * (t[k] - t[k - 1]))
 
 
+def _interpolation_error(t: np.ndarray, y: np.ndarray, level: float, T: float) -> float:
+    """Error estimate of the linearly interpolated crossing ``T``: its distance to the crossings
+    of the quadratics through three neighbouring checkpoints (the next order, a second route),
+    plus their spread (the quadratics' own error); the whole step when no quadratic crosses in
+    the same step.
+
+    >>> t = np.linspace(0, 1, 11)
+    >>> T = _crossing(t, np.exp(-t), np.exp(-0.55))
+    >>> bool(abs(T - 0.55) <= _interpolation_error(t, np.exp(-t), np.exp(-0.55), T) < 2e-3)
+    True
+    """
+    k = max(1, int(np.searchsorted(t, T)))
+    if len(t) < 3 or t[k - 1] == T:
+        return 0.0
+    crossings = []
+    for idx in ([k - 2, k - 1, k], [k - 1, k, k + 1]):
+        if idx[0] < 0 or idx[-1] >= len(t):
+            continue
+        a, b, c = np.polyfit(t[idx], y[idx], 2)
+        inside = [r.real for r in np.roots([a, b, c - level])
+                  if abs(r.imag) < 1e-12 and t[k - 1] <= r.real <= t[k]]
+        if not inside:
+            return float(t[k] - t[k - 1])
+        crossings.append(min(inside, key=lambda r: abs(r - T)))
+    spread = max(crossings) - min(crossings)
+    return max(abs(r - T) for r in crossings) + spread
+
+
 def _merge(t, D, e, delta) -> dict:
     """Merge time ``T`` of one group (interpolated), its bracket ``[lo, hi]`` from the bands
-    ``D ∓ e`` and the checkpoints where it has certainly / certainly not merged."""
+    ``D ∓ e``, the interpolation error and the checkpoints where it has certainly / certainly
+    not merged; ``u`` (the time uncertainty) covers the bracket and the interpolation."""
     T, lo, hi = (_crossing(t, y, delta) for y in (D, D - e, D + e))
     step = None if T is None else float(np.diff(t)[max(0, min(int(np.searchsorted(t, T)) - 1,
                                                                len(t) - 2))])
     return {"T": T, "lo": lo, "hi": hi, "merged": hi is not None,
-            "u": None if hi is None else max(T - lo, hi - T), "step": step,
+            "u": None if hi is None else max(T - lo, hi - T) + _interpolation_error(
+                t, D, delta, T),
+            "step": step,
             "surely": np.maximum.accumulate(D + e <= delta),
             "surely_not": np.logical_and.accumulate(D - e > delta)}
 
@@ -439,7 +470,8 @@ def _merge(t, D, e, delta) -> dict:
             "stated times.",
     needs="each group's diameter at every checkpoint with its error |run − reference run|; the "
           "merge time is where the interpolated diameter first reaches the threshold, its "
-          "uncertainty where |diameter − threshold| ≤ error; margin = T_next − T (error: both "
+          "uncertainty where |diameter − threshold| ≤ error plus the interpolation error "
+          "(linear vs quadratic crossing); margin = T_next − T (error: both "
           "uncertainties, plus the checkpoint spacing when no checkpoint separates the two "
           "merges) and tolerance − |T − stated time|. Checkpoints only.",
     keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ",

@@ -49,9 +49,8 @@ from verify.conclusions._expressions import (
 )
 from verify.conclusions._trend import Trend, _known, _rate, tends_to_zero
 from verify.errors import InvalidArgument
-from verify.limits import (
-    fit_exponential_convergence,
-)
+from verify.limits import fit_exponential_convergence
+from verify.numerics._fits import tail_count
 
 __all__ = ["Trend", "tends_to_zero", "token_fits", "hull_distance", "distance_series"]
 
@@ -275,7 +274,8 @@ def judge_converges(ev) -> InstanceResult:
     needs=f"{_FIT}, all stabilised; limits compatible within their bars are grouped, the "
           "grouping must be certified (groups are cliques, pairwise separated). More than k "
           "groups → violated (margin −distance of the closest separated pair, error its bar); "
-          "otherwise the count is exact at the resolution of the bars (error 0).",
+          f"otherwise each group's diameter must tend to 0 ({_TREND}), the weakest group "
+          "giving margin and error (all groups single tokens: the count is exact, error 0).",
     final_state=True, validate=_validate_clusters,
     keys={**_COMMON, "equal": "the number of clusters is exactly this",
           "at_most": "the number of clusters is at most this"})
@@ -315,9 +315,30 @@ def judge_clusters(ev) -> InstanceResult:
         return judge_part(ev.request, -float(dist[i, j]), float(bars[i, j]), f"{said} {k} "
                           f"clusters ({c} groups of limits, pairwise separated: the closest, "
                           f"tokens {i} and {j}, are {dist[i, j]:.4g} apart)", evidence)
-    margin = k - c if exact == "at_most" else (0 if c == k else c - k)
-    return judge_part(ev.request, margin, 0, f"{said} {k} clusters ({c} groups of limits "
-                      "compatible within their error bars)", evidence, strict=False)
+    # Limits compatible within their bars are not yet one cluster: each group's diameter must
+    # tend to 0 by the same trend rule as consensus; the weakest group decides.
+    weakest = None
+    for c_index in range(c):
+        group = np.flatnonzero(labels == c_index)
+        if len(group) < 2:
+            continue
+        D, err = distance_series(ev, lambda z, g=group: (diameter(z[g]), 0.0))
+        trend = tends_to_zero(ev.trajectory.t, D, err, tail=_options(ev)[1],
+                              name=f"D_{c_index}")
+        if trend.status != "holds":
+            return inconclusive(ev.request, f"the limits of tokens {group.tolist()[:10]} agree "
+                                "within their error bars, but that they form one cluster is "
+                                f"not decided: {trend.what}", evidence)
+        if weakest is None or trend.margin - trend.error < weakest.margin - weakest.error:
+            weakest = trend
+    what = f"{said} {k} clusters ({c} groups of limits, each tending to one point)"
+    if weakest is None:  # every limit is separated from every other: the count is certified
+        margin = k - c if exact == "at_most" else (0 if c == k else c - k)
+        return judge_part(ev.request, margin, 0, what, evidence, strict=False)
+    evidence.update(weakest_group=weakest.what)
+    if exact == "equal" and c < k:
+        return judge_part(ev.request, -weakest.margin, weakest.error, what, evidence)
+    return judge_part(ev.request, weakest.margin, weakest.error, what, evidence)
 
 
 def _diameter(z: np.ndarray) -> tuple[float, float]:
@@ -357,7 +378,8 @@ def _offdiagonal_gap(P: np.ndarray) -> np.ndarray:
 @register_conclusion(
     "attention", summary="the limit of P is Boolean / has rank ≤ r / has the given leaders",
     needs="the certified hardmax graph at the last checkpoint (scores with their error radius) "
-          "must have no undecided token; rank and leaders of its Boolean limit are then exact "
+          "must have no undecided token and its Boolean limit must not change over the tail "
+          "(certified graphs of the tail checkpoints); rank and leaders are then exact "
           "(error 0); Boolean also needs B(t) = max_ij min(P_ij, 1 − P_ij) → 0 "
           "(tends_to_zero, errors from the reference run).",
     final_state=True, validate=_validate_attention,
@@ -382,6 +404,13 @@ def judge_attention(ev) -> InstanceResult:
                             "integrate longer or at higher precision.")
     n = req.instance.n
     P_star, found = boolean_limit(G, n), sorted(leaders(G))
+    m = len(traj.times)
+    for k in range(m - tail_count(m, _options(ev)[1]), m - 1):  # the limit, not a passing state
+        G_k = hardmax_at(traj, k)
+        if not undecided_nodes(G_k) and not np.array_equal(boolean_limit(G_k, n), P_star):
+            return inconclusive(req, f"the certified hardmax graph still changes over the tail "
+                                f"(t = {traj.t[k]:.4g} differs from t = {traj.t[-1]:.4g}): the "
+                                "limit of P is not read off yet; integrate longer.")
     evidence = {"leaders": found, "rows_with_ties": int(np.sum(P_star.sum(axis=1) > 1))}
     parts = []
     if p.get("boolean"):

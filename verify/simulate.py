@@ -4,7 +4,9 @@ r"""Simulate an instance: compose the vector field, a backend and an integrator 
 * float64: SciPy's DOP853 (order 8, embedded error control) with dense output at checkpoints;
 * arbitrary precision: Gragg–Bulirsch–Stoer extrapolation with exact rational coefficients
   (:class:`verify.numerics.GraggBulirschStoer`) in python-flint ``arb`` at a precision chosen
-  from the horizon (:func:`choose_bits`) or given;
+  from what grows along the run (:func:`verify.precision.working_bits`: ``2 μ T / ln 2`` extra
+  bits where the scores grow like ``e^{2 μ t}``, constant in ``T`` on the sphere and with pre-LN)
+  or given;
 * discrete layers: the recursion itself, in the backend's arithmetic.
 
 **Error estimate.** Unless ``error_estimate=False``, the run is repeated at tighter tolerance and
@@ -39,7 +41,14 @@ from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
 from verify.exponential import ValueExponential
 from verify.model import Instance
-from verify.numerics import Arb, Backend, Float64, digits_to_bits
+from verify.numerics import Arb, Backend, Float64
+from verify.precision import (
+    DEFAULT_DIGITS,
+    choose_bits,
+    reference_settings,
+    score_growth_rate,
+    working_bits,
+)
 from verify.trajectory import Trajectory
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
@@ -47,9 +56,6 @@ __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
 
 DEFAULT_FLOAT_RTOL = 1e-10
 DEFAULT_FLOAT_ATOL = 1e-12
-DEFAULT_DIGITS = 20
-ARB_REFERENCE_LIMIT = 20_000  # n·n·d above which a float64 run is checked in float64 only
-GUARD_BITS = 32  # see choose_bits
 SYMMETRY_MAX_DIM = 6  # exact symmetries are searched for d ≤ 6
 STALL_WINDOW = 2_000  # DOP853 steps between two checks that the horizon is still reachable
 
@@ -92,37 +98,6 @@ def scaled_checkpoints(checkpoints: int | list | tuple | None, factor: object
     return tuple(Fraction(t) * factor for t in checkpoints)
 
 
-def choose_bits(mu: float, horizon: float, digits: float = DEFAULT_DIGITS) -> int:
-    """Working precision for ``digits`` correct digits up to ``horizon``.
-
-    Scores grow like ``e^{2 μ t}`` while the differences that decide the attention shrink, so the
-    run needs about ``2 μ T / ln 2`` bits on top of the target (paper spec §4), plus
-    ``GUARD_BITS`` for the round-off of the integrator itself.
-
-    >>> choose_bits(1.0, 30.0, digits=20)
-    186
-    """
-    extra = 2.0 * max(mu, 0.0) * float(horizon) / math.log(2)
-    return int(math.ceil(digits_to_bits(digits) + extra + GUARD_BITS))
-
-
-def reference_settings(backend: Backend, rtol: float, n_entries: int,
-                       mu: float, horizon: float) -> tuple[Backend, float]:
-    """The tighter, higher-precision run used as the error estimate's reference.
-
-    float64 runs are checked against ``arb`` at :func:`choose_bits` bits and
-    ``min(rtol·1e-3, 1e-15)`` — or, for systems too large for ``arb`` to be quick, against float64
-    at the tightest tolerance DOP853 accepts. ``arb`` runs are checked at twice the bits (at least
-    :func:`choose_bits`) and ``rtol`` to the power 1.25.
-    """
-    floor = choose_bits(mu, horizon)
-    if isinstance(backend, Float64):
-        if n_entries <= ARB_REFERENCE_LIMIT:
-            return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
-        return Float64(), max(rtol * 1e-3, 3e-14)
-    return Arb(bits=max(2 * backend.bits, floor)), rtol ** 1.25
-
-
 def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | None = None,
              precision: str | int | Backend = "float64", rtol: float | None = None,
              atol: float | None = None, error_estimate: bool = True, symmetry: str = "auto",
@@ -137,8 +112,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     checkpoints : int or list, optional
         See :func:`checkpoint_times`.
     precision : "float64", "auto", int or Backend
-        ``"float64"`` (fast path), ``"auto"`` (arb at :func:`choose_bits`), an integer number of
-        decimal digits, or a backend object.
+        ``"float64"`` (fast path), ``"auto"`` (arb at :func:`~verify.precision.working_bits`),
+        an integer number of decimal digits, or a backend object.
     rtol, atol : float, optional
         Tolerances of the integrator (defaults: 1e-10/1e-12 in float64, ``10^-digits`` in arb).
     error_estimate : bool
@@ -150,9 +125,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     throw : bool
         Raise :class:`~verify.errors.IntegrationError` instead of returning a failed trajectory.
     """
-    model = instance.model
     times = checkpoint_times(horizon, checkpoints)
-    backend = _backend_for(precision, model, float(times[-1]))
+    backend = _backend_for(precision, instance, float(times[-1]))
     if isinstance(backend, Float64):
         rtol = DEFAULT_FLOAT_RTOL if rtol is None else rtol
         atol = DEFAULT_FLOAT_ATOL if atol is None else atol
@@ -166,8 +140,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
 
     traj = _run(instance, times, backend, rtol, atol, group, max_steps)
     if traj.success and error_estimate:
-        ref_backend, ref_rtol = reference_settings(backend, rtol, instance.n ** 2 * instance.d,
-                                                   _growth_rate(model), float(times[-1]))
+        ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
         ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
                    4 * max_steps)
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
@@ -208,13 +181,13 @@ def _state_difference(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarra
     return np.max(difference, axis=2)
 
 
-def _backend_for(precision, model, horizon: float) -> Backend:
+def _backend_for(precision, instance: Instance, horizon: float) -> Backend:
     if isinstance(precision, Backend):
         return precision
     if precision == "float64":
         return Float64()
     if precision == "auto":
-        return Arb(bits=choose_bits(_growth_rate(model), horizon))
+        return Arb(bits=working_bits(instance, horizon))
     if isinstance(precision, int) and not isinstance(precision, bool) and precision >= 16:
         return Arb(digits=precision)
     raise InvalidArgument(
@@ -223,9 +196,7 @@ def _backend_for(precision, model, horizon: float) -> Backend:
     )
 
 
-def _growth_rate(model) -> float:
-    """``μ``: the largest real part of an eigenvalue of ``V`` over the heads."""
-    return max(ValueExponential(head.V).mu for head in model.heads)
+_growth_rate = score_growth_rate  # the name verify.run uses to size a re-check's precision
 
 
 def _symmetry_group(instance: Instance):

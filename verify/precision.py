@@ -1,0 +1,111 @@
+r"""Working precision from what actually grows along a run.
+
+The attention ``P_ij = exp(S_ij − max_l S_il) / Σ ...`` is decided by score *differences*. With
+scores known to a relative accuracy ``2^{-bits}`` their absolute error is ``2^{-bits}·|S|``, and
+``P`` keeps ``digits`` correct digits while
+
+.. math:: \text{bits} \ \ge\ \text{digits}\cdot\log_2 10 + \log_2 \max_{t \le T} |S(t)|
+          + \text{guard}.
+
+``max |S(t)|`` is what grows, and it depends on the variant, not on ``T`` alone:
+
+* rescaled (``z``) and unnormalised token (``x``) forms: ``S = <Q e^{tV} z_i, K e^{tV} z_j>``
+  grows like ``e^{2 μ t}`` with ``μ`` the largest real part of an eigenvalue of ``V`` (paper spec
+  §4): ``2 μ T / ln 2`` extra bits;
+* post-LN (tokens on the unit sphere) and pre-LN (attention reads ``x/|x|``): the scores stay
+  bounded by ``β ‖QᵀK‖₂`` for all time — the precision is **constant in T**.
+
+In every case the size of the scores at the start, ``β ‖QᵀK‖₂ max_i |x_i(0)|²`` (``β ‖QᵀK‖₂`` when
+normalised), adds its ``log₂``.
+
+Examples
+--------
+>>> from verify.model import Model, Instance
+>>> circle = Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", beta=4)
+>>> inst = Instance(circle, [[1, 0], [0, 1]])
+>>> score_growth_rate(circle), score_scale(inst)
+(0.0, 4.0)
+>>> working_bits(inst, 10) == working_bits(inst, 10_000)        # nothing grows on the sphere
+True
+>>> rescaled = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1]])
+>>> working_bits(rescaled, 100) - working_bits(rescaled, 10)     # 2 μ ΔT / ln 2 with μ = 1
+260
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from verify.exact.inputs import as_float_array
+from verify.model import Instance, Model
+from verify.numerics import Arb, Backend, Float64, digits_to_bits
+
+__all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "score_growth_rate", "score_scale", "choose_bits",
+           "working_bits", "reference_settings"]
+
+DEFAULT_DIGITS = 20
+GUARD_BITS = 32  # round-off of the integrator itself (GBS: lebesgue(30) ≈ 2^22), with a margin
+ARB_REFERENCE_LIMIT = 20_000  # n·n·d above which a float64 run is checked in float64 only
+BOUNDED_SCORES = ("sphere", "pre-ln")  # normalisations whose attention reads unit vectors
+
+
+def score_growth_rate(model: Model) -> float:
+    """``μ ≥ 0`` such that the scores grow at most like ``e^{2 μ t}``.
+
+    ``max(0, max Re λ(V))`` over the heads when the attention reads the tokens themselves (forms
+    ``z``, ``x`` and ``discrete`` without normalisation); ``0`` when it reads unit vectors
+    (``normalisation="sphere"`` or ``"pre-ln"``), whatever ``V``.
+    """
+    if model.normalisation in BOUNDED_SCORES:
+        return 0.0
+    return max(0.0, *(float(np.max(np.linalg.eigvals(as_float_array(h.V)).real))
+                      for h in model.heads))
+
+
+def score_scale(instance: Instance) -> float:
+    """``β max_h ‖Q_hᵀK_h‖₂ · R²``: the size of the scores at ``t = 0``, with ``R = 1`` for
+    normalised tokens and ``R = max_i |x_i(0)|`` otherwise."""
+    model = instance.model
+    norm = max(float(np.linalg.norm(B, 2)) for _, B in model.float_heads())
+    if model.normalisation in BOUNDED_SCORES:
+        return norm
+    return norm * float(np.max(np.sum(instance.x0_float() ** 2, axis=1)))
+
+
+def choose_bits(mu: float, horizon: float, digits: float = DEFAULT_DIGITS, *,
+                scale: float = 1.0) -> int:
+    """Bits for ``digits`` correct digits when the scores grow like ``scale · e^{2 μ t}`` up to
+    ``horizon``: ``digits·log₂10 + 2 max(μ, 0) T / ln 2 + log₂ max(scale, 1) + GUARD_BITS``.
+
+    >>> choose_bits(1.0, 30.0, digits=20), choose_bits(0.0, 1e6, digits=20)
+    (186, 99)
+    """
+    extra = 2.0 * max(mu, 0.0) * float(horizon) / math.log(2) + math.log2(max(scale, 1.0))
+    return int(math.ceil(digits_to_bits(digits) + extra + GUARD_BITS))
+
+
+def working_bits(instance: Instance, horizon: float, digits: float = DEFAULT_DIGITS) -> int:
+    """:func:`choose_bits` for ``instance`` (its :func:`score_growth_rate` and
+    :func:`score_scale`) up to ``horizon``."""
+    return choose_bits(score_growth_rate(instance.model), horizon, digits,
+                       scale=score_scale(instance))
+
+
+def reference_settings(backend: Backend, rtol: float, instance: Instance,
+                       horizon: float) -> tuple[Backend, float]:
+    """The tighter, higher-precision run used as the error estimate's reference.
+
+    float64 runs are checked against ``arb`` at :func:`working_bits` and ``min(rtol·1e-3,
+    1e-15)`` — or, for systems too large for ``arb`` to be quick (``n²d > 20 000``), against
+    float64 at the tightest tolerance DOP853 accepts. ``arb`` runs are checked at twice the bits
+    (at least :func:`working_bits`) and ``rtol`` to the power 1.25. The bits follow the same
+    rule as the run: constant in ``T`` where the scores stay bounded.
+    """
+    floor = working_bits(instance, horizon)
+    if isinstance(backend, Float64):
+        if instance.n ** 2 * instance.d <= ARB_REFERENCE_LIMIT:
+            return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
+        return Float64(), max(rtol * 1e-3, 3e-14)
+    return Arb(bits=max(2 * backend.bits, floor)), rtol ** 1.25

@@ -331,7 +331,11 @@ def _show(args: argparse.Namespace) -> int:
     print(claim.statement.strip() + "\n")
     print("hypotheses: " + (", ".join(claim.hypotheses) or "none"))
     print("uses: " + (", ".join(claim.uses) or "none"))
-    print(f"check: {claim.check}\nfamilies:")
+    print("conclusions:")
+    for spec in claim.conclusions:
+        keys = ", ".join(f"{k} = {v}" for k, v in spec.to_json().items() if k != "type")
+        print(f"  {spec.type}" + (f" ({keys})" if keys else "") + f": {spec.kind.summary}")
+    print("families:")
     for fam in claim.families:
         size = "1 instance" if fam.kind == "explicit" else \
             f"{fam.count} instances, seed {fam.seed}"

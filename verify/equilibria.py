@@ -63,7 +63,8 @@ from verify.errors import InvalidArgument
 from verify.model import Instance
 
 __all__ = ["NEAR_FRACTION", "FD_STEP", "JACOBIAN_RELIABLE", "EndState", "autonomous_field",
-           "coordinate_basis", "find_equilibrium", "jacobian", "classify_end_state"]
+           "coordinate_basis", "find_equilibrium", "jacobian", "linearisation", "enforced_group",
+           "retract", "classify_end_state"]
 
 #: ``x_T`` is near ``x*`` iff ``|x_T − x*|_∞ ≤ NEAR_FRACTION · max(|x_T|_∞, |x(0)|_∞)``.
 NEAR_FRACTION = 0.1
@@ -203,7 +204,9 @@ def coordinate_basis(instance: Instance, x: np.ndarray, group=None) -> tuple[np.
     return U[:, s > 0.5], f"tangent space of (S^{d - 1})^{n} ∩ {text}"
 
 
-def _retract(instance: Instance, x: np.ndarray, group) -> np.ndarray:
+def retract(instance: Instance, x: np.ndarray, group) -> np.ndarray:
+    """``x`` put back on the allowed set: tokens normalised on the sphere (post-LN), then
+    projected onto the fixed subspace of ``group`` (if any)."""
     if instance.model.normalisation == "sphere":
         x = x / np.linalg.norm(x, axis=1, keepdims=True)
     if group is not None:
@@ -301,7 +304,7 @@ def find_equilibrium(instance: Instance, x: np.ndarray, *, basis: np.ndarray | N
     (True, True)
     """
     f = autonomous_field(instance)
-    x = _retract(instance, np.array(x, dtype=float).reshape(instance.n, instance.d), group)
+    x = retract(instance, np.array(x, dtype=float).reshape(instance.n, instance.d), group)
     fixed = None if basis is None else np.asarray(basis, dtype=float)
     res, tol = float(np.max(np.abs(f(x)))), math.inf
     for _ in range(NEWTON_MAX_ITER):
@@ -316,7 +319,7 @@ def find_equilibrium(instance: Instance, x: np.ndarray, *, basis: np.ndarray | N
         u = np.linalg.lstsq(J, -(B.T @ f(x).ravel()), rcond=1e-12)[0]
         step, lam = (B @ u).reshape(x.shape), 1.0
         while lam > 1e-6:
-            trial = _retract(instance, x + lam * step, group)
+            trial = retract(instance, x + lam * step, group)
             r_trial = float(np.max(np.abs(f(trial))))
             if r_trial < res:
                 break
@@ -339,8 +342,11 @@ def _rate(J: np.ndarray, h_layer) -> tuple[float, np.ndarray]:
         return float(np.max(np.log(np.abs(mu)))) / h_layer, mu
 
 
-def _spectrum(instance, x_star, group, h_layer):
-    """``(J, jac_error, ρ, ε_ρ, eigenvalues, basis text)`` at ``x_star``."""
+def linearisation(instance, x_star, group, h_layer):
+    """``(J, jac_error, ρ, ε_ρ, eigenvalues, basis text)`` at ``x_star``: the restricted
+    Jacobian (:func:`jacobian`), its entry error, the top rate ``ρ`` and its error ``ε_ρ``
+    (module docstring), the eigenvalues of ``J`` (discrete: of ``I + hJ``) and the description
+    of the allowed coordinates."""
     import scipy.linalg
 
     f = autonomous_field(instance)
@@ -364,14 +370,16 @@ def _spectrum(instance, x_star, group, h_layer):
     residual = 0.0
     if np.any(g != 0):
         u = np.linalg.lstsq(J, -g, rcond=1e-12)[0]
-        x_next = _retract(instance, x_star + (B @ u).reshape(x_star.shape), group)
+        x_next = retract(instance, x_star + (B @ u).reshape(x_star.shape), group)
         B2 = coordinate_basis(instance, x_next, group)[0]
         if B2.shape[1] == r:
             residual = abs(_rate(_differences(f, x_next, B2, h), h_layer)[0] - rho)
     return J, jac_err, rho, two_step + bound + residual, eig, text
 
 
-def _group_of(instance: Instance, trajectory):
+def enforced_group(instance: Instance, trajectory):
+    """The symmetry group the run was kept on (``trajectory.symmetry``, rebuilt from its saved
+    form), or ``None``."""
     info = getattr(trajectory, "symmetry", None)
     if not info or not info.get("enforced"):
         return None
@@ -410,7 +418,7 @@ def classify_end_state(instance: Instance, trajectory) -> EndState:
         return EndState("moving", time, reason="the last state is not finite.")
     f = autonomous_field(instance)
     speed = float(np.max(np.abs(f(x_T))))
-    group = _group_of(instance, trajectory)
+    group = enforced_group(instance, trajectory)
     x_star, residual, ok = find_equilibrium(instance, x_T, group=group)
     scale = max(float(np.max(np.abs(x_T))), float(np.max(np.abs(instance.x0_float()))))
     distance = float(np.max(np.abs(x_T - x_star)))
@@ -423,7 +431,7 @@ def classify_end_state(instance: Instance, trajectory) -> EndState:
                         reason=f"the nearest equilibrium found is at distance {distance:.3g} > "
                         f"{NEAR_FRACTION} × {scale:.3g}.")
     h_layer = float(model.h) if model.form == "discrete" else None
-    J, jac_err, rho, err, eig, text = _spectrum(instance, x_star, group, h_layer)
+    J, jac_err, rho, err, eig, text = linearisation(instance, x_star, group, h_layer)
     with np.errstate(divide="ignore"):
         key = np.log(np.abs(eig)) / h_layer if h_layer else eig.real
     order = np.argsort(-key, kind="stable")

@@ -169,6 +169,29 @@ class Trajectory:
             "symmetry": self.symmetry,
         }
 
+    def until(self, time: object) -> Trajectory:
+        """The same run restricted to the checkpoints ``t ≤ time`` (arrays sliced, the reference
+        run too): what a run stopped at ``time`` would have recorded.
+
+        >>> from verify.model import Instance, Model
+        >>> from verify.simulate import simulate
+        >>> traj = simulate(Instance(Model(V=[[1]]), [[1], [2]]), 2, checkpoints=5)
+        >>> [str(t) for t in traj.until(1).times], traj.until(1).reference_run.state.shape[0]
+        (['0', '1/2', '1'], 3)
+        """
+        from dataclasses import replace
+
+        m = sum(1 for t in self.times if t <= Fraction(time))
+        if m == len(self.times):
+            return self
+        sliced = {}
+        for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "state_text",
+                     "error", "margin_error", "score_error", "x_state", "z_state"):
+            value = getattr(self, name)
+            sliced[name] = None if value is None else value[:m]
+        ref = None if self.reference_run is None else self.reference_run.until(time)
+        return replace(self, times=list(self.times[:m]), reference_run=ref, **sliced)
+
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the trajectory to ``path`` (``.npz``); returns the path written."""

@@ -4,7 +4,9 @@ r"""Claims, instance families and verdicts: the types every check, runner and re
 * :class:`Family` — instance families; :meth:`Family.instances` draws seeded instances from
   the generators :data:`V_GENERATORS`, :data:`QK_GENERATORS`, :data:`TOKEN_DISTRIBUTIONS`;
 * :data:`HYPOTHESES`, :func:`check_hypotheses` — named predicates deciding the scope;
-* :data:`CHECKS`, :func:`register_check`, :class:`CheckRequest` — the numerical checks;
+* :data:`CONCLUSIONS`, :data:`PREDICTIONS`, :func:`parse_conclusions` — the vocabulary a claim
+  file states its conclusions in (registered by :mod:`verify.judge` and :mod:`verify.predict`);
+  :class:`CheckRequest` — one claim on one instance, for the engine;
 * :class:`InstanceResult`, :func:`judge_instance`, :func:`judge_comparison`,
   :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code` — the verdict rules of
   design.md: an instance *holds* only when its margin exceeds the error estimate, a claim is
@@ -21,7 +23,6 @@ True
 <InstanceVerdict.HOLDS: 'holds'>
 """
 
-from verify.claim._checks import CHECKS, CheckRequest, get_check, register_check
 from verify.claim._claim import (
     Claim,
     ClaimKind,
@@ -41,6 +42,7 @@ from verify.claim._hypotheses import (
 )
 from verify.claim._judge import ClaimResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
+from verify.claim._request import CheckRequest
 from verify.claim._verdicts import (
     ClaimVerdict,
     InstanceResult,
@@ -50,13 +52,23 @@ from verify.claim._verdicts import (
     judge_instance,
     recheck_record,
 )
+from verify.claim._vocabulary import (
+    CONCLUSIONS,
+    PREDICTIONS,
+    ConclusionSpec,
+    ConclusionType,
+    parse_conclusions,
+    register_conclusion,
+    register_prediction,
+)
 
 __all__ = [
     "Claim", "ClaimKind", "Expectation", "load_claim", "load_claims", "parse_claim",
     "Family", "GeneratorSpec", "Generator", "V_GENERATORS", "QK_GENERATORS",
     "TOKEN_DISTRIBUTIONS",
     "HYPOTHESES", "PredicateResult", "ScopeResult", "check_hypotheses", "register_hypothesis",
-    "CHECKS", "CheckRequest", "register_check", "get_check",
+    "CONCLUSIONS", "PREDICTIONS", "ConclusionSpec", "ConclusionType", "parse_conclusions",
+    "register_conclusion", "register_prediction", "CheckRequest",
     "InstanceVerdict", "ClaimVerdict", "InstanceResult", "ClaimResult", "judge_instance",
     "judge_comparison", "recheck_record", "effective_verdict", "judge_claim", "exit_code",
     "judge_scope", "to_plain",

@@ -8,11 +8,12 @@ and a "did you mean" for unknown keys, hypotheses, kinds and generators.
 Examples
 --------
 >>> claim = parse_claim({"id": "toy", "label": "Remark 0", "kind": "remark",
-...     "statement": "$V = I$.", "hypotheses": ["is_identity"], "check": "toy_check",
-...     "expected": "holds", "families": [{"name": "one", "kind": "explicit",
-...     "V": [[1]], "x0": [[1], [2]], "horizon": 1}]}, "<doc>")
->>> claim.id, claim.kind, [f.name for f in claim.families]
-('toy', <ClaimKind.REMARK: 'remark'>, ['one'])
+...     "statement": "$V = I$.", "hypotheses": ["is_identity"],
+...     "conclusion": {"type": "consensus"}, "expected": "holds",
+...     "families": [{"name": "one", "kind": "explicit", "V": [[1]], "x0": [[1], [2]],
+...     "horizon": 1}]}, "<doc>")
+>>> claim.id, claim.kind, [f.name for f in claim.families], [c.type for c in claim.conclusions]
+('toy', <ClaimKind.REMARK: 'remark'>, ['one'], ['consensus'])
 """
 
 from __future__ import annotations
@@ -26,20 +27,20 @@ from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
 
-from verify.claim._checks import CHECK_NAME_RE
 from verify.claim._family import Family
 from verify.claim._family_file import parse_family
 from verify.claim._hypotheses import HYPOTHESES
 from verify.claim._plain import fail, suggest, to_plain
+from verify.claim._vocabulary import parse_conclusions
 from verify.errors import InvalidArgument
 
 __all__ = ["ClaimKind", "Expectation", "Claim", "CLAIM_KEYS", "parse_claim", "load_claim",
            "load_claims", "read_toml", "exact_parameters"]
 
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-CLAIM_KEYS = ("id", "label", "kind", "statement", "hypotheses", "uses", "families", "check",
-              "parameters", "expected", "notes")
-REQUIRED = ("id", "label", "kind", "statement", "families", "check", "expected")
+CLAIM_KEYS = ("id", "label", "kind", "statement", "hypotheses", "uses", "families",
+              "conclusion", "parameters", "expected", "notes")
+REQUIRED = ("id", "label", "kind", "statement", "families", "conclusion", "expected")
 
 
 class ClaimKind(StrEnum):
@@ -83,10 +84,11 @@ class Claim:
     uses : tuple of str
         Ids of the claims it relies on.
     families : tuple of Family
-    check : str
-        Name of the numerical check in :data:`verify.claim.CHECKS`.
+    conclusions : tuple of ConclusionSpec
+        What the claim concludes, in the vocabulary of :data:`verify.claim.CONCLUSIONS`
+        (``[[conclusion]]`` tables); all must hold.
     parameters : dict
-        Passed to the check (exact numbers as Fractions).
+        Run options (``max_horizon``) and notes for the report (exact numbers as Fractions).
     expected : Expectation
     source : str
         Path of the file.
@@ -102,7 +104,7 @@ class Claim:
     hypotheses: tuple[str, ...]
     uses: tuple[str, ...]
     families: tuple[Family, ...]
-    check: str
+    conclusions: tuple
     parameters: dict = field(default_factory=dict)
     expected: Expectation = Expectation.HOLDS
     source: str = ""
@@ -128,7 +130,8 @@ class Claim:
         return {"id": self.id, "label": self.label, "kind": self.kind.value,
                 "statement": self.statement, "hypotheses": list(self.hypotheses),
                 "uses": list(self.uses), "families": [f.to_json() for f in self.families],
-                "check": self.check, "parameters": to_plain(self.parameters),
+                "conclusion": [c.to_json() for c in self.conclusions],
+                "parameters": to_plain(self.parameters),
                 "expected": self.expected.value, "source": self.source, "sha256": self.sha256,
                 "notes": self.notes}
 
@@ -211,13 +214,17 @@ def parse_claim(data: dict, source: str, *, sha256: str = "",
     uses = _names(data, "uses", source, ID_RE)
     if claim_id in uses:
         fail(source, "uses", f"the claim {claim_id!r} cannot use itself.")
-    check = data["check"]
-    if not isinstance(check, str) or not CHECK_NAME_RE.match(check):
-        fail(source, "check", f"{check!r} must be the identifier of a registered check, e.g. "
-             "'polytope_limit'.")
+    conclusions = parse_conclusions(exact_parameters(data["conclusion"], "conclusion", source),
+                                    source)
     parameters = data.get("parameters", {})
     if not isinstance(parameters, dict):
         fail(source, "parameters", "must be a table.")
+    parameters = exact_parameters(parameters, "parameters", source)
+    if "max_horizon" in parameters:
+        value = parameters["max_horizon"]
+        if isinstance(value, bool) or not isinstance(value, (int, Fraction)) or value <= 0:
+            fail(source, "parameters.max_horizon", f"{value!r} must be a positive number (the "
+                 "longest horizon a run may be extended to).")
     families = data["families"]
     if not isinstance(families, list) or not (families or allow_no_families):
         fail(source, "families", "must be a non-empty array of tables [[families]].")
@@ -229,8 +236,7 @@ def parse_claim(data: dict, source: str, *, sha256: str = "",
                  " too; family names must be unique within a claim.")
     return Claim(claim_id, _string(data, "label", source), ClaimKind(kind),
                  _string(data, "statement", source), hypotheses, uses, parsed,
-                 check, exact_parameters(parameters, "parameters", source),
-                 Expectation(expected), source, sha256,
+                 conclusions, parameters, Expectation(expected), source, sha256,
                  _string(data, "notes", source, required=False))
 
 

@@ -255,3 +255,37 @@ def _above_threshold(instance) -> PredicateResult:
     if up is None or down is None:
         return PredicateResult(None, f"an extreme token is too close to a = {a} to decide.")
     return PredicateResult(False, f"all tokens lie in [-a, a], a = {a}.")
+
+
+def _mlp_kind(instance) -> tuple[str | None, bool]:
+    """The MLP's activation (None without one) and whether ``W = I`` with no bias, exactly."""
+    mlp = instance.model.mlp
+    if mlp is None:
+        return None, False
+    W = mlp.W
+    identity = all(W[a, b] == (1 if a == b else 0) for a in range(W.shape[0])
+                   for b in range(W.shape[1]))
+    return mlp.activation, identity and mlp.bias is None
+
+
+@register_hypothesis("mlp_relu_identity")
+def _mlp_relu_identity(instance) -> PredicateResult:
+    """An MLP ``W σ(·)`` with ``σ = ReLU``, ``W = I`` and no bias (§12: three hyperplanes)."""
+    activation, identity = _mlp_kind(instance)
+    if activation == "relu" and identity:
+        return PredicateResult(True, "MLP: ReLU with W = I, no bias.")
+    return PredicateResult(False, f"MLP: {activation or 'none'}"
+                           f"{' with W = I' if identity else ''}, not ReLU with W = I.")
+
+
+@register_hypothesis("mlp_collapse_regime")
+def _mlp_collapse_regime(instance) -> PredicateResult:
+    """An MLP for which §12 reports a collapse: tanh with ``W = I``, or ReLU with ``W ≠ I``
+    (no bias)."""
+    activation, identity = _mlp_kind(instance)
+    mlp = instance.model.mlp
+    if mlp is not None and mlp.bias is None and (
+            (activation == "tanh" and identity) or (activation == "relu" and not identity)):
+        return PredicateResult(True, f"MLP: {activation} with W {'=' if identity else '≠'} I.")
+    return PredicateResult(False, f"MLP: {activation or 'none'}: §12 reports no collapse for "
+                           "it.")

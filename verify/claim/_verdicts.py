@@ -98,6 +98,12 @@ class InstanceResult:
         ``margin``, ``error``).
     counterexample : str or None
         Path of the instance file that reproduces a confirmed violation.
+    unit : str
+        What ``margin`` and ``error`` measure ("Euclidean distance in z", "rate (1/time)",
+        "tokens", ...): both are always in this one unit.
+    certificate : dict or None
+        For a violation of a statement about ``t → ∞``: why the observed end will not change
+        (``{"kind": ..., "statement": ...}``, see :mod:`verify.judge`); ``None`` otherwise.
 
     Raises
     ------
@@ -116,6 +122,8 @@ class InstanceResult:
     error: float | None = None
     rechecked: dict | None = None
     counterexample: str | None = None
+    unit: str = ""
+    certificate: dict | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -147,13 +155,20 @@ class InstanceResult:
                 raise InvalidArgument(f"{self.instance}: rechecked={rechecked!r} needs a "
                                       "'verdict'; build it with recheck_record().")
             object.__setattr__(self, "rechecked", rechecked)
+        if self.certificate is not None:
+            certificate = to_plain(dict(self.certificate))
+            if not certificate.get("kind") or not certificate.get("statement"):
+                raise InvalidArgument(f"{self.instance}: certificate={certificate!r} needs a "
+                                      "'kind' and a 'statement'.")
+            object.__setattr__(self, "certificate", certificate)
 
     def to_json(self) -> dict:
         """A plain dict (JSON-able); :meth:`from_json` reads it back."""
         return {"instance": self.instance, "family": self.family, "seed": self.seed,
                 "verdict": self.verdict.value, "reason": self.reason, "evidence": self.evidence,
                 "margin": to_plain(self.margin), "error": to_plain(self.error),
-                "rechecked": self.rechecked, "counterexample": self.counterexample}
+                "rechecked": self.rechecked, "counterexample": self.counterexample,
+                "unit": self.unit, "certificate": self.certificate}
 
     @classmethod
     def from_json(cls, data: dict) -> InstanceResult:
@@ -179,7 +194,8 @@ def _g(x) -> str:
 
 def judge_instance(margin: object, error: object, *, instance: str, family: str,
                    seed: int | None = None, what: str = "the claimed inequality",
-                   strict: bool = True, evidence: dict | None = None) -> InstanceResult:
+                   strict: bool = True, evidence: dict | None = None, unit: str = "",
+                   certificate: dict | None = None) -> InstanceResult:
     """Turn a signed margin and its error estimate into an :class:`InstanceResult`.
 
     Parameters
@@ -198,6 +214,10 @@ def judge_instance(margin: object, error: object, *, instance: str, family: str,
         when ``error == 0``.
     evidence : dict, optional
         Extra evidence; ``margin`` and ``error`` are added.
+    unit : str
+        What the margin and the error measure.
+    certificate : dict, optional
+        Why a violation of a statement about ``t → ∞`` is final (kept on any verdict).
 
     Returns
     -------
@@ -214,7 +234,8 @@ def judge_instance(margin: object, error: object, *, instance: str, family: str,
     if e < 0:
         raise InvalidArgument(f"error={e} must be ≥ 0: it is an error estimate.")
     record = dict(evidence or {}, margin=m, error=e)
-    base = {"instance": instance, "family": family, "seed": seed, "evidence": record}
+    base = {"instance": instance, "family": family, "seed": seed, "evidence": record,
+            "unit": unit, "certificate": certificate}
     if isinstance(m, float) and math.isnan(m):
         return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} could not be "
                               "evaluated: the observed quantity is not a number.", margin=m,

@@ -4,10 +4,9 @@ as legible Unicode with the LaTeX source in a tooltip; nothing is fetched from a
 Same content as ``report.md`` plus figures: the claim dependency graph coloured by verdict and,
 per claim, figures of its first in-scope instance(s).
 
-**Figure protocol.** For a claim whose check is ``name``, ``FIGURES[name](record, claim)`` (or
-:func:`default_figures` when none is registered) returns a list of ``(caption, Figure)``;
-``record`` is the instance's entry of ``results.json`` (with its exact ``instance_toml``) and
-``claim`` the claim's entry.  A check can steer :func:`default_figures` without code through
+**Figure protocol.** :func:`default_figures` ``(record, claim)`` returns a list of
+``(caption, Figure)``; ``record`` is the instance's entry of ``results.json`` (with its exact
+``instance_toml``) and ``claim`` the claim's entry.  A judge or a prediction steers it through
 ``evidence["figure"]`` (plain, small):
 
 * ``"predicted"``: fields of :class:`verify.report.figures.Predicted` (``polytope_vertices``,
@@ -21,14 +20,6 @@ per claim, figures of its first in-scope instance(s).
 The page sets ``document.title`` to ``"ok:<n>"`` once its ``n`` images have all loaded
 (``"bad:<k>/<n>"`` otherwise), so a headless browser can check it.
 
-Examples
---------
->>> from verify.report.html import register_figures, FIGURES
->>> @register_figures("doc_check")
-... def _figs(record, claim):
-...     return []
->>> FIGURES.pop("doc_check") is _figs
-True
 """
 
 from __future__ import annotations
@@ -44,15 +35,14 @@ from verify.report.markdown import (
     INSTANCE_HEADER,
     SUMMARY_HEADER,
     check_lines,
+    conclusion_text,
     format_value,
     instance_rows,
     summary_rows,
 )
 
-__all__ = ["render_html", "FIGURES", "PAPER_FIGURES", "register_figures", "default_figures",
-           "FIGURE_INSTANCES"]
+__all__ = ["render_html", "PAPER_FIGURES", "default_figures", "FIGURE_INSTANCES"]
 
-FIGURES: dict[str, Callable] = {}
 PAPER_FIGURES: list[Callable] = []
 FIGURE_INSTANCES = 1  # instances per claim that get figures
 FIGURE_MAX_HORIZON = 40  # the float64 re-simulation for a figure stops here
@@ -79,15 +69,6 @@ max-width:520px} .note{color:#777;font-size:13px} .meta{color:#555;font-size:13p
 _SCRIPT = """window.addEventListener('load',function(){var im=document.images,bad=0;
 for(var i=0;i<im.length;i++){if(!(im[i].complete&&im[i].naturalWidth>0)){bad++;}}
 document.title=bad?('bad:'+bad+'/'+im.length):('ok:'+im.length);});"""
-
-
-def register_figures(check: str) -> Callable[[Callable], Callable]:
-    """Decorator: ``function(record, claim) -> list[(caption, Figure)]`` for the claims whose
-    check is ``check``."""
-    def decorator(function: Callable) -> Callable:
-        FIGURES[check] = function
-        return function
-    return decorator
 
 
 def _instance_of(record: dict):
@@ -197,8 +178,8 @@ def _claim_section(data: dict, c: dict, v: dict, figures: bool, run_dir) -> str:
     parts = [f'<h2 id="{e(c["id"])}"><code>{e(c["id"])}</code> — {e(c["label"])} '
              f"<small>({e(c['kind'])})</small></h2>", markdown_to_html(c["statement"]),
              f"<p><strong>Hypotheses:</strong> {hyps}. <strong>Uses:</strong> {uses}. "
-             f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Check:</strong> "
-             f"<code>{e(c['check'])}</code>.</p>",
+             f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Concludes:</strong> "
+             f"{inline_html(conclusion_text(c))}.</p>",
              _table(INSTANCE_HEADER, rows, classes),
              f'<div class="verdict v-{e(v["verdict"])}"><strong>Verdict: {e(v["text"])}'
              f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}</div>"]
@@ -213,8 +194,7 @@ def _claim_section(data: dict, c: dict, v: dict, figures: bool, run_dir) -> str:
         chosen = [r for r in data["instances"] if r["claim"] == c["id"]
                   and r["effective_verdict"] != "out-of-scope" and r.get("instance_toml")
                   and not r.get("exception")][:FIGURE_INSTANCES]
-        maker = FIGURES.get(c["check"], default_figures)
-        parts += [_figures(maker, r, c) for r in chosen]
+        parts += [_figures(default_figures, r, c) for r in chosen]
     return "\n".join(parts)
 
 

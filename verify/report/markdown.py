@@ -27,6 +27,20 @@ INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted vs observed", "marg
                    "note")
 
 
+def conclusion_text(claim: dict) -> str:
+    """The claim's conclusions in one line: each type with its predictions.
+
+    >>> conclusion_text({"conclusion": [{"type": "converges", "to": {"predict": "polytope-S"}}]})
+    '`converges` (to: prediction polytope-S)'
+    """
+    parts = []
+    for c in claim.get("conclusion", []):
+        keys = [f"{k}: prediction {v['predict']}" for k, v in c.items()
+                if isinstance(v, dict) and "predict" in v]
+        parts.append(f"`{c['type']}`" + (f" ({', '.join(keys)})" if keys else ""))
+    return "; ".join(parts) or "nothing"
+
+
 def format_value(value, width: int = 40) -> str:
     """A short readable form: floats to 6 significant digits, exact strings as they are, long
     lists cut with an ellipsis, ``None`` as an en dash."""
@@ -166,7 +180,7 @@ def render_markdown(data: dict) -> str:
         hyps = ", ".join(f"`{h}`" for h in c["hypotheses"]) or "none"
         uses = ", ".join(f"`{u}`" for u in c["uses"]) or "none"
         out += [f"**Hypotheses:** {hyps}. **Uses:** {uses}. **Expected:** {c['expected']}. "
-                f"**Check:** `{c['check']}`.", ""]
+                f"**Concludes:** {conclusion_text(c)}.", ""]
         out += _table(INSTANCE_HEADER, instance_rows(data, c["id"]))
         mark = {True: " (as expected)", False: " (**not** as expected)", None: ""}
         out += ["", f"**Verdict: {v['text']}**{mark[v['matches_expected']]}. {v['reason']}"]

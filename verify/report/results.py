@@ -35,7 +35,7 @@ __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_result
            "results_problems", "check_schema", "library_versions", "write_reports",
            "load_results"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope"]
 _NUM = ["number", "string", "null"]  # floats; "inf"/"nan" and exact "p/q" are strings
 _MATRIX = {"type": "array", "items": {"type": "array", "items": {"type": "string",
@@ -61,7 +61,9 @@ _INSTANCE = _obj({
     "margin": {"type": _NUM}, "error": {"type": _NUM},
     "rechecked": {"type": ["object", "null"], "additionalProperties": True,
                   "required": ["verdict"], "properties": {"verdict": {"enum": _VERDICTS}}},
-    "counterexample": _STR_NULL, "exception": _STR_NULL,
+    "counterexample": _STR_NULL, "exception": _STR_NULL, "unit": _STR,
+    "certificate": {"type": ["object", "null"], "additionalProperties": True,
+                    "required": ["kind", "statement"]},
     "seconds": {"type": ["number", "null"], "minimum": 0}})
 _CLAIM = _obj({
     "id": {"type": "string", "pattern": r"^[a-z0-9]+(-[a-z0-9]+)*$"}, "label": _STR,
@@ -69,7 +71,9 @@ _CLAIM = _obj({
                       "open-problem", "proof-step"]},
     "statement": _STR, "hypotheses": {"type": "array", "items": _STR},
     "uses": {"type": "array", "items": _STR}, "expected": {"enum": ["holds", "fails", "open"]},
-    "check": _STR, "source": _STR, "sha256": {"type": "string", "pattern": r"^([0-9a-f]{64})?$"},
+    "conclusion": {"type": "array", "items": {"type": "object", "required": ["type"],
+                                              "additionalProperties": True}},
+    "source": _STR, "sha256": {"type": "string", "pattern": r"^([0-9a-f]{64})?$"},
     "notes": _STR, "families": {"type": "array", "items": {"type": "object",
                                                            "additionalProperties": True}},
     "parameters": {"type": "object", "additionalProperties": True}})
@@ -187,7 +191,7 @@ def library_versions() -> dict[str, str | None]:
 def _claim(claim) -> dict:
     data = claim.to_json()
     return {key: data[key] for key in ("id", "label", "kind", "statement", "hypotheses", "uses",
-                                       "expected", "check", "source", "sha256", "notes",
+                                       "expected", "conclusion", "source", "sha256", "notes",
                                        "families", "parameters")}
 
 

@@ -87,17 +87,10 @@ class _Session:
     """The state of one check: the store, the records and the callbacks."""
 
     def __init__(self, conjecture, out_dir: Path, progress):
-        import verify.checks  # noqa: F401  (registers the checks)
-        import verify.conclusions  # noqa: F401
-
         self.conjecture, self.claim = conjecture, conjecture.claim
         self.out_dir, self.store = out_dir, ResultStore(out_dir)
         self.records: dict = {}
         self.progress = progress
-        from verify.claim import CHECKS
-
-        self.module = CHECKS[self.claim.check].__module__ if self.claim.check in CHECKS \
-            else None
 
     def keep(self, record: dict) -> dict:
         record = _write_counterexample(record, self.out_dir)
@@ -111,8 +104,7 @@ class _Session:
         for family in self.claim.families:
             count = 1 if family.kind == "explicit" else family.count
             for k in range(count):
-                record = self.keep(run_task(Task(self.claim, family.name, k,
-                                                 check_module=self.module)))
+                record = self.keep(run_task(Task(self.claim, family.name, k)))
                 if _confirmed(record):
                     return record
         return None
@@ -130,8 +122,7 @@ class _Session:
     def _judge(self, instance, family: SearchFamily, seed, recheck: bool):
         return judge_on_instance(self.claim, family, instance, seed=seed,
                                  horizon=family.horizon, checkpoints=family.checkpoints,
-                                 precision=family.precision, check_module=self.module,
-                                 recheck=recheck)
+                                 precision=family.precision, recheck=recheck)
 
     def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
                extra: dict) -> CheckRun:

@@ -3,9 +3,9 @@ r"""Conjecture files: a claim file written by a user anywhere on disk, plus what
 A conjecture file has the format of a claim file (``claims/_format.md``) with three additions:
 
 * ``[conclusion]`` (or several ``[[conclusion]]``, all of which must hold): what is claimed, in
-  the vocabulary of :mod:`verify.conclusions` (``type = "consensus"``, ``"clusters"``, ...);
-  ``check`` then defaults to ``"conclusion"``. A file may instead name any registered check
-  (``check = "polytope_limit"``) to restate a theorem of the paper;
+  the vocabulary of :mod:`verify.judge` (``type = "consensus"``, ``"clusters"``, ...), with the
+  theorems' predictions of :mod:`verify.predict` (``to = { predict = "polytope-S" }``) — the
+  same as a paper claim's;
 * ``[search]``: the space of instances of a **universal** conjecture (see
   :mod:`verify.search`); without it, the conjecture is about its families' instances (a single
   explicit instance makes it a conjecture about *one instance*);
@@ -19,8 +19,8 @@ Examples
 --------
 >>> c = parse_conjecture({"id": "toy", "statement": "Consensus.", "conclusion": {"type":
 ...     "consensus"}, "search": {"n": [2, 3], "d": [2, 2]}}, "toy.toml")
->>> c.claim.check, c.claim.kind.value, c.universal, [s.type for s in c.conclusions]
-('conclusion', 'conjecture', True, ['consensus'])
+>>> c.claim.kind.value, c.universal, [s.type for s in c.conclusions]
+('conjecture', True, ['consensus'])
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify.claim import Claim, parse_claim
-from verify.claim._claim import exact_parameters, read_toml
+from verify.claim._claim import read_toml
 from verify.claim._plain import fail
 
 __all__ = ["Conjecture", "parse_conjecture", "load_conjecture", "CONJECTURE_DEFAULTS"]
@@ -45,9 +45,8 @@ class Conjecture:
     Attributes
     ----------
     claim : Claim
-        The claim part; its ``parameters["conclusions"]`` holds the conclusion tables.
     conclusions : tuple of ConclusionSpec
-        Empty when the file names another check.
+        ``claim.conclusions``.
     search : SearchSpace or None
         The instance space of a universal conjecture.
     """
@@ -64,30 +63,15 @@ class Conjecture:
 
 def parse_conjecture(data: dict, source: str, *, sha256: str = "") -> Conjecture:
     """Validate a parsed conjecture table (``source`` names it in errors)."""
-    from verify.conclusions import parse_conclusions
     from verify.search import parse_search
 
     data = dict(data)
-    conclusion = data.pop("conclusion", None)
     search_table = data.pop("search", None)
     for key, value in CONJECTURE_DEFAULTS.items():
         data.setdefault(key, value)
-    specs: tuple = ()
-    if conclusion is not None:
-        specs = parse_conclusions(exact_parameters(conclusion, "conclusion", source), source)
-        data.setdefault("check", "conclusion")
-        parameters = dict(data.get("parameters", {}))
-        if "conclusions" in parameters:
-            fail(source, "parameters.conclusions", "is reserved: state the conclusions in "
-                 "[conclusion] tables.")
-        parameters["conclusions"] = [dict(s.parameters, type=s.type) for s in specs]
-        data["parameters"] = parameters
-    elif "check" not in data:
+    if "conclusion" not in data:
         fail(source, "conclusion", "missing: say what the conjecture claims in a [conclusion] "
-             "table (e.g. type = \"consensus\"), or name a registered check with check = "
-             "\"...\".")
-    if data.get("check") == "conclusion" and conclusion is None:
-        fail(source, "conclusion", "check = \"conclusion\" needs a [conclusion] table.")
+             "table (e.g. type = \"consensus\"); `verify check --help` lists the vocabulary.")
     if search_table is not None and not isinstance(search_table, dict):
         fail(source, "search", "must be a table [search].")
     if "families" not in data and search_table is not None:
@@ -95,7 +79,7 @@ def parse_conjecture(data: dict, source: str, *, sha256: str = "") -> Conjecture
     claim = parse_claim(data, source, sha256=sha256, allow_no_families=search_table is not None)
     space = None if search_table is None else parse_search(search_table, source,
                                                            claim.hypotheses)
-    return Conjecture(claim, specs, space)
+    return Conjecture(claim, claim.conclusions, space)
 
 
 def load_conjecture(path: str | Path) -> Conjecture:

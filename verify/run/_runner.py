@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
-from verify.claim import CHECKS, InstanceResult, exit_code, judge_claim
+from verify.claim import InstanceResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.run._progress import Progress
@@ -110,11 +110,10 @@ class RunResult:
 def _tasks(claims, instances, seed, precision, horizon) -> list[Task]:
     tasks = []
     for claim in claims:
-        module = CHECKS[claim.check].__module__ if claim.check in CHECKS else None
         for family in claim.families:
             count = 1 if family.kind == "explicit" else (instances or family.count)
             for k in range(count):
-                tasks.append(Task(claim, family.name, k, seed, precision, horizon, module))
+                tasks.append(Task(claim, family.name, k, seed, precision, horizon))
     return tasks
 
 
@@ -170,8 +169,7 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         Default: a :class:`~concurrent.futures.ProcessPoolExecutor` with 2 workers, shut down
         at the end.  A given executor is left open; a Dask cluster works through
         ``dask.distributed.Client(...).get_executor()`` (its workers must be able to import
-        ``verify`` and the module registering each check).  :class:`InlineExecutor` runs
-        everything in this process.
+        ``verify``).  :class:`InlineExecutor` runs everything in this process.
     progress : bool or callable, optional
         ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true;
         ``False``: silent; a callable ``progress(key, record)`` is called per finished instance.
@@ -210,8 +208,6 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     store.write_run({"run_id": run_id, "parameters": parameters, "started":
                      (stored_run or {}).get("started", started.isoformat()),
                      "claims": [c.id for c in claims]})
-    import verify.checks  # noqa: F401  (registers the checks before their modules are named)
-
     h = parameters.get("horizon")
     tasks = _tasks(claims, parameters.get("instances"), parameters.get("seed"),
                    parameters.get("precision"), None if h is None else Fraction(h))

@@ -17,7 +17,6 @@ Examples
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 import traceback
@@ -25,11 +24,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from verify.claim import (
-    CHECKS,
     CheckRequest,
     InstanceResult,
     InstanceVerdict,
-    get_check,
     judge_scope,
     recheck_record,
 )
@@ -48,8 +45,7 @@ class Task:
     """What a worker needs to judge ``claim`` on instance ``k`` of family ``family``.
 
     ``instances``, ``seed``, ``precision``, ``horizon`` are the run's overrides (``None``: the
-    family's own).  ``check_module`` is imported by a worker that does not know the check yet
-    (a spawned process or a Dask worker).
+    family's own).
     """
 
     claim: object
@@ -58,7 +54,6 @@ class Task:
     seed: int | None = None
     precision: object = None
     horizon: Fraction | None = None
-    check_module: str | None = None
 
     @property
     def key(self) -> str:
@@ -111,16 +106,10 @@ def _error_result(instance: str, family: str, seed, what: str, exc: BaseExceptio
             "traceback": "".join(traceback.format_exception(exc))[-4000:]}
 
 
-def _call_check(request: CheckRequest, module: str | None):
-    if request.claim.check not in CHECKS:
-        importlib.import_module("verify.checks")
-        if module and request.claim.check not in CHECKS:
-            importlib.import_module(module)
-    result = get_check(request.claim.check)(request)
-    if not isinstance(result, InstanceResult):
-        raise TypeError(f"check {request.claim.check!r} returned {type(result).__name__}, "
-                        "not an InstanceResult (build it with judge_instance/judge_comparison)")
-    return result
+def _judge(request: CheckRequest) -> InstanceResult:
+    from verify.judge import judge_request
+
+    return judge_request(request)
 
 
 def run_task(task: Task) -> dict:
@@ -155,8 +144,7 @@ def run_task(task: Task) -> dict:
     except Exception as exc:  # noqa: BLE001 - a run never crashes on one instance
         return finish(**_error_result(name, family.name, seed, "drawing the instance", exc))
     result, extra = judge_on_instance(claim, family, instance, seed=seed, horizon=horizon,
-                                      checkpoints=family.checkpoints, precision=precision,
-                                      check_module=task.check_module)
+                                      checkpoints=family.checkpoints, precision=precision)
     return finish(result, **extra)
 
 
@@ -181,9 +169,10 @@ def instance_fields(claim, instance, horizon: object, precision: object) -> dict
 
 
 def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fraction,
-                      checkpoints: object, precision: object, check_module: str | None = None,
+                      checkpoints: object, precision: object,
                       recheck: bool = True) -> tuple[InstanceResult, dict]:
-    """Decide the scope, run the claim's check and re-check a violation; never raises.
+    """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`)
+    and re-check a violation; never raises.
 
     ``recheck=False`` returns the first run's verdict as it is (the shrinker's oracle, whose
     final answer is re-checked by its caller).
@@ -204,16 +193,16 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
     request = CheckRequest(claim, family, instance, seed, horizon, checkpoints, precision,
                            dict(claim.parameters))
     try:
-        result = _call_check(request, check_module)
+        result = _judge(request)
     except Exception as exc:  # noqa: BLE001
-        failed = _error_result(name, family.name, seed, f"the check {claim.check!r}", exc)
+        failed = _error_result(name, family.name, seed, "judging the conclusions", exc)
         return failed.pop("result"), failed
     if result.verdict is not InstanceVerdict.VIOLATED or not recheck:
         return result, {}
-    return _recheck(result, request, check_module, instance)
+    return _recheck(result, request, instance)
 
 
-def _recheck(result: InstanceResult, request: CheckRequest, check_module: str | None,
+def _recheck(result: InstanceResult, request: CheckRequest,
              instance) -> tuple[InstanceResult, dict]:
     from verify.instance_file import instance_to_toml
 
@@ -229,7 +218,7 @@ def _recheck(result: InstanceResult, request: CheckRequest, check_module: str | 
     again = replace(request, horizon=horizon, precision=precision, checkpoints=checkpoints,
                     recheck=True)
     try:
-        rerun = _call_check(again, check_module)
+        rerun = _judge(again)
     except Exception as exc:  # noqa: BLE001
         rerun = _error_result(result.instance, result.family, result.seed,
                               "the re-check", exc)["result"]

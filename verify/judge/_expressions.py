@@ -11,7 +11,9 @@ Contexts
 --------
 ``"initial"`` (:func:`initial_namespace`)
     ``x0`` (``n × d``), ``V``, ``Q``, ``K``, ``B = β QᵀK``, ``beta``, ``n``, ``d``, ``I`` (the
-    identity of size ``d``), all float64 (exact inputs rounded once).
+    identity of size ``d``), all float64 (exact inputs rounded once), and ``phi1``: the dual
+    vector :math:`\varphi_1^*` of the leading eigenvalue of ``V`` (computed exactly or certified
+    when a formula uses it, :func:`verify.exact.eigenpair`).
 ``"state"`` (:func:`state_namespace`)
     the initial names plus ``t``, ``z`` and ``x`` (the tokens at time ``t``, ``n × d``; ``z`` is
     ``x`` for variants without a rescaled form) and ``P`` (the attention matrix, ``n × n``).
@@ -56,13 +58,14 @@ def diameter(points) -> float:
 FUNCTIONS = {
     "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sign": np.sign,
     "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "max": np.max, "min": np.min,
+    "maximum": np.maximum, "minimum": np.minimum,
     "sum": np.sum, "mean": np.mean, "where": np.where, "dot": np.dot, "outer": np.outer,
     "ones": np.ones, "zeros": np.zeros, "eye": np.eye, "array": np.asarray, "arange": np.arange,
     "argmax": np.argmax, "argmin": np.argmin, "sort": np.sort, "unique": np.unique,
     "clip": np.clip, "transpose": np.transpose, "norm": norm, "diameter": diameter,
     "pi": np.pi, "inf": np.inf,
 }
-_INITIAL = ("x0", "V", "Q", "K", "B", "beta", "n", "d", "I")
+_INITIAL = ("x0", "V", "Q", "K", "B", "beta", "n", "d", "I", "phi1")
 #: Names available in each context (besides :data:`FUNCTIONS`).
 CONTEXT_NAMES = {"initial": _INITIAL, "state": _INITIAL + ("t", "z", "x", "P")}
 
@@ -96,11 +99,9 @@ def evaluate(text: str, namespace: dict) -> np.ndarray:
     InvalidArgument
         If evaluating it fails (shapes, a name missing in this context) or gives non-numbers.
     """
-    scope = dict(FUNCTIONS)
-    scope.update(namespace)
     try:
         value = eval(compile(text.strip(), "<formula>", "eval"),  # noqa: S307 - user's own file
-                     {"__builtins__": {}}, scope)
+                     {"__builtins__": {}, **FUNCTIONS}, namespace)
         return np.asarray(value, dtype=float)
     except InvalidArgument:
         raise
@@ -119,20 +120,42 @@ def default_variable(trajectory) -> str:
     return "z" if trajectory.z is not None else "x"
 
 
+class _Names(dict):
+    """A namespace whose costly names (``phi1``) are computed on first use."""
+
+    def __init__(self, values: dict, instance, computed: dict | None = None) -> None:
+        super().__init__(values)
+        self.instance = instance
+        self.computed = getattr(values, "computed", {}) if computed is None else computed
+
+    def __missing__(self, name: str):
+        if name != "phi1":
+            raise KeyError(name)
+        if name not in self.computed:
+            from verify.exact import eigenpair
+
+            try:
+                pair = eigenpair(self.instance.model.heads[0].V)
+            except Exception as exc:  # noqa: BLE001 - reported with the formula
+                raise InvalidArgument(f"phi1 is not defined for this V: {exc}") from None
+            self.computed[name] = pair.left_float
+        return self.computed[name]
+
+
 def initial_namespace(instance) -> dict:
     """The ``"initial"`` names for ``instance`` (first head's ``Q, K, V``), as floats."""
     model = instance.model
     head = model.heads[0]
     x0 = _float(instance.x0)
-    return {"x0": x0, "V": _float(head.V), "Q": _float(head.Q), "K": _float(head.K),
-            "B": float(model.beta) * _float(head.B), "beta": float(model.beta),
-            "n": instance.n, "d": instance.d, "I": np.eye(instance.d)}
+    return _Names({"x0": x0, "V": _float(head.V), "Q": _float(head.Q), "K": _float(head.K),
+                   "B": float(model.beta) * _float(head.B), "beta": float(model.beta),
+                   "n": instance.n, "d": instance.d, "I": np.eye(instance.d)}, instance)
 
 
 def state_namespace(instance, trajectory, k: int, base: dict | None = None) -> dict:
     """The ``"state"`` names at checkpoint ``k`` of ``trajectory`` (``base``: a precomputed
     :func:`initial_namespace`)."""
-    names = dict(base if base is not None else initial_namespace(instance))
+    names = _Names(base if base is not None else initial_namespace(instance), instance)
     x = trajectory.x[k] if trajectory.x is not None else trajectory.state[k]
     z = trajectory.z[k] if trajectory.z is not None else x
     names.update(t=float(trajectory.times[k]), x=np.asarray(x, dtype=float),

@@ -1,13 +1,20 @@
 r"""The central rule of the limit conclusions: does a nonnegative series :math:`D(t_k)` tend to 0?
 
 Decided from the trend over the tail of the checkpoints (:func:`tends_to_zero`, returning a
-:class:`Trend`), never from the final value alone.
+:class:`Trend`), never from the final value alone. A trend can **support** "D → 0" (a resolved
+decay, confirmed later at a longer horizon) but never refute it: a series that levels off at a
+positive value or grows is *undecided*, with the trend recorded as evidence against
+(``Trend.against``) — a metastable state looks exactly like that for exponentially long times.
+Refuting needs a certificate that the end will not change (:mod:`verify.judge._certificates`).
 
 Examples
 --------
 >>> t = np.linspace(0, 10, 21)
 >>> tends_to_zero(t, 2 * np.exp(-t), np.full(21, 1e-14)).status
 'holds'
+>>> trend = tends_to_zero(t, 1 + np.exp(-t), np.full(21, 1e-14))
+>>> trend.status, trend.against
+('undecided', True)
 """
 
 from __future__ import annotations
@@ -17,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.checks._parts import inconclusive, judge_part
-from verify.checks._runs import sig6
-from verify.claim import InstanceResult, judge_instance
+from verify.claim import InstanceResult
+from verify.judge._decision import decide, inconclusive
+from verify.judge._evidence import sig6
 from verify.limits import (
     fit_exponential_convergence,
     fit_power_law,
@@ -31,29 +38,33 @@ __all__ = ["Trend", "tends_to_zero"]
 # --------------------------------------------------------------------------- the central rule
 @dataclass(frozen=True)
 class Trend:
-    """The decision "D(t) → 0": a signed ``margin`` with its ``error`` (``margin`` NaN:
-    undecided, ``what`` then says why), the sentence ``what`` and small ``evidence``."""
+    """The support for "D(t) → 0": a ``margin`` (the resolved decay rate, or the drop to the
+    error floor) with its ``error``, in ``unit``; ``margin`` NaN when undecided (``what`` then
+    says why). ``against`` is True when the trend goes against the claim (D levels off at a
+    positive value or grows): evidence only, never a violation."""
 
     margin: float
     error: float
     what: str
     evidence: dict = field(default_factory=dict)
+    unit: str = "rate (1/time)"
+    against: bool = False
 
     @property
     def status(self) -> str:
-        """``"holds"``, ``"violated"`` or ``"undecided"``: the verdict rule of
-        :func:`~verify.claim.judge_instance` applied to (margin, error)."""
-        if math.isnan(self.margin):
+        """``"holds"`` (``margin > error``) or ``"undecided"``."""
+        if math.isnan(self.margin) or not self.margin > self.error:
             return "undecided"
-        verdict = judge_instance(self.margin, self.error, instance="D", family="D").verdict
-        return {"holds": "holds", "violated": "violated"}.get(verdict.value, "undecided")
+        return "holds"
 
     def judge(self, request, evidence: dict | None = None) -> InstanceResult:
-        """The instance result (``judge_part``, or ``inconclusive`` when undecided by design)."""
+        """The instance result: holds when the decay is resolved, else inconclusive (with the
+        trend against the claim in the evidence, if any)."""
         record = dict(evidence or {}, **self.evidence)
-        if math.isnan(self.margin):
-            return inconclusive(request, self.what, record)
-        return judge_part(request, self.margin, self.error, self.what, record)
+        if self.status != "holds":
+            return inconclusive(request, self.what, record, unit=self.unit)
+        return decide(request, self.margin, self.error, self.what, unit=self.unit,
+                      evidence=record)
 
 
 def _rate(fit) -> tuple[float, float] | None:
@@ -91,40 +102,64 @@ def _known(fit) -> bool:
     return fit.stabilised and math.isfinite(fit.limit_error)
 
 
-def _power_tail(t, D, e, tail, name) -> Trend:
-    r"""Algebraic decay: fit :math:`|\Delta_k|/h_k \propto s_k^{q-1}` and bound the limit by the
-    remaining movement :math:`|\Delta_{m-1}|/(\rho^{|q|} - 1)`, :math:`\rho = t_m/t_{m-1}` (exact
-    for :math:`D = L + c\,t^{q}`), with :math:`|q|` over its coverage interval."""
-    k = tail_count(len(t), tail)
+def _extrapolate(t, D, e, k):
+    """``(fit, q, half, low, high)``: the power law of the differences over the last ``k``
+    checkpoints and the interval of the limit from the remaining movement (``fit`` not ok:
+    the rest is None)."""
     t, D, e = t[-k:], D[-k:], e[-k:]
     h, delta = np.diff(t), np.diff(D)
     noise = e[1:] + e[:-1]
-    if t[0] <= 0:
-        return Trend(math.nan, math.inf, f"{name}(t) decays algebraically but the tail starts "
-                     "at t = 0; no power law can be fitted (use a smaller tail_fraction).")
     fit = _secant_power_fit(t, np.abs(delta) / h, noise / h)
     if not fit.ok:
-        return Trend(math.nan, math.inf, f"{name}(t): no power law fitted to its differences "
-                     f"({fit.reason}).")
+        return fit, None, None, None, None
     q, half = fit.slope + 1, fit.coverage * fit.slope_error
-    ev = {"kind": "power-law", "exponent": sig6(q), "exponent_error": sig6(fit.slope_error),
-          "coverage": sig6(fit.coverage)}
     if not q + half < 0:
-        return Trend(math.nan, math.inf, f"{name}(t) moves like t^({q:.3g} ± {half:.2g}): not "
-                     "resolved to decay faster than log t, so its limit cannot be bounded.", ev)
+        return fit, q, half, None, None
     rho, last, nz = t[-1] / t[-2], abs(delta[-1]), noise[-1]
     r_max = (last + nz) / math.expm1(-(q + half) * math.log(rho))
     r_min = max(last - nz, 0.0) / math.expm1(-(q - half) * math.log(rho))
     sign = 1.0 if delta[-1] > 0 else -1.0
     ends = sorted((D[-1] + sign * r_min, D[-1] + sign * r_max))
-    low, high = ends[0] - e[-1], ends[1] + e[-1]
+    return fit, q, half, ends[0] - e[-1], ends[1] + e[-1]
+
+
+def _power_tail(t, D, e, tail, name) -> Trend:
+    r"""Algebraic decay: fit :math:`|\Delta_k|/h_k \propto s_k^{q-1}` and bound the limit by the
+    remaining movement :math:`|\Delta_{m-1}|/(\rho^{|q|} - 1)`, :math:`\rho = t_m/t_{m-1}` (exact
+    for :math:`D = L + c\,t^{q}`), with :math:`|q|` over its coverage interval. The law is a
+    model: the same extrapolation from the later half of the tail is a second route, and the
+    distance between the two intervals is added to both ends (the model's error)."""
+    k = tail_count(len(t), tail)
+    if t[-k] <= 0:
+        return Trend(math.nan, math.inf, f"{name}(t) decays algebraically but the tail starts "
+                     "at t = 0; no power law can be fitted (use a smaller tail_fraction).")
+    fit, q, half, low, high = _extrapolate(t, D, e, k)
+    if not fit.ok:
+        return Trend(math.nan, math.inf, f"{name}(t): no power law fitted to its differences "
+                     f"({fit.reason}).")
+    ev = {"kind": "power-law", "exponent": sig6(q), "exponent_error": sig6(fit.slope_error),
+          "coverage": sig6(fit.coverage)}
+    if low is None:
+        return Trend(math.nan, math.inf, f"{name}(t) moves like t^({q:.3g} ± {half:.2g}): not "
+                     "resolved to decay faster than log t, so its limit cannot be bounded.", ev)
+    later = _extrapolate(t, D, e, max(4, k // 2)) if k // 2 >= 4 else None
+    if later is not None and later[3] is not None:
+        model = abs((later[3] + later[4]) - (low + high)) / 2
+        low, high = low - model, high + model
+        ev["model_error"] = sig6(model)
     ev.update(limit_interval=[sig6(low), sig6(high)])
+    if not high < float(np.max(D[-tail_count(len(t), tail):])):
+        return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: the extrapolated limit "
+                     f"interval [{low:.3g}, {high:.3g}] is no smaller than {name} itself over "
+                     "the tail: the fit says nothing about the limit yet.", ev)
     if low > 0:  # an extrapolated power law is a model, not a bound: never a violation
         return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: a power law fitted to "
                      f"its tail extrapolates to [{low:.4g}, {high:.4g}], away from 0, but a slow "
-                     "(pre-asymptotic) approach to 0 looks the same; integrate longer.", ev)
+                     "(pre-asymptotic) approach to 0 looks the same; integrate longer.", ev,
+                     against=True)
     return Trend(-q, half, f"{name}(t) → 0 ({name} ~ t^({q:.4g} ± {fit.slope_error:.2g}); "
-                 f"extrapolated limit in [{low:.3g}, {high:.3g}], not above 0)", ev)
+                 f"extrapolated limit in [{low:.3g}, {high:.3g}], not above 0)", ev,
+                 unit="power-law exponent")
 
 
 def tends_to_zero(times: object, series: object, errors: object, *, tail: float = 0.5,
@@ -135,9 +170,9 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
 
     * ``"exponential"`` / ``"converged-to-error"`` and stabilised (the limit :math:`L` is known
       within a bar :math:`e`; an exponential fit whose remaining distance exceeds the movement
-      over the tail is *not* stabilised and stays undecided): :math:`L > e` — **violated**
-      (margin :math:`-L`, error :math:`e`: :math:`D`
-      tends to a positive value). Otherwise :math:`|D_\infty| \le L + e` and the decay must be
+      over the tail is *not* stabilised and stays undecided): :math:`L > e` — undecided, with
+      the trend *against* the claim in the evidence (:math:`D` seems to level off at a positive
+      value). Otherwise :math:`|D_\infty| \le L + e` and the decay must be
       resolved: margin the fitted rate :math:`r`, error :math:`\kappa\sigma_r` (**holds** when
       :math:`r > \kappa\sigma_r`). A series already at its error floor over the whole tail
       takes its rate from the whole series; failing that, the drop from its largest value to
@@ -150,8 +185,7 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
       :math:`-q`, error :math:`\kappa\sigma_q` (an interval below 0 is accepted: for
       :math:`D \ge 0` it means the law overshoots, i.e. :math:`D` reaches 0 at least as fast;
       in the same way a fitted limit :math:`L < -e` is accepted above).
-    * ``"diverging"`` with a fitted rate: the differences grow; margin the (negative) rate,
-      error :math:`\kappa\sigma_r` — **violated** (:math:`D` moves away).
+    * ``"diverging"`` with a fitted rate: the differences grow — undecided, *against*.
     * otherwise (``"stalled"``, ``"inconclusive"``, overflow): undecided, with the reason.
 
     Parameters
@@ -178,8 +212,8 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
     ('holds', 'power-law', 0.5)
     >>> tends_to_zero(t, 1 + 1 / t, np.full(40, 1e-13)).status   # a law, not a bound
     'undecided'
-    >>> tends_to_zero(t, 1 + np.exp(-t / 10), np.full(40, 1e-13)).status
-    'violated'
+    >>> tends_to_zero(t, 1 + np.exp(-t / 10), np.full(40, 1e-13)).status   # against: evidence
+    'undecided'
     >>> tends_to_zero(t, np.zeros(40), np.zeros(40)).status
     'undecided'
     """
@@ -195,15 +229,23 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
         trend = _power_tail(t, D, e, tail, name)
         return Trend(trend.margin, trend.error, trend.what, {**ev, **trend.evidence})
     if fit.kind == "diverging" and math.isfinite(fit.rate):
-        half = fit.coverage * fit.rate_error
-        return Trend(fit.rate, half, f"{name}(t) → 0 (its differences grow at rate "
-                     f"{-fit.rate:.4g} ± {fit.rate_error:.2g})", ev)
+        return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: its differences grow "
+                     f"at rate {-fit.rate:.4g} ± {fit.rate_error:.2g} on [{fit.tail_start:.4g}, "
+                     f"{t[-1]:.4g}] — a trend, not a certificate (a metastable state escaping "
+                     "looks the same)", ev, against=True)
     if fit.kind not in ("exponential", "converged-to-error") or not fit.stabilised:
         return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: {fit.reason}", ev)
     L, bar = float(fit.limit), float(fit.limit_error)
     ev.update(limit=sig6(L), limit_error=sig6(bar))
     if L > bar:
-        return Trend(-L, bar, f"{name}(t) → 0 ({name} tends to {L:.6g} ± {bar:.2g})", ev)
+        return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: its trend levels off at "
+                     f"{L:.6g} ± {bar:.2g} — a trend, not a certificate that it stays there",
+                     ev, against=True)
+    start = float(np.max(D[t >= fit.tail_start])) if np.any(t >= fit.tail_start) else D[0]
+    if fit.kind == "exponential" and not L + bar < start:
+        return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: the extrapolated limit "
+                     f"{L:.3g} ± {bar:.2g} is no smaller than {name} itself over the tail "
+                     f"({start:.3g}): the fit says nothing about the limit yet.", ev)
     rate = _rate(fit)
     if rate is None:
         rate = _rate(fit_exponential_convergence(t, D, e, tail=1.0))
@@ -218,6 +260,6 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
         return Trend(math.nan, math.inf, f"{name}(t) stays within its error estimate of 0 at "
                      f"every checkpoint (≤ {np.max(D):.3g}): no trend to decide from.", ev)
     return Trend(drop, drop_error, f"{name}(t) → 0 (it fell from {D[k]:.4g} at t = {t[k]:.4g} "
-                 f"to its error floor, {D[-1]:.3g} ± {e[-1]:.2g})", ev)
+                 f"to its error floor, {D[-1]:.3g} ± {e[-1]:.2g})", ev, unit=f"drop of {name}")
 
 

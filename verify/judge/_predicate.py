@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.checks._parts import inconclusive, judge_part
 from verify.claim._plain import fail
-from verify.conclusions._base import quantity_error, register_conclusion
+from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
+from verify.judge._decision import decide, inconclusive
+from verify.judge._evaluation import quantity_error
 
 __all__ = ["load_function", "judge_predicate"]
 
@@ -114,15 +115,17 @@ def _classify(value) -> tuple[str, object]:
 
 
 @register_conclusion(
-    "predicate", final_state=False,
+    "predicate", asymptotic=False,
     summary="A Python function of the trajectory and the instance states the conclusion.",
     needs="the function evaluated on the run and on its reference run: a bool decides only when "
           "both agree (margin ±1, error 0); a number m is a margin with error |m(run) − "
           "m(reference)| + rounding; a pair (m, e) adds that difference to e.",
     keys={"function": "'path/to/file.py:name' (relative to the conjecture file) or "
                       "'package.module:name', called as function(trajectory, instance)",
-          "final_state": "true if the predicate is about t → ∞ (read by the check: the run is "
-                         "extended past metastable states); default false"},
+          "final_state": "true if the predicate is about t → ∞ (then it is re-checked at a "
+                         "longer horizon, and a violation counts only with a certificate — "
+                         "which a predicate cannot give, so it stays inconclusive); default "
+                         "false"},
     required=("function",), validate=_validate_predicate)
 def judge_predicate(evaluation):
     """Judge ``predicate``. An error raised by loading or calling the function gives an
@@ -157,7 +160,8 @@ def judge_predicate(evaluation):
             return inconclusive(request, f"{what} is {value} on the run but {ref_value} on its "
                                 "reference run: undecided at this precision.", evidence)
         evidence["note"] = "a bool: decided because the run and its reference run agree"
-        return judge_part(request, 1 if value else -1, 0, what, evidence)
+        return decide(request, 1 if value else -1, 0, what, unit="truth value (±1)",
+                      evidence=evidence)
     if kind == "number":
         margin, error = value, float(quantity_error(np.array(value), np.array(ref_value)))
     else:
@@ -166,5 +170,6 @@ def judge_predicate(evaluation):
         if not value[1] >= 0:
             return inconclusive(request, f"{spec} returned the error {value[1]!r}; it must be "
                                 "≥ 0.", evidence)
-    return judge_part(request, margin, error, what, evidence, strict=False)
+    return decide(request, margin, error, what, unit="the predicate's margin",
+                  evidence=evidence, strict=False)
 

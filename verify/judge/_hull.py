@@ -1,11 +1,13 @@
-r"""Proposition 8.2 (``hull_nonincreasing``): the convex hull of the tokens does not grow.
+r"""The conclusion ``hull-shrinks`` (Proposition 8.2): the convex hull of the tokens does not
+grow.
 
 :math:`z_i(t_{k+1}) \in \operatorname{conv}\{z_j(t_k)\}` and
 :math:`z_i(t) \in \operatorname{conv}\{z_j(0)\}`. Inclusions that become equalities in the limit
 (a leader at a vertex of the hull) cannot be decided once the motion falls below the error
 estimate; such pairs are counted in the evidence (``boundary_*``) and are neither support nor
-violation; a violation beyond the error always counts. The verdict is reached by
-:func:`~verify.checks._parts.combine`.
+violation; a violation beyond the error always counts. A statement about finite times: the
+deciding pair (a violation, else the first undecided pair, else the shallowest inclusion) is
+judged by :func:`~verify.judge._decision.decide`.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import math
 
 import numpy as np
 
-from verify.checks._parts import SubCheck, combine, inconclusive
-from verify.checks._runs import simulate_checked
-from verify.claim import InstanceResult, register_check
+from verify.claim import InstanceResult
+from verify.claim._vocabulary import register_conclusion
+from verify.judge._decision import decide, inconclusive
 
-__all__ = ["check_hull_nonincreasing"]
+__all__ = ["judge_hull_shrinks"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -47,8 +49,15 @@ def _depths(Y: np.ndarray, P: np.ndarray) -> np.ndarray | None:
     return np.min(-(P @ eq[:, :r].T + eq[:, r]), axis=1)
 
 
-@register_check("hull_nonincreasing")
-def check_hull_nonincreasing(request) -> InstanceResult:
+@register_conclusion(
+    "hull-shrinks", asymptotic=False,
+    summary="conv{z_i(t)} is non-increasing: z_i(t_l) ∈ conv{z_j(t_k)} for t_k ≤ t_l",
+    needs="signed depths of each token in the hull of the previous checkpoint and of the "
+          "initial tokens (affine coordinates of the exact initial hull), errors √r × the "
+          "state's error estimates + rounding; outside beyond the error (re-decided exactly on "
+          "the float values) → violated; within the error of the boundary → not counted.",
+    keys={})
+def judge_hull_shrinks(ev) -> InstanceResult:
     r"""Proposition 8.2: :math:`z_i(t_{k+1}) \in \operatorname{conv}\{z_j(t_k)\}` and
     :math:`z_i(t_l) \in \operatorname{conv}\{z_j(0)\}` for all checkpoints.
 
@@ -64,13 +73,14 @@ def check_hull_nonincreasing(request) -> InstanceResult:
     from verify.exact import hull_certificate
     from verify.exact.inputs import rational_array
 
-    traj, failure = simulate_checked(request)
-    if failure:
-        return failure
+    request, traj = ev.request, ev.trajectory
     x0, _ = rational_array("x0", request.instance.x0)
     piv = _affine_coordinates(x0)
     if not piv:
         return inconclusive(request, "all initial tokens coincide: the hull is a point.")
+    if traj.z is None:
+        return inconclusive(request, "the run has no rescaled tokens z (the hull statement is "
+                            "about z).")
     Z, E, m = traj.z[:, :, piv], traj.error, len(traj.t)
     r = len(piv)
     counts = {"inside": 0, "outside": 0, "boundary_stationary": 0, "boundary_moving": 0,
@@ -82,8 +92,8 @@ def check_hull_nonincreasing(request) -> InstanceResult:
         depth = _depths(Y, P)
         if depth is None:
             counts["undecided"] += P.shape[0]
-            first_undecided = first_undecided or SubCheck(
-                math.nan, math.inf, f"the inclusion at t={traj.t[l]:.4g} (Qhull failed on a "
+            first_undecided = first_undecided or (
+                f"the inclusion at t={traj.t[l]:.4g} is undecided (Qhull failed on a "
                 "degenerate hull)")
             continue
         scale = float(np.max(np.abs(Y))) + float(np.max(np.abs(P)))
@@ -93,20 +103,20 @@ def check_hull_nonincreasing(request) -> InstanceResult:
             what = (f"z_{i}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")
             if depth[i] > err[i]:
                 counts["inside"] += 1
-                if tightest is None or depth[i] - err[i] < tightest.margin - tightest.error:
-                    tightest = SubCheck(float(depth[i]), float(err[i]), what)
+                if tightest is None or depth[i] - err[i] < tightest[0] - tightest[1]:
+                    tightest = (float(depth[i]), float(err[i]), what)
             elif -depth[i] > err[i]:
                 exact = hull_certificate(np.vstack([traj.z[k], traj.z[l][i:i + 1]]))
                 if len(Y) in exact.vertices:
                     counts["outside"] += 1
-                    sub = SubCheck(float(depth[i]), float(err[i]), what + " (outside, certified"
-                                   " exactly on the float values)")
-                    if worst is None or -sub.margin - sub.error > -worst.margin - worst.error:
+                    sub = (float(depth[i]), float(err[i]), what + " (outside, certified "
+                           "exactly on the float values)")
+                    if worst is None or -sub[0] - sub[1] > -worst[0] - worst[1]:
                         worst = sub
                 else:
                     counts["undecided"] += 1
-                    first_undecided = first_undecided or SubCheck(
-                        math.nan, math.inf, what + " (float and exact membership disagree)")
+                    first_undecided = first_undecided or (
+                        what + " is undecided (float and exact membership disagree)")
             elif moved[i] <= E[k, i] + E[l, i] + 64 * _EPS * scale:
                 counts["boundary_stationary"] += 1
             else:
@@ -118,7 +128,14 @@ def check_hull_nonincreasing(request) -> InstanceResult:
                         "violation); stationary: not moved beyond the error either (a leader at "
                         "a vertex)"}
     if tightest is not None:
-        evidence["smallest_depth"] = {"at": tightest.what, "depth": tightest.margin,
-                                      "error": tightest.error}
-    subs = [s for s in (worst, first_undecided, tightest) if s is not None]
-    return combine(subs, request, evidence)
+        evidence["smallest_depth"] = {"at": tightest[2], "depth": tightest[0],
+                                      "error": tightest[1]}
+    unit = "depth in the hull (distance)"
+    if worst is not None:
+        return decide(request, worst[0], worst[1], worst[2], unit=unit, evidence=evidence)
+    if first_undecided is not None:
+        return inconclusive(request, first_undecided, evidence, unit=unit)
+    if tightest is None:
+        return inconclusive(request, "no token is inside a hull beyond its error: every "
+                            "inclusion is within the error of the boundary.", evidence, unit=unit)
+    return decide(request, tightest[0], tightest[1], tightest[2], unit=unit, evidence=evidence)

@@ -1,10 +1,12 @@
-r"""``boundrj_inequality``: the bound :math:`|r_j(t)| \le C e^{t(\lambda+|\lambda_2|)}` of the proof
-of Theorem 5.2 (``boundrj-step``).
+r"""Conclusions decided in exact arithmetic: ``rescaling-identity`` (Remark 3.4) and
+``remainder-bound`` (the bound :math:`|r_j(t)| \le C e^{t(\lambda+|\lambda_2|)}` of the proof
+of Theorem 5.2, ``boundrj-step``).
 
-Decided from the **exact** exponential polynomial :math:`r_j(t)`
-(:func:`verify.exact.remainder.boundrj_bound_violated`) when the configuration is exactly
-stationary, and confirmed by the growth rate of :math:`r_j` evaluated along the simulated
-trajectory (rigorous ``arb`` values of :math:`e^{tV}`, fitted with an error bar).
+``remainder-bound`` is a statement about all :math:`t`, decided from the **exact** exponential
+polynomial :math:`r_j(t)` (:func:`verify.exact.remainder.boundrj_bound_violated`) when the
+configuration is exactly stationary — an exact certificate — and confirmed by the growth rate of
+:math:`r_j` evaluated along the simulated trajectory (rigorous ``arb`` values of
+:math:`e^{tV}`, fitted with an error bar: evidence).
 """
 
 from __future__ import annotations
@@ -13,14 +15,73 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.checks._parts import inconclusive, judge_part
-from verify.checks._runs import float_parameter, simulate_with_run
-from verify.checks.extensions import f_coordinates
-from verify.claim import CheckRequest, InstanceResult, register_check
+from verify.claim import InstanceResult
+from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
+from verify.exact.inputs import as_float_array
 from verify.exact.precision import working_precision
+from verify.exact.splitting import f_coordinates
+from verify.judge._decision import decide, inconclusive
 
-__all__ = ["boundrj_inequality"]
+__all__ = ["judge_rescaling_identity", "judge_remainder_bound"]
+
+
+def _validate_rescaling(p, source, where):
+    from verify.claim._plain import fail
+
+    if "layers" in p and (not isinstance(p["layers"], int) or isinstance(p["layers"], bool)
+                          or p["layers"] < 1):
+        fail(source, f"{where}.layers", f"{p['layers']!r} must be a positive integer.")
+
+
+@register_conclusion(
+    "rescaling-identity", asymptotic=False,
+    summary="Remark 3.4: the rescaled discrete layers z[k] = R^{-k} x[k], R = I + hV, follow "
+            "the rescaled recursion exactly",
+    needs="both recursions iterated in exact rational arithmetic with the same (rational, "
+          "row-stochastic) attention; margin −max|z[k] − R^{-k} x[k]|, error 0.",
+    keys={"layers": "number of layers (default 4)",
+          "h": "the step when the model is not discrete (default 1/10)"},
+    validate=_validate_rescaling)
+def judge_rescaling_identity(ev) -> InstanceResult:
+    """Remark 3.4 in exact rational arithmetic: ``z[k] = R^{-k} x[k]``, ``R = I + hV``.
+
+    ``x[k+1] = x[k] + h P[k] x[k] Vᵀ`` and ``z[k+1] = z[k] + h (P[k] − I) z[k] (R^{-1}V)ᵀ`` are
+    iterated with the same ``P[k]``: the float64 softmax at ``x[k]``, taken at its binary value
+    and renormalised to exactly row-stochastic rationals (the identity is algebraic in any
+    row-stochastic ``P``). Margin ``−max|z[k] − R^{-k} x[k]|``, error 0. The number of layers is
+    ``parameters.layers`` (default 4; rational sizes grow with every layer).
+    """
+    from verify.dynamics import VectorField, discrete_step_rescaled, discrete_step_tokens
+    from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
+    from verify.model import Model
+    from verify.numerics import Float64
+
+    request = ev.request
+    model, x = request.instance.model, request.instance.x0.copy()
+    h = model.h if model.h is not None else Fraction(ev.parameters.get("h", Fraction(1, 10)))
+    V = model.V
+    d = V.shape[0]
+    R = np.vectorize(Fraction, otypes=[object])(np.eye(d, dtype=int)) + h * V
+    R_inv = from_fmpq_mat(to_fmpq_mat(R).inv())
+    field = VectorField(Model(V=V, Q=model.Q, K=model.K, beta=model.beta, form="x"),
+                        request.instance.n, Float64())
+    z, R_inv_k = x.copy(), np.vectorize(Fraction, otypes=[object])(np.eye(d, dtype=int))
+    layers, worst = int(ev.parameters.get("layers", 4)), Fraction(0)
+    for _ in range(layers):
+        P = np.vectorize(Fraction, otypes=[object])(field.attention(0.0, as_float_array(x)))
+        P = P / P.sum(axis=1, keepdims=True)
+        x, z = discrete_step_tokens(x, P, V, h), discrete_step_rescaled(z, P, V, h, R_inv)
+        R_inv_k = R_inv.dot(R_inv_k)
+        worst = max(worst, max(abs(v) for v in (z - x.dot(R_inv_k.T)).ravel()))
+    digits = max(len(str(v.denominator)) for v in z.ravel())
+    return decide(request, -worst, 0, f"z[k] = R^(-k) x[k] exactly for k ≤ {layers} (h = {h})",
+                  unit="max |z[k] − R^(-k) x[k]| (exact)", strict=False,
+                  evidence={"layers": layers, "h": str(h), "max_difference": str(worst),
+                            "denominator_digits_of_z": digits,
+                            "arithmetic": "exact rationals (fractions.Fraction)"})
+
+
 
 
 def _exact_root(model) -> np.ndarray | None:
@@ -79,8 +140,25 @@ def _remainder_along(traj, V, A, Pi, lam: Fraction, i: int, j: int, bits: int):
         return np.array(out)
 
 
-@register_check("boundrj_inequality")
-def boundrj_inequality(request: CheckRequest) -> InstanceResult:
+def _validate_remainder(p, source, where):
+    from verify.claim._plain import fail
+
+    for key in ("i", "j"):
+        if key in p and (not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1):
+            fail(source, f"{where}.{key}", f"{p[key]!r} must be a token index (from 1).")
+
+
+@register_conclusion(
+    "remainder-bound", asymptotic=True,
+    summary="the bound |r_j(t)| ≤ C e^{t(λ + |λ_2|)} of the proof of Theorem 5.2 (boundrj-step)",
+    needs="for an exactly stationary configuration, the exact exponential polynomial r_j(t) "
+          "and its exact growth rate (certificate: exact arithmetic); otherwise the growth "
+          "rate of r_j fitted along the run (rigorous arb values of e^{tV}) — evidence only.",
+    keys={"i": "the token z_i of the bound (from 1, default 1)",
+          "j": "the token z_j (from 1, default 2)",
+          "fit_from": "the numerical growth rate of |r_j| is fitted on [fit_from, T]"},
+    validate=_validate_remainder)
+def judge_remainder_bound(ev) -> InstanceResult:
     r"""``boundrj-step``: :math:`|r_j(t)| \le C e^{t(\lambda+|\lambda_2|)}` (proof of Thm 5.2).
 
     Margin: :math:`(\lambda+|\lambda_2|) - \mu`, with :math:`\mu` the exponential growth rate of
@@ -94,10 +172,11 @@ def boundrj_inequality(request: CheckRequest) -> InstanceResult:
     from verify.exact.remainder import boundrj_bound_violated, boundrj_remainder
     from verify.numerics import fit_line
 
+    request = ev.request
     inst, model = request.instance, request.instance.model
-    i, j = int(request.parameters.get("i", 0)), int(request.parameters.get("j", 1))
+    i, j = int(ev.parameters.get("i", 1)) - 1, int(ev.parameters.get("j", 2)) - 1
     if not (0 <= i < inst.n and 0 <= j < inst.n):
-        raise InvalidArgument(f"parameters i={i}, j={j} must be 0-based token indices < "
+        raise InvalidArgument(f"i={i + 1}, j={j + 1} must be token indices from 1 to "
                               f"n = {inst.n}.")
     para = paranormal(model.V)
     if para.holds is not True or para.data.get("field") is not None \
@@ -136,13 +215,11 @@ def boundrj_inequality(request: CheckRequest) -> InstanceResult:
         bound = lam + Fraction(str(para.data["spectral_radius_G"]))  # rational here
     evidence["bound_rate"] = str(bound)
     # numerical confirmation along the trajectory
-    ran, failure = simulate_with_run(request)
-    fit = None
-    if ran is not None:
-        traj, evidence["run"] = ran
+    traj, fit = ev.trajectory, None
+    if traj.z is not None:
         bits = max(int(traj.precision.get("bits", 53)), 64) + 64
         series = _remainder_along(traj, V, A, Pi, lam, i, j, bits)
-        start = float_parameter(request, "fit_from", 0.0)
+        start = float(ev.parameters.get("fit_from", 0))
         keep = (series[:, 0] >= start) & (np.abs(series[:, 1]) > series[:, 2])
         t, r, rad = series[keep].T if keep.any() else (np.array([]),) * 3
         evidence["r_j along the trajectory"] = {"t": series[:, 0], "r": series[:, 1],
@@ -152,20 +229,23 @@ def boundrj_inequality(request: CheckRequest) -> InstanceResult:
             evidence["fitted_growth_rate"] = {"rate": fit.slope, "std_error": fit.slope_error,
                                               "coverage": fit.coverage, "points": fit.n_points,
                                               "from": float(t[0]), "to": float(t[-1])}
-    else:
-        evidence["run"] = failure.evidence.get("run")
+    unit = "growth rate (1/time)"
     if stationary and zero:
-        return judge_part(request, bound, 0, "r_j ≡ 0 exactly, so the bound", evidence)
+        return decide(request, bound, 0, "r_j ≡ 0 exactly, so the bound", unit=unit,
+                      evidence=evidence)
     if stationary and exact is not None:
         mu = Fraction(str(exact.growth_rate))
-        return judge_part(request, bound - mu, 0, f"growth rate of r_j = {mu} "
-                          f"(t^{exact.degree}) ≤ λ + |λ_2| = {bound}", evidence,
-                          strict=mu == bound and exact.degree > 0)
+        certificate = {"kind": "exact", "statement": f"the configuration is exactly stationary "
+                       f"(V(z_j − z_i) = 0), so r_j(t) = {exact.remainder} for all t, exactly: "
+                       f"its growth rate is {mu} (t^{exact.degree})"}
+        return decide(request, bound - mu, 0, f"growth rate of r_j = {mu} (t^{exact.degree}) "
+                      f"≤ λ + |λ_2| = {bound}", unit=unit, evidence=evidence,
+                      strict=mu == bound and exact.degree > 0, certificate=certificate)
     if fit is None or not fit.ok:
         return inconclusive(request, "the configuration is not stationary and the growth rate "
                             "of r_j along the trajectory could not be fitted (too few resolved "
                             "values).", evidence)
-    return judge_part(request, float(bound) - fit.slope, fit.coverage * fit.slope_error,
-                      f"fitted growth rate of r_j = {fit.slope:.6g} ≤ λ + |λ_2| = {bound}",
-                      evidence)
+    return decide(request, float(bound) - fit.slope, fit.coverage * fit.slope_error,
+                  f"fitted growth rate of r_j = {fit.slope:.6g} ≤ λ + |λ_2| = {bound}",
+                  unit=unit, evidence=evidence)
 

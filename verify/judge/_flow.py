@@ -1,15 +1,22 @@
-r"""Conclusions about the flow: ``monotone``, ``rate`` and ``events`` (the escape hatch
-``predicate`` is in :mod:`verify.conclusions._predicate`).
+r"""Conclusions about the flow: ``monotone``, ``inequality``, ``rate`` and ``events`` (the
+escape hatch ``predicate`` is in :mod:`verify.judge._predicate`).
+
+``monotone``, ``inequality`` and ``events`` are statements about finite times, checked at the
+checkpoints: a step (or a value) beyond its error decides, either way. ``rate`` is about
+``t → ∞``: a fitted rate supports it (re-checked at a longer horizon by the engine), and it is
+violated only with a certificate — an exponential rate is refuted by a *degenerate
+equilibrium* at the end state (:func:`verify.judge._certificates.degenerate_equilibrium`: a
+zero eigenvalue of the linearisation on directions that are not a family of equilibria, along
+which the state still has a resolved component), where the approach is algebraic.
 
 Every number that decides comes with the error estimate of the *second route*: the quantity is
 evaluated on the run and on its ``reference_run`` (a re-run at tighter tolerance and higher
-precision, same checkpoints), and :func:`~verify.conclusions._base.quantity_error` of the two
-is its error (:func:`quantity_series`). A verdict is ``holds`` only when the margin exceeds its
-error and ``violated`` only when minus the margin does. The flow is examined at the checkpoints
-only (the evidence says how many).
+precision, same checkpoints), and :func:`~verify.judge._evaluation.quantity_error` of the two
+is its error (:func:`quantity_series`).
 
 A *quantity* (key ``quantity``) is one of the named quantities of :data:`NAMED_QUANTITIES`,
-computed from the tokens :math:`z_i(t_k)` (or :math:`x_i`, key ``variable``):
+computed from the tokens :math:`z_i(t_k)` (or :math:`x_i`, key ``variable``) — a number per
+checkpoint, or a vector (``monotone`` and ``inequality`` then hold for every component):
 
 * ``diameter`` :math:`\max_{i,j}|z_i - z_j|`, ``spread`` :math:`\max_i|z_i - \bar z|` with
   :math:`\bar z` the mean token, ``max-norm`` :math:`\max_i|z_i|` (Euclidean norms);
@@ -18,8 +25,18 @@ computed from the tokens :math:`z_i(t_k)` (or :math:`x_i`, key ``variable``):
 * ``attention-gap``: :math:`\max_i \sum_{j \ne j^*(i)} P_{ij}` with :math:`j^*(i)` the largest
   entry of row :math:`i` (the distance of :math:`P(t)` from a Boolean matrix, summed from the
   small entries so that it keeps its relative accuracy);
+* ``decided-attention-gap``: the same over the rows whose hardmax target is certified at the
+  last checkpoint (the rows of Theorem 2.1 that tend to a Boolean row);
+* ``pairwise-distances`` (vector) :math:`|z_i - z_j|` for :math:`i < j`;
+* ``consecutive-gaps`` (vector, ``d = 1``) :math:`z_{\sigma(k+1)} - z_{\sigma(k)}` for the order
+  :math:`\sigma` of the initial tokens;
+* ``coordinates`` (vector): every coordinate of every token;
+* ``log-boolean-gap``: :math:`\max_i \log(1 - P_{i\ell(i)})` over the rows with a certified
+  target :math:`\ell(i)` at the last checkpoint, from the scaled scores (the rows of Theorem
+  2.1 that tend to a Boolean row, doubly exponentially: a ``rate`` with law
+  ``doubly-exponential`` reads it as a logarithm);
 
-or a scalar formula in the ``"state"`` context of :mod:`verify.conclusions._expressions`
+or a scalar formula in the ``"state"`` context of :mod:`verify.judge._expressions`
 (``"max(norm(z))"``, ``"P[0, 1]"``; ``variable`` is then ignored, the formula names ``z``/``x``).
 
 Examples
@@ -29,7 +46,8 @@ With :math:`Q = 0` the attention is uniform and, for :math:`V = I`, every
 
 >>> from types import SimpleNamespace
 >>> from verify.claim import CheckRequest
->>> from verify.conclusions._base import CONCLUSIONS, ConclusionSpec, Evaluation
+>>> from verify.claim._vocabulary import CONCLUSIONS, ConclusionSpec
+>>> from verify.judge._evaluation import Evaluation
 >>> from verify.model import Instance, Model
 >>> from verify.simulate import simulate
 >>> inst = Instance(Model(V=[[1]], Q=[[0]], K=[[1]]), [[0], [1], [3]], name="u#0")
@@ -51,10 +69,12 @@ from numbers import Real
 
 import numpy as np
 
-from verify.checks._parts import combine_parts, inconclusive, judge_part
 from verify.claim._plain import fail, suggest
-from verify.conclusions._base import quantity_error, register_conclusion
-from verify.conclusions._expressions import (
+from verify.claim._vocabulary import register_conclusion
+from verify.errors import InvalidArgument
+from verify.judge._decision import combine, decide, inconclusive
+from verify.judge._evaluation import quantity_error
+from verify.judge._expressions import (
     check_expression,
     default_variable,
     diameter,
@@ -62,11 +82,13 @@ from verify.conclusions._expressions import (
     initial_namespace,
     state_namespace,
 )
-from verify.errors import InvalidArgument
 from verify.limits import fit_doubly_exponential, fit_exponential_convergence, fit_power_law
 
+_EPS = float(np.finfo(float).eps)
+
 __all__ = ["NAMED_QUANTITIES", "DIRECTIONS", "LAWS", "RELATIONS", "quantity_series",
-           "judge_monotone", "judge_rate", "judge_events"]
+           "quantity_or_reason", "check_quantity", "judge_monotone", "judge_inequality",
+           "judge_rate", "judge_events"]
 
 DIRECTIONS = ("nonincreasing", "nondecreasing", "increasing", "decreasing")
 LAWS = ("exponential", "doubly-exponential", "power-law")
@@ -93,21 +115,103 @@ def _attention_gap(P: np.ndarray) -> float:
     return float(np.max(np.sum(rows, axis=1))) if rows.size else 0.0
 
 
-#: Named quantities: ``name -> (uses attention, function of one checkpoint's array)``.
+def _pairwise(p: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(len(p), 1)
+    return np.linalg.norm(p[i] - p[j], axis=1)
+
+
+def _per_checkpoint(function, attention: bool = False):
+    """A named quantity of one checkpoint's tokens (or attention) as a series function."""
+    def series(trajectory, instance, variable, shared):
+        data = trajectory.attention if attention else trajectory.tokens(variable)
+        return np.array([function(np.asarray(a, dtype=float)) for a in data])
+    return series
+
+
+def _consecutive_gaps(trajectory, instance, variable, shared):
+    order = np.argsort(np.asarray(instance.x0_float())[:, 0], kind="stable")
+    Z = np.asarray(trajectory.tokens(variable), dtype=float)[:, order, 0]
+    return np.diff(Z, axis=1)
+
+
+def _decided_targets(trajectory, instance, shared) -> dict:
+    """Row -> certified hardmax target at the last checkpoint of the run (computed on the run
+    and kept in ``shared``, so that its reference run uses the same rows)."""
+    if "targets" not in shared:
+        from verify.graph import undecided_nodes
+        from verify.judge._attention import hardmax_at
+
+        last = len(trajectory.times) - 1
+        G = hardmax_at(trajectory, last, instance.model.mask_for(instance.n))
+        rows = [i for i in range(instance.n) if i not in undecided_nodes(G)]
+        if not rows or instance.n < 2:
+            raise InvalidArgument("no row's hardmax target is certified at the last checkpoint.")
+        shared["targets"] = {i: int(np.argmax(trajectory.scaled_scores[last, i])) for i in rows}
+    return shared["targets"]
+
+
+def _decided_attention_gap(trajectory, instance, variable, shared):
+    rows = sorted(_decided_targets(trajectory, instance, shared))
+    return np.array([_attention_gap(np.asarray(P, dtype=float)[rows])
+                     for P in trajectory.attention])
+
+
+def _log_boolean_gap(trajectory, instance, variable, shared):
+    r""":math:`\max_i \log(1 - P_{i\ell(i)})` over the rows decided at the last checkpoint
+    (:math:`\ell(i)` their certified target), from the scaled scores, so that it keeps its
+    accuracy when :math:`1 - P` underflows: with :math:`a_j = e^{L}(\tilde S_{ij} -
+    \tilde S_{i\ell})`, :math:`\log(1 - P_{i\ell}) = \mathrm{LSE}_{j \ne \ell} a_j -
+    \mathrm{LSE}_j a_j`."""
+    targets = _decided_targets(trajectory, instance, shared)
+    out = np.empty(len(trajectory.times))
+    for k in range(len(trajectory.times)):
+        worst = -np.inf
+        for i, ell in targets.items():
+            a = math.exp(float(trajectory.log_scale[k])) * (
+                trajectory.scaled_scores[k, i] - trajectory.scaled_scores[k, i, ell])
+            others = np.delete(a, ell)
+            top, top_o = float(np.max(a)), float(np.max(others))
+            value = top_o + math.log(float(np.sum(np.exp(others - top_o)))) \
+                - top - math.log(float(np.sum(np.exp(a - top))))
+            worst = max(worst, min(value, -np.finfo(float).tiny))
+        out[k] = worst
+    return out
+
+
+def _coordinates(trajectory, instance, variable, shared):
+    tokens = np.asarray(trajectory.tokens(variable), dtype=float)
+    return tokens.reshape(len(tokens), -1)
+
+
+#: Quantities that are the logarithm of what they measure (rate fits take them as such).
+LOG_QUANTITIES = ("log-boolean-gap",)
+#: Named quantities of the attention matrix only (no rounding from the tokens' size).
+ATTENTION_QUANTITIES = ("attention-gap", "decided-attention-gap", "log-boolean-gap")
+
+#: Named quantities: ``name -> series(trajectory, instance, variable, shared)`` (``m`` numbers,
+#: or an ``m × c`` array for a vector quantity; ``shared`` carries what the run decided to its
+#: reference run, e.g. which rows are certified).
 NAMED_QUANTITIES = {
-    "diameter": (False, diameter),
-    "spread": (False, lambda p: float(np.max(np.linalg.norm(p - p.mean(axis=0), axis=1)))),
-    "max-norm": (False, lambda p: float(np.max(np.linalg.norm(p, axis=1)))),
-    "hull-volume": (False, _hull_volume),
-    "attention-gap": (True, _attention_gap),
+    "diameter": _per_checkpoint(diameter),
+    "spread": _per_checkpoint(lambda p: float(np.max(np.linalg.norm(p - p.mean(axis=0),
+                                                                    axis=1)))),
+    "max-norm": _per_checkpoint(lambda p: float(np.max(np.linalg.norm(p, axis=1)))),
+    "hull-volume": _per_checkpoint(_hull_volume),
+    "attention-gap": _per_checkpoint(_attention_gap, attention=True),
+    "decided-attention-gap": _decided_attention_gap,
+    "pairwise-distances": _per_checkpoint(_pairwise),
+    "consecutive-gaps": _consecutive_gaps,
+    "coordinates": _coordinates,
+    "log-boolean-gap": _log_boolean_gap,
 }
 
 
-def _series(instance, trajectory, quantity: str, variable: str) -> np.ndarray:
+def _series(instance, trajectory, quantity: str, variable: str,
+            shared: dict | None = None) -> np.ndarray:
     if quantity in NAMED_QUANTITIES:
-        attention, function = NAMED_QUANTITIES[quantity]
-        data = trajectory.attention if attention else trajectory.tokens(variable)
-        return np.array([function(np.asarray(a, dtype=float)) for a in data])
+        return np.asarray(NAMED_QUANTITIES[quantity](trajectory, instance, variable,
+                                                     {} if shared is None else shared),
+                          dtype=float)
     base = initial_namespace(instance)
     out = []
     for k in range(len(trajectory.times)):
@@ -139,7 +243,7 @@ def quantity_series(evaluation, quantity: str, variable: str | None = None
 
     Returns
     -------
-    values, errors : ndarray, shape (m,)
+    values, errors : ndarray, shape (m,) or (m, c)
         ``errors`` is ``inf`` everywhere when the run has no reference run.
 
     Raises
@@ -154,18 +258,45 @@ def quantity_series(evaluation, quantity: str, variable: str | None = None
     if key in evaluation.cache:
         return evaluation.cache[key]
     instance = evaluation.request.instance
-    values = _series(instance, traj, quantity, variable)
+    shared: dict = {}
+    values = _series(instance, traj, quantity, variable, shared)
     ref = traj.reference_run
     if ref is not None and [Fraction(t) for t in ref.times] != [Fraction(t) for t in traj.times]:
         raise InvalidArgument("the reference run has other checkpoints than the run; the error "
                               "of a quantity needs both at the same times.")
     errors = quantity_error(values, None if ref is None else _series(instance, ref, quantity,
-                                                                        variable))
+                                                                        variable, shared))
+    for name in _token_names(quantity, variable):  # cancellation in differences of tokens
+        errors = errors + _token_rounding(traj, name).reshape((-1,) + (1,) * (errors.ndim - 1))
     evaluation.cache[key] = (values, errors)
     return values, errors
 
 
-def _quantity_or_reason(evaluation, quantity, variable):
+def _token_names(quantity: str, variable: str) -> list[str]:
+    """The tokens a quantity is computed from: the variable of a named token quantity, the
+    names ``z``/``x`` a formula uses."""
+    if quantity in NAMED_QUANTITIES:
+        return [] if quantity in ATTENTION_QUANTITIES else [variable]
+    import ast
+
+    names = {node.id for node in ast.walk(ast.parse(quantity.strip(), mode="eval"))
+             if isinstance(node, ast.Name)}
+    return [v for v in ("z", "x") if v in names]
+
+
+def _token_rounding(trajectory, variable: str) -> np.ndarray:
+    """Per checkpoint, ``8 d ε max_i |token_i|``: the rounding of a quantity formed from
+    differences of tokens (a distance of two large tokens loses digits to cancellation, which
+    the reference run, rounded the same way, does not see)."""
+    from verify.judge._limits import token_array
+
+    tokens = token_array(trajectory, variable)
+    with np.errstate(invalid="ignore"):
+        scale = np.max(np.abs(tokens), axis=(1, 2))
+    return 8 * tokens.shape[2] * _EPS * np.where(np.isfinite(scale), scale, np.inf)
+
+
+def quantity_or_reason(evaluation, quantity, variable):
     """``(values, errors, None)`` or ``(None, None, reason)`` for an inconclusive verdict."""
     if evaluation.trajectory.reference_run is None:
         return None, None, ("the run has no reference run, so the quantity has no error "
@@ -201,7 +332,7 @@ def _choice(p: dict, key: str, choices: tuple, source: str, where: str) -> None:
         fail(source, f"{where}.{key}", f"{p[key]!r} must be one of {', '.join(choices)}.")
 
 
-def _check_quantity(p: dict, source: str, where: str, required: bool = True) -> None:
+def check_quantity(p: dict, source: str, where: str, required: bool = True) -> None:
     if "quantity" not in p and not required:
         return
     q = p.get("quantity")
@@ -217,12 +348,12 @@ def _check_quantity(p: dict, source: str, where: str, required: bool = True) -> 
 
 # --------------------------------------------------------------------------- monotone
 def _validate_monotone(p: dict, source: str, where: str) -> None:
-    _check_quantity(p, source, where)
+    check_quantity(p, source, where)
     _choice(p, "direction", DIRECTIONS, source, where)
 
 
 @register_conclusion(
-    "monotone", final_state=False,
+    "monotone", asymptotic=False,
     summary="A quantity q(t) is monotone along the flow (non-increasing, non-decreasing, "
             "increasing or decreasing).",
     needs="q at every checkpoint with its error |q(run) − q(reference run)|; margin = the worst "
@@ -242,38 +373,116 @@ def judge_monotone(evaluation):
     ``margin − error`` decides (no resolved step: inconclusive)."""
     p, request = evaluation.parameters, evaluation.request
     quantity, direction = p["quantity"], p["direction"]
-    values, errors, reason = _quantity_or_reason(evaluation, quantity, p.get("variable"))
+    values, errors, reason = quantity_or_reason(evaluation, quantity, p.get("variable"))
     if reason:
         return inconclusive(request, reason)
     t = evaluation.trajectory.t
+    values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     sign = 1.0 if direction in ("nondecreasing", "increasing") else -1.0
-    margin, error = sign * np.diff(values), errors[:-1] + errors[1:]
+    margin, error = sign * np.diff(values, axis=0), errors[:-1] + errors[1:]
     if len(margin) == 0:
         return inconclusive(request, "only one checkpoint: no step to compare.")
     strict = direction in ("increasing", "decreasing")
     resolved = np.abs(margin) > error
-    evidence = {"sampled": _SAMPLED.format(m=len(t)), "steps": len(margin),
-                "resolved_steps": int(np.sum(resolved)),
-                "first_last": [float(values[0]), float(values[-1])]}
+    evidence = {"sampled": _SAMPLED.format(m=len(t)), "steps": int(margin.size),
+                "resolved_steps": int(np.sum(resolved))}
     if np.any(-margin > error):
-        k = int(np.argmin(margin + error))
+        flat = int(np.argmin(margin + error))
     elif strict or not np.any(resolved):
-        k = int(np.argmin(margin - error))
+        flat = int(np.argmin(margin - error))
     else:
-        candidates = np.where(resolved, margin - error, np.inf)
-        k = int(np.argmin(candidates))
+        flat = int(np.argmin(np.where(resolved, margin - error, np.inf)))
         evidence["unresolved_steps"] = int(np.sum(~resolved))
+    k, c = np.unravel_index(flat, margin.shape)
+    component = f" (component {c + 1})" if values.shape[1] > 1 else ""
     evidence.update(worst_step=[float(t[k]), float(t[k + 1])],
-                    values_at_worst_step=[float(values[k]), float(values[k + 1])])
-    return judge_part(request, float(margin[k]), float(error[k]),
-                      f"{quantity} is {direction} at the checkpoints (deciding step "
-                      f"t = {t[k]:.4g} → {t[k + 1]:.4g})", evidence, strict=strict)
+                    values_at_worst_step=[float(values[k, c]), float(values[k + 1, c])])
+    return decide(request, float(margin[k, c]), float(error[k, c]),
+                  f"{quantity}{component} is {direction} at the checkpoints (deciding step "
+                  f"t = {t[k]:.4g} → {t[k + 1]:.4g})", unit=f"step of {quantity}",
+                  evidence=evidence, strict=strict)
+
+
+# --------------------------------------------------------------------------- inequality
+def _validate_inequality(p: dict, source: str, where: str) -> None:
+    check_quantity(p, source, where)
+    _choice(p, "relation", ("<=", "<", ">=", ">"), source, where)
+    if "relation" not in p:
+        fail(source, f"{where}.relation", "missing: one of <=, <, >=, >.")
+    check_expression(p.get("value"), "state", source, f"{where}.value")
+
+
+@register_conclusion(
+    "inequality", asymptotic=False,
+    summary="A quantity q(t) satisfies q(t) <relation> value at every time (value: a formula "
+            "of the initial data, or of t and the state).",
+    needs="q and the value at every checkpoint, q's error |q(run) − q(reference run)| + "
+          "rounding; margin = the signed gap (value − q for '<=', q − value for '>='), error = "
+          "q's error there (plus the value's, when it reads the state): violated when one "
+          "checkpoint is on the wrong side beyond its error; for '<=' and '>=' a checkpoint "
+          "within its error of equality is consistent but no evidence. Checkpoints only.",
+    keys={"quantity": "a named quantity (vector quantities: every component) or a scalar "
+                      "formula over t, z, x, P, x0, V, ...",
+          "relation": "'<=', '<', '>=' or '>'",
+          "value": "formula: the bound (over x0, V, n, d, ... or t, z, x, P)",
+          "variable": "the tokens of a named quantity: 'z' (default when available) or 'x'",
+          "from_time": "check only the checkpoints with t >= this (default 0)"},
+    required=("quantity", "relation", "value"), validate=_validate_inequality)
+def judge_inequality(evaluation):
+    """Judge ``inequality``: the checkpoint (and component) with the smallest
+    ``margin − error`` decides."""
+    p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
+    values, errors, reason = quantity_or_reason(evaluation, p["quantity"], p.get("variable"))
+    if reason:
+        return inconclusive(request, reason)
+    t = traj.t
+    values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
+    bound, bound_error = _bound_series(evaluation, p["value"])
+    keep = t >= float(p.get("from_time", 0))
+    if not np.any(keep):
+        return inconclusive(request, "no checkpoint at or after from_time.")
+    upper = p["relation"] in ("<=", "<")
+    margin = (bound[:, None] - values) if upper else (values - bound[:, None])
+    error = errors + bound_error[:, None]
+    margin, error = margin[keep], error[keep]
+    strict = p["relation"] in ("<", ">")
+    resolved = margin > error
+    if np.any(-margin > error) or strict or not np.any(resolved):
+        flat = int(np.argmin(margin - error))
+    else:  # non-strict: a checkpoint within its error of equality is consistent, no evidence
+        flat = int(np.argmin(np.where(resolved, margin - error, np.inf)))
+    k, c = np.unravel_index(flat, margin.shape)
+    tk = t[keep][k]
+    component = f" (component {c + 1})" if values.shape[1] > 1 else ""
+    return decide(request, float(margin[k, c]), float(error[k, c]),
+                  f"{p['quantity']}{component} {p['relation']} {p['value']} at every checkpoint "
+                  f"(deciding: t = {tk:.4g})", unit=p["quantity"], strict=strict,
+                  evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
+                            "at_equality_within_error": int(np.sum(~resolved
+                                                                   & (margin >= -error)))})
+
+
+def _bound_series(evaluation, formula: str) -> tuple[np.ndarray, np.ndarray]:
+    """A bound formula at every checkpoint (a constant for an initial-data formula) and its
+    error (the reference run's difference, for a formula of the state)."""
+    traj, instance = evaluation.trajectory, evaluation.instance
+    base = initial_namespace(instance)
+    try:
+        constant = float(evaluate(formula, base).reshape(()))
+        return np.full(len(traj.times), constant), np.full(len(traj.times), 4 * _EPS * abs(
+            constant))
+    except InvalidArgument:
+        pass
+    run = _series(instance, traj, formula, default_variable(traj))
+    ref = None if traj.reference_run is None else _series(instance, traj.reference_run,
+                                                          formula, default_variable(traj))
+    return run, quantity_error(run, ref)
 
 
 # --------------------------------------------------------------------------- rate
 def _validate_rate(p: dict, source: str, where: str) -> None:
     _choice(p, "law", LAWS, source, where)
-    _check_quantity(p, source, where, required=False)
+    check_quantity(p, source, where, required=False)
     _number(p, "value", source, where)
     _choice(p, "relation", RELATIONS, source, where)
     if p.get("relation", ">=") == "==":
@@ -307,7 +516,7 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
             return None, None, None, what, f"{what} are not finite at some checkpoint."
     else:
         quantity = quantity or "attention-gap"
-        values, errors, reason = _quantity_or_reason(evaluation, quantity, variable)
+        values, errors, reason = quantity_or_reason(evaluation, quantity, variable)
         if reason:
             return None, None, None, quantity, reason
         what = quantity
@@ -322,7 +531,8 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
             line = fit_power_law(t, values, errors, tail=tail)
             fitted = -line.slope
         else:
-            line = fit_doubly_exponential(t, values, errors, tail=tail)
+            line = fit_doubly_exponential(t, values, errors, tail=tail,
+                                          log=quantity in LOG_QUANTITIES)
             fitted = line.slope
     except InvalidArgument as exc:
         return None, None, None, what, str(exc)
@@ -332,7 +542,7 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
 
 
 @register_conclusion(
-    "rate", final_state=True,
+    "rate", asymptotic=True,
     summary="A quantity approaches its limit by a stated law at a stated rate: e^(-rt) "
             "(exponential), t^(-p) (power-law) or exp(-C e^(ct)) (doubly-exponential).",
     needs="a fitted rate with standard error σ and coverage factor κ (verify.numerics._fits) "
@@ -358,6 +568,9 @@ def judge_rate(evaluation):
     (:math:`c` = slope of :math:`\log(-\log g)`)."""
     p, request = evaluation.parameters, evaluation.request
     law, value, relation = p["law"], float(p["value"]), p.get("relation", ">=")
+    refuted = _algebraic(evaluation, law, value, relation)
+    if refuted is not None:
+        return refuted
     fitted, sigma, kappa, what, reason = _fit_rate(evaluation, law, p.get("quantity"),
                                                    p.get("variable"), float(p.get("tail", 0.5)))
     if reason:
@@ -373,9 +586,35 @@ def judge_rate(evaluation):
     stated = f"{value:.6g}" + (f" ± {float(p['tolerance']):.3g}" if relation == "==" else "")
     evidence = {"law": law, "fitted": fitted, "standard_error": sigma, "coverage": kappa,
                 "value": value, "relation": relation, "of": what}
-    return judge_part(request, margin, kappa * sigma,
-                      f"the {law} {name[law]} of {what} (fitted {fitted:.6g} ± κσ = "
-                      f"{kappa * sigma:.2g}) {relation} {stated}", evidence, strict=False)
+    result = decide(request, margin, kappa * sigma, f"the {law} {name[law]} of {what} (fitted "
+                    f"{fitted:.6g} ± κσ = {kappa * sigma:.2g}) {relation} {stated}",
+                    unit=name[law], evidence=evidence, strict=False)
+    if result.verdict.value == "violated":  # a fitted rate is a trend, not a certificate
+        return inconclusive(request, f"{result.reason} — a rate fitted on [t_start, T] is "
+                            "evidence, not a certificate (it may change later); integrate "
+                            "longer.", result.evidence, unit=name[law])
+    return result
+
+
+def _algebraic(evaluation, law: str, value: float, relation: str):
+    """A certified refutation of an exponential rate ``r >= value > 0`` (or ``== value``): the
+    end state is at a degenerate equilibrium (:func:`~verify.judge._certificates.
+    degenerate_equilibrium`), so the approach is algebraic and the exponential rate is 0."""
+    if law != "exponential" or relation == "<=" or not value > 0:
+        return None
+    from verify.judge._certificates import degenerate_equilibrium
+
+    certificate = evaluation.cache.get("degenerate")
+    if "degenerate" not in evaluation.cache:
+        certificate = evaluation.cache["degenerate"] = degenerate_equilibrium(
+            evaluation.instance, evaluation.trajectory)
+    if certificate is None:
+        return None
+    tolerance = float(evaluation.parameters.get("tolerance", 0)) if relation == "==" else 0.0
+    return decide(evaluation.request, tolerance - value, certificate["rate_error"],
+                  f"an exponential rate {relation} {value:.6g}: the end state is at a degenerate "
+                  "equilibrium, where the approach is algebraic (exponential rate 0)",
+                  unit="rate r", certificate=certificate)
 
 
 # --------------------------------------------------------------------------- events
@@ -384,10 +623,11 @@ def _validate_events(p: dict, source: str, where: str) -> None:
     groups = p.get("merge_order")
     ok = isinstance(groups, list) and groups and all(
         isinstance(g, list) and len(g) >= 2 and len(set(g)) == len(g) and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in g) for g in groups)
+            isinstance(i, int) and not isinstance(i, bool) and i >= 1 for i in g) for g in groups)
     if not ok:
         fail(source, f"{where}.merge_order", f"{groups!r} must be a list of groups of at least "
-             "two distinct token indices (0-based), in the claimed order, e.g. [[0, 1], [2, 3]].")
+             "two distinct token indices (from 1, as in the paper), in the claimed order, e.g. "
+             "[[1, 2], [3, 4]].")
     if len(groups) < 2 and "times" not in p:
         fail(source, f"{where}.merge_order", "one group states no order: give at least two "
              "groups, or the merge time with times = [...] and time_tolerance.")
@@ -465,7 +705,7 @@ def _merge(t, D, e, delta) -> dict:
 
 
 @register_conclusion(
-    "events", final_state=False,
+    "events", asymptotic=False,
     summary="Groups of tokens merge (diameter ≤ threshold) in a stated order, optionally at "
             "stated times.",
     needs="each group's diameter at every checkpoint with its error |run − reference run|; the "
@@ -475,8 +715,8 @@ def _merge(t, D, e, delta) -> dict:
           "uncertainties, plus the checkpoint spacing when no checkpoint separates the two "
           "merges) and tolerance − |T − stated time|. Checkpoints only.",
     keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ",
-          "merge_order": "groups of token indices (0-based) in the claimed order of merging, "
-                         "e.g. [[0, 1], [2, 3]]",
+          "merge_order": "groups of token indices (from 1) in the claimed order of merging, "
+                         "e.g. [[1, 2], [3, 4]]",
           "times": "the stated merge time of each group (optional)",
           "time_tolerance": "the allowed |merge time − stated time| (with times)",
           "variable": "the tokens: 'z' (default when available) or 'x'"},
@@ -489,9 +729,9 @@ def judge_events(evaluation):
     delta, groups = float(p["threshold"]), p["merge_order"]
     variable = p.get("variable") or default_variable(traj)
     n, t = request.instance.n, traj.t
-    if max(max(g) for g in groups) >= n:
-        return inconclusive(request, f"merge_order {groups} names a token ≥ n = {n} (indices "
-                            "are 0-based); this instance has too few tokens.")
+    if max(max(g) for g in groups) > n:
+        return inconclusive(request, f"merge_order {groups} names a token > n = {n} (indices "
+                            "start at 1); this instance has too few tokens.")
     if traj.reference_run is None:
         return inconclusive(request, "the run has no reference run (no error estimate).")
     try:
@@ -500,8 +740,9 @@ def judge_events(evaluation):
         return inconclusive(request, str(exc))
     merges = []
     for g in groups:
-        D = np.array([diameter(z[g]) for z in run])
-        e = quantity_error(D, np.array([diameter(z[g]) for z in ref]))
+        rows = [i - 1 for i in g]
+        D = np.array([diameter(z[rows]) for z in run])
+        e = quantity_error(D, np.array([diameter(z[rows]) for z in ref]))
         if not (np.all(np.isfinite(D)) and np.all(np.isfinite(e))):
             return inconclusive(request, f"the diameter of group {g} is not finite at some "
                                 "checkpoint; use variable 'z' or a shorter horizon.")
@@ -513,12 +754,12 @@ def judge_events(evaluation):
             separated = bool(np.any(a["surely"] & b["surely_not"]) or np.any(
                 b["surely"] & a["surely_not"]))
             error = a["u"] + b["u"] + (0.0 if separated else max(a["step"], b["step"]))
-            parts.append(judge_part(request, b["T"] - a["T"], error, what))
+            parts.append(decide(request, b["T"] - a["T"], error, what, unit="time"))
         elif b["merged"]:
             earliest = a["lo"] if a["lo"] is not None else float(t[-1])
             if earliest - b["T"] > b["u"]:
-                parts.append(judge_part(request, b["T"] - earliest, b["u"], what + " (group "
-                                        f"{ga} has not merged by t = {earliest:.4g})"))
+                parts.append(decide(request, b["T"] - earliest, b["u"], what + " (group "
+                                    f"{ga} has not merged by t = {earliest:.4g})", unit="time"))
             else:
                 parts.append(inconclusive(request, f"{what}: group {ga} does not surely merge "
                                           f"before t = {t[-1]:.4g}."))
@@ -528,8 +769,8 @@ def judge_events(evaluation):
     for g, m, stated in zip(groups, merges, p.get("times", []), strict=False):
         what = f"group {g} merges at t = {float(stated):.6g} ± {float(p['time_tolerance']):.3g}"
         if m["merged"]:
-            parts.append(judge_part(request, float(p["time_tolerance"]) - abs(
-                m["T"] - float(stated)), m["u"], what, strict=False))
+            parts.append(decide(request, float(p["time_tolerance"]) - abs(
+                m["T"] - float(stated)), m["u"], what, unit="time", strict=False))
         else:
             parts.append(inconclusive(request, f"{what}: it does not surely merge before "
                                       f"t = {t[-1]:.4g}."))
@@ -537,4 +778,4 @@ def judge_events(evaluation):
                 "threshold": delta, "variable": variable,
                 "merges": [{"group": g, "time": m["T"], "earliest": m["lo"], "latest": m["hi"]}
                            for g, m in zip(groups, merges, strict=True)]}
-    return combine_parts(request, parts, evidence)
+    return combine(request, parts, evidence)

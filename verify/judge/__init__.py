@@ -1,0 +1,51 @@
+r"""The judging engine: one decision type, one runner, one library of judges, one way to
+combine — for the paper's claims and the users' conjectures alike.
+
+A claim (a file in ``claims/`` or a user's conjecture) is its hypotheses, its conclusions in
+the vocabulary below, and — where a theorem predicts something exactly — a prediction
+(:mod:`verify.predict`). :func:`judge_request` judges one instance
+(:mod:`verify.judge._engine`: scope of each conclusion, the run, the rules for ``t → ∞``, the
+horizon policy, the combination).
+
+The vocabulary (:data:`verify.claim.CONCLUSIONS`; ``verify check --help`` lists it):
+
+* about ``t → ∞`` — *holds* from a resolved trend, re-checked at a longer horizon; *violated*
+  only with a certificate that the end will not change (:mod:`verify.judge._certificates`):
+  ``converges``, ``consensus``, ``limit``, ``approach``, ``tends`` (:mod:`._limits`),
+  ``clusters`` (an interval, :mod:`._clusters`), ``attention`` (:mod:`._attention`),
+  ``escapes`` (:mod:`._escape`), ``rate`` (:mod:`._flow`);
+* about finite times, at the checkpoints — a value beyond its error decides either way:
+  ``monotone``, ``inequality``, ``events`` (:mod:`._flow`), ``hull-shrinks``
+  (:mod:`._hull`), ``field-bounds`` and ``stability`` (:mod:`._wellposed`),
+  ``rescaling-identity`` and ``remainder-bound`` (exact arithmetic, :mod:`._exact`);
+* the escape hatch: ``predicate`` (a Python function of the trajectory, :mod:`._predicate`).
+
+Every decision is an :class:`~verify.claim.InstanceResult` built by
+:func:`~verify.judge._decision.decide`: a margin and its error in one named unit, and for a
+violation of a statement about ``t → ∞`` its certificate.
+"""
+
+from verify.judge import (  # noqa: F401  (registration of the vocabulary)
+    _attention,
+    _clusters,
+    _escape,
+    _exact,
+    _flow,
+    _hull,
+    _limits,
+    _predicate,
+    _wellposed,
+)
+from verify.judge._certificates import Certificate, certify_end, degenerate_equilibrium
+from verify.judge._decision import combine, decide, inconclusive, not_applicable
+from verify.judge._engine import DEFAULT_HORIZON_BUDGET, RECHECK_FACTOR, judge_request
+from verify.judge._evaluation import Evaluation, Value, quantity_error
+from verify.judge._expressions import check_expression, evaluate
+from verify.judge._trend import Trend, tends_to_zero
+
+__all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "Evaluation", "Value",
+           "quantity_error", "decide", "inconclusive", "not_applicable", "combine",
+           "Certificate", "certify_end", "degenerate_equilibrium", "Trend", "tends_to_zero",
+           "check_expression", "evaluate"]
+
+import verify.predict  # noqa: E402,F401  (registration of the predictions)

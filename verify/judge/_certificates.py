@@ -1,0 +1,466 @@
+r"""Certificates that the end of a run will not change: the only grounds for refuting a
+statement about ``t → ∞`` from a finite run.
+
+A trend on a window is evidence, never a violation: metastable states look like limits for
+exponentially long times (paper.md §4). :func:`certify_end` looks at the last checkpoint of a
+successful run and returns a :class:`Certificate` when one of these arguments applies, with the
+**certified limit** of every token and its error bound:
+
+``"invariant-point"``
+    (autonomous forms) the allowed coordinates — the tangent space of the spheres for post-LN,
+    intersected with the fixed subspace of the exact symmetries the run was kept on — reduce to
+    a point: the exact solution cannot move at all (e.g. an exactly antipodal pair on the
+    circle, kept on its invariant set).
+``"stable-equilibrium"``
+    (autonomous forms) Newton's method finds an equilibrium :math:`x^*` next to the end state
+    :math:`x_T`; its restricted linearisation has every eigenvalue with real part
+    :math:`\le -\gamma < -\varepsilon_\rho` except *neutral* ones (:math:`|\mathrm{Re}\,\lambda|
+    \le \varepsilon_\rho`), and each neutral direction is tangent to a family of equilibria
+    (Newton from :math:`x^* + h v` stays at distance :math:`\le h/100` of it: e.g. the
+    rotations of a cluster on the sphere) — a normally attracting set of equilibria; finally
+    the end state is in the ball where the linear contraction dominates the quadratic terms,
+    :math:`\delta = |x_T - x^*|_\infty \le \gamma / (4M)`, with :math:`M` the second
+    derivative of the field measured by central differences. The limit is then
+    :math:`x^*` within :math:`\kappa(\delta + r/\gamma)(1 + \|J\|/\gamma)` plus the state's
+    error estimate (:math:`\kappa` the condition of the eigenbasis, :math:`r` the Newton
+    residual).
+``"hardmax-leader-map"``
+    (rescaled form with :math:`V = \lambda I`, :math:`\lambda > 0`, any :math:`Q^\top K`, one
+    softmax head, full attention) at :math:`T` every row's argmax is certified by the score
+    error bars and is a *leader* (a token whose own row's argmax is itself), except tokens
+    pinned at a point by the exact symmetries. Under the hardmax flow the leaders stay, and a
+    follower :math:`i` of :math:`\ell` moves as :math:`z_i(s) = (1 - w) z_i + w z_\ell`,
+    :math:`w = 1 - e^{-\lambda s}`, the same :math:`w` for all followers; every score gap of row
+    :math:`i` is then :math:`(1-w)^2 A + w(1-w) B + w^2 C` with :math:`A, B, C` certified
+    gaps at :math:`T` (:math:`\ge 0`, :math:`A \ge g`), so the argmax never changes and the
+    gap stays :math:`\ge (1 - w) g`. The softmax differs from the hardmax by weights
+    :math:`\le (n-1) \exp(-e^{2\lambda t}(1-w) g)`, which move any token by at most
+    :math:`R = (n-1) D e^{-u}/u`, :math:`u = e^{2\lambda T} g` (:math:`D` the diameter); the
+    certificate requires :math:`4\|B\| |z|_\infty R \le g/2` so that this cannot close a
+    margin. Each token's limit is its leader's position at :math:`T` within the leader's
+    error estimate plus :math:`R`.
+
+Nothing else certifies: for a general ``V`` in the rescaled form (whose field depends on
+:math:`t`), for several heads, masks or an MLP, a violation of an asymptotic statement stays
+*inconclusive* (and the horizon is extended).
+
+Examples
+--------
+An exactly antipodal pair on the circle, kept on its invariant set, cannot move:
+
+>>> from verify.model import Instance, Model
+>>> from verify.simulate import simulate
+>>> m = Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere")
+>>> inst = Instance(m, [[1, 0], [-1, 0]])
+>>> cert, why = certify_end(inst, simulate(inst, 5, checkpoints=6))
+>>> cert.kind, cert.limit.tolist()
+('invariant-point', [[1.0, 0.0], [-1.0, 0.0]])
+
+Three tokens with :math:`V = Q = K = I` in the rescaled form: the two leaders and the follower's
+limit are certified.
+
+>>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], ["3/2", "1/2"]])
+>>> cert, why = certify_end(inst, simulate(inst, 8, checkpoints=9))
+>>> cert.kind, cert.data["leader_of"]
+('hardmax-leader-map', [0, 1, 0])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from verify.exact.inputs import as_float_array
+
+__all__ = ["Certificate", "certify_end", "degenerate_equilibrium", "pinned_subspaces",
+           "FAMILY_TOLERANCE"]
+
+#: A neutral direction ``v`` is tangent to a family of equilibria when Newton's method from
+#: ``x* + h v`` stops within ``FAMILY_TOLERANCE · h`` of that point.
+FAMILY_TOLERANCE = 1e-2
+#: Step (relative to the size of the state) for the family test and the second derivative.
+PROBE_STEP = 1e-4
+_EPS = float(np.finfo(float).eps)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Why the end of a run will not change, and the certified limit of the tokens.
+
+    Attributes
+    ----------
+    kind : str
+        ``"invariant-point"``, ``"stable-equilibrium"`` or ``"hardmax-leader-map"``.
+    statement : str
+        The argument, in one or two sentences, with its numbers.
+    variable : str
+        The tokens the limit is about (``"x"`` for autonomous runs, ``"z"`` for rescaled).
+    time : float
+        The checkpoint it was read at.
+    limit : ndarray, shape (n, d)
+        The certified limit of every token.
+    limit_error : ndarray, shape (n,)
+        Max-norm error bound of each token's limit.
+    data : dict
+        Small plain data (rates, leaders, ...).
+    """
+
+    kind: str
+    statement: str
+    variable: str
+    time: float
+    limit: np.ndarray
+    limit_error: np.ndarray
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain data for a result's ``certificate`` field."""
+        return {"kind": self.kind, "statement": self.statement, "variable": self.variable,
+                "time": self.time, "largest_limit_error": float(np.max(self.limit_error)),
+                **self.data}
+
+
+def certify_end(instance, trajectory) -> tuple[Certificate | None, str]:
+    """The certificate of the run's end state, or ``(None, why there is none)``.
+
+    See the module docstring for the three arguments and what each requires.
+    """
+    if trajectory.error is None or not trajectory.success:
+        return None, "the run has no error estimate."
+    model = instance.model
+    if model.form == "z":
+        return _leader_map(instance, trajectory)
+    return _equilibrium(instance, trajectory)
+
+
+# --------------------------------------------------------------------------- symmetry
+def pinned_subspaces(instance, trajectory) -> list[np.ndarray] | None:
+    """Per token, an orthonormal basis (``d × r_i``) of the coordinates it may take on the
+    fixed subspace of the exact symmetries the run was kept on (``None`` without symmetry).
+    ``r_i = 0``: the token is pinned at 0 forever.
+
+    Examples
+    --------
+    >>> from verify.model import Instance, Model
+    >>> from verify.simulate import simulate
+    >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 1], [-1, 1], [-1, -1], [1, -1], [0, 0]])
+    >>> [A.shape[1] for A in pinned_subspaces(inst, simulate(inst, 1, checkpoints=2))]
+    [1, 1, 1, 1, 0]
+    """
+    from verify.equilibria import enforced_group
+
+    group = enforced_group(instance, trajectory)
+    if group is None:
+        return None
+    n, d = instance.n, instance.d
+    columns: list[list[np.ndarray]] = [[] for _ in range(n)]
+    for members, zero in group.orbits():
+        if zero:
+            continue
+        vectors: dict[int, np.ndarray] = {}
+        for i, c, s in members:
+            vectors.setdefault(i, np.zeros(d))[c] = s
+        for i, v in vectors.items():
+            columns[i].append(v)
+    out = []
+    for cols in columns:
+        if not cols:
+            out.append(np.zeros((d, 0)))
+            continue
+        U, s, _ = np.linalg.svd(np.array(cols).T, full_matrices=False)
+        out.append(U[:, s > 0.5])
+    return out
+
+
+# --------------------------------------------------------------------------- rescaled form
+def _scalar_value_matrix(model) -> Fraction | None:
+    """``λ`` when ``V = λ I`` exactly with ``λ > 0``, else ``None``."""
+    V = model.V
+    d = V.shape[0]
+    lam = V[0, 0]
+    if lam <= 0 or any(V[a, b] != (lam if a == b else 0) for a in range(d) for b in range(d)):
+        return None
+    return Fraction(lam)
+
+
+def _leader_map(instance, traj) -> tuple[Certificate | None, str]:
+    model = instance.model
+    if len(model.heads) != 1 or model.attention != "softmax" or model.mlp is not None \
+            or not (isinstance(model.mask, str) and model.mask == "full"):
+        return None, ("a certified leader map is a certificate only for one softmax head with "
+                      "full attention and no MLP.")
+    lam = _scalar_value_matrix(model)
+    if lam is None:
+        return None, ("the rescaled field depends on t and V is not λI (λ > 0): no "
+                      "certificate that the end will not change is available for this V.")
+    k = len(traj.times) - 1
+    S = np.asarray(traj.scaled_scores[k], dtype=float)
+    radius = np.broadcast_to(np.asarray(traj.score_radius(k), dtype=float), S.shape)
+    if not (np.all(np.isfinite(S)) and np.all(np.isfinite(radius))):
+        return None, "the scores at the end have no finite error bound."
+    n = instance.n
+    z = np.asarray(traj.z[k], dtype=float)
+    error = np.asarray(traj.error[k], dtype=float)
+    # tokens within their errors of each other sit at one point (merged): never competitors
+    same = np.max(np.abs(z[:, None] - z[None]), axis=2) <= error[:, None] + error[None, :]
+    pinned = pinned_subspaces(instance, traj)
+    fixed = {i for i in range(n) if pinned is not None and pinned[i].shape[1] == 0}
+    argmax, gaps = {}, {}
+    for i in range(n):
+        if i in fixed:
+            continue
+        top = int(np.argmax(S[i]))
+        others = [j for j in range(n) if not same[top, j]]
+        if not others:
+            argmax[i], gaps[i] = top, math.inf
+            continue
+        gap = min(S[i, top] - S[i, j] - radius[i, top] - radius[i, j] for j in others)
+        if not gap > 0:
+            return None, (f"the argmax of row {i + 1} is not certified at t = "
+                          f"{float(traj.times[k]):.4g} (score margin within its error).")
+        argmax[i], gaps[i] = top, gap
+    leaders = {i for i, top in argmax.items() if same[top, i]}
+    for i, top in argmax.items():
+        if not any(same[top, m] for m in leaders | fixed):
+            return None, (f"token {i + 1} follows token {top + 1}, which is not a leader (it "
+                          "follows another token): the leader map is not settled yet.")
+    g = min(gaps.values(), default=math.inf)
+    diameter = float(np.max(np.linalg.norm(z[:, None] - z[None], axis=2)))
+    log_u = float(traj.log_scale[k]) + math.log(g) if math.isfinite(g) else math.inf
+    residual = 0.0 if log_u > 700 else (n - 1) * diameter * math.exp(-math.exp(log_u)) \
+        / math.exp(log_u)
+    B = as_float_array(model.B)
+    lever = 4 * float(np.linalg.norm(B, 2)) * float(np.max(np.abs(z))) * residual
+    if not lever <= g / 2:
+        return None, (f"the softmax is not yet close enough to its hardmax (residual motion "
+                      f"bound {residual:.3g}); the margins could still close.")
+    leader_of = [argmax.get(i, i) for i in range(n)]
+    limit = z[leader_of]
+    limit_error = error[leader_of] + residual
+    time = float(traj.times[k])
+    statement = (f"at t = {time:.4g} every row's argmax is certified (smallest scaled margin "
+                 f"{g:.3g}) and points at one of {len(leaders)} leader(s)"
+                 + (f" or is pinned by the exact symmetries ({len(fixed)} token(s))" if fixed
+                    else "") +
+                 f"; with V = {lam}·I the leader map persists for all t (gaps are convex "
+                 f"combinations of certified gaps) and the residual soft attention moves any "
+                 f"token by at most {residual:.3g}.")
+    return Certificate("hardmax-leader-map", statement, "z", time, limit, limit_error,
+                       {"leader_of": leader_of, "leaders": sorted(leaders),
+                        "pinned": sorted(fixed), "smallest_margin": g,
+                        "residual": residual}), ""
+
+
+# --------------------------------------------------------------------------- autonomous forms
+@dataclass
+class _Linearised:
+    """The end state, the equilibrium next to it and its restricted linearisation."""
+
+    x_T: np.ndarray
+    x_star: np.ndarray
+    residual: float
+    basis: np.ndarray
+    text: str
+    J: np.ndarray
+    rho: float
+    rate_error: float
+    key: np.ndarray
+    neutral: np.ndarray
+    vectors: np.ndarray
+    degenerate: list
+
+
+def _linearise(instance, traj) -> tuple[_Linearised | None, str]:
+    from verify.equilibria import (
+        coordinate_basis,
+        enforced_group,
+        find_equilibrium,
+        linearisation,
+        retract,
+    )
+
+    x_T = np.asarray(traj.state[-1], dtype=float)
+    if not np.all(np.isfinite(x_T)):
+        return None, "the last state is not finite."
+    group = enforced_group(instance, traj)
+    x_star, residual, ok = find_equilibrium(instance, x_T, group=group)
+    if not ok:
+        return None, (f"the end state is not next to an equilibrium (Newton's residual "
+                      f"{residual:.2g}): it is still moving.")
+    B, text = coordinate_basis(instance, x_star, group)
+    if B.shape[1] == 0:
+        empty = np.zeros((0, 0))
+        return _Linearised(x_T, x_star, residual, B, text, empty, math.nan, 0.0, np.zeros(0),
+                           np.zeros(0, dtype=bool), empty, []), ""
+    model = instance.model
+    h_layer = float(model.h) if model.form == "discrete" else None
+    J, _, rho, err, eig, text = linearisation(instance, x_star, group, h_layer)
+    _, vectors = np.linalg.eig(J)
+    with np.errstate(divide="ignore"):
+        key = np.log(np.abs(eig)) / h_layer if h_layer else eig.real
+    neutral = np.abs(key) <= err
+    h = PROBE_STEP * max(1.0, float(np.max(np.abs(x_star))))
+    degenerate = []
+    for index in np.flatnonzero(neutral):
+        v = vectors[:, index]
+        for part in (v.real, v.imag):
+            if np.linalg.norm(part) == 0:
+                continue
+            start = retract(instance, x_star + h * (B @ (part / np.linalg.norm(part)))
+                            .reshape(x_star.shape), group)
+            landed, _, converged = find_equilibrium(instance, start, group=group)
+            if not converged or np.max(np.abs(landed - start)) > FAMILY_TOLERANCE * h:
+                degenerate.append(part / np.linalg.norm(part))
+    return _Linearised(x_T, x_star, residual, B, text, J, rho, err, key, neutral, vectors,
+                       degenerate), ""
+
+
+def _equilibrium(instance, traj) -> tuple[Certificate | None, str]:
+    from verify.equilibria import autonomous_field
+
+    lin, why = _linearise(instance, traj)
+    if lin is None:
+        return None, why
+    time = float(traj.times[-1])
+    state_error = float(np.max(traj.error[-1]))
+    delta = float(np.max(np.abs(lin.x_T - lin.x_star)))
+    n = instance.n
+    if lin.basis.shape[1] == 0:
+        statement = (f"on the allowed set ({lin.text}) the configuration at t = {time:.4g} is "
+                     "a single point: the exact solution cannot move.")
+        return Certificate("invariant-point", statement, "x", time, lin.x_star,
+                           np.full(n, delta + state_error), {"restricted_to": lin.text}), ""
+    if lin.rho > lin.rate_error:
+        return None, (f"the nearby equilibrium is unstable (rate {lin.rho:.3g} > its error "
+                      f"{lin.rate_error:.2g}): metastable, not a limit.")
+    if lin.degenerate:
+        return None, (f"the equilibrium at t = {time:.4g} is degenerate: a direction with a "
+                      "zero eigenvalue is not a family of equilibria, so the approach may be "
+                      "algebraic and the limit is not certified.")
+    stable = lin.key[~lin.neutral]
+    gamma = float(-np.max(stable)) if stable.size else math.inf
+    if stable.size:
+        f = autonomous_field(instance)
+        B, x_star = lin.basis, lin.x_star
+        h = PROBE_STEP * max(1.0, float(np.max(np.abs(x_star))))
+        rng = np.random.default_rng(0)
+        directions = [B[:, c] for c in range(B.shape[1])][:8] + \
+            [B @ rng.normal(size=B.shape[1]) for _ in range(4)]
+        f0, second = f(x_star), 0.0
+        for u in directions:
+            u = (u / np.linalg.norm(u)).reshape(x_star.shape)
+            curvature = (f(x_star + h * u) + f(x_star - h * u) - 2 * f0) / (h * h)
+            second = max(second, float(np.max(np.abs(B.T @ curvature.ravel()))))
+        if not delta * second <= gamma / 4:
+            return None, (f"the end state is {delta:.3g} from the equilibrium, outside the "
+                          f"ball where its linearisation (rate {gamma:.3g}) dominates the "
+                          f"curvature {second:.3g}: not yet trapped.")
+    cond = float(np.linalg.cond(lin.vectors))
+    if not cond < 1e12:
+        return None, "the linearisation at the equilibrium is defective (no eigenbasis)."
+    drift = 1.0 + (float(np.max(np.abs(lin.J))) / gamma if lin.neutral.any() and stable.size
+                   else 0.0)
+    newton = lin.residual / gamma if math.isfinite(gamma) else 0.0
+    bound = cond * (delta + newton) * drift + state_error
+    statement = (f"at t = {time:.4g} the state is {delta:.3g} from an equilibrium whose "
+                 f"linearisation on {lin.text} decays at rate ≥ {gamma:.4g} (error "
+                 f"{lin.rate_error:.2g})"
+                 + (f", its {int(lin.neutral.sum())} neutral direction(s) being a family of "
+                    "equilibria" if lin.neutral.any() else "")
+                 + "; the state is inside the ball where the linearisation dominates, so it "
+                 f"converges to a point within {bound:.3g} of it.")
+    return Certificate("stable-equilibrium", statement, "x", time, lin.x_star,
+                       np.full(n, bound), {"rate": gamma, "rate_error": lin.rate_error,
+                                           "neutral": int(lin.neutral.sum()), "distance": delta,
+                                           "restricted_to": lin.text}), ""
+
+
+def degenerate_equilibrium(instance, traj) -> dict | None:
+    r"""A certificate that the approach to the end state is **algebraic**, as a plain dict, or
+    ``None``.
+
+    Two routes must agree. (1) The end state is next to an equilibrium :math:`x^*` (autonomous
+    forms only; no unstable direction) whose restricted linearisation has *slow* directions —
+    eigenvalues with :math:`|\mathrm{Re}\,\lambda|` at most the error :math:`\varepsilon_\rho`,
+    or at most :math:`1/T` and a thousandth of the fastest rate (Newton's method converges only
+    slowly towards a degenerate equilibrium, so the linearisation is taken near it) — that are
+    not a family of equilibria, and the state has a component along them beyond its error
+    estimate. (2) The local exponential rate of :math:`|x(t) - x^*|` fitted on the two halves of
+    the last third of the run *decreases* beyond the error bars (for :math:`t^{-p}` the local
+    rate is :math:`p/t`). The approach along those directions is then governed by the nonlinear
+    terms (a centre manifold): no exponential rate :math:`r > 0` describes it.
+
+    Examples
+    --------
+    :math:`V = -I`: the tokens collapse to 0 like :math:`t^{-1/2}`.
+
+    >>> from verify.model import Instance, Model
+    >>> from verify.simulate import simulate
+    >>> inst = Instance(Model(V=[[-1, 0], [0, -1]], form="x"), [[1, 0], [0, 1], [-1, "1/2"]])
+    >>> degenerate_equilibrium(inst, simulate(inst, 40, checkpoints=41))["kind"]
+    'degenerate-equilibrium'
+    """
+    from verify.equilibria import coordinate_basis, enforced_group, find_equilibrium, retract
+    from verify.limits import fit_exponential_convergence
+
+    if instance.model.form == "z" or traj.error is None:
+        return None
+    lin, _ = _linearise(instance, traj)
+    if lin is None or lin.basis.shape[1] == 0 or lin.rho > lin.rate_error:
+        return None
+    time = float(traj.times[-1])
+    fastest = float(np.max(np.abs(lin.key)))
+    slow = (np.abs(lin.key) <= lin.rate_error) | (
+        (np.abs(lin.key) <= 1.0 / time) & (np.abs(lin.key) <= 1e-3 * fastest))
+    if not slow.any():
+        return None
+    group = enforced_group(instance, traj)
+    B = coordinate_basis(instance, lin.x_star, group)[0]
+    h = PROBE_STEP * max(1.0, float(np.max(np.abs(lin.x_star))))
+    directions = []
+    for v in lin.vectors[:, slow].T:
+        for part in (v.real, v.imag):
+            if np.linalg.norm(part) == 0:
+                continue
+            part = part / np.linalg.norm(part)
+            start = retract(instance, lin.x_star + h * (B @ part).reshape(lin.x_star.shape),
+                            group)
+            landed, _, converged = find_equilibrium(instance, start, group=group)
+            if not converged or np.max(np.abs(landed - start)) > FAMILY_TOLERANCE * h:
+                directions.append(B @ part)
+    if not directions:
+        return None
+    offset = (lin.x_T - lin.x_star).ravel()
+    component = float(np.max(np.abs(np.array(directions) @ offset)))
+    state_error = float(np.max(traj.error[-1]))
+    if not component > math.sqrt(instance.n * instance.d) * state_error:
+        return None
+    t = traj.t
+    distance = np.max(np.abs(np.asarray(traj.state, dtype=float) - lin.x_star), axis=(1, 2))
+    errors = np.max(traj.error, axis=1)
+    thirds = np.flatnonzero(t >= 2 * time / 3)
+    if len(thirds) < 8:
+        return None
+    half = len(thirds) // 2
+    rates = []
+    for window in (thirds[:half + 1], thirds[half:]):
+        fit = fit_exponential_convergence(t[window], distance[window], errors[window], tail=1.0)
+        if not (math.isfinite(fit.rate) and math.isfinite(fit.rate_error)):
+            return None
+        rates.append((fit.rate, fit.coverage * fit.rate_error))
+    (r1, e1), (r2, e2) = rates
+    if not r1 - r2 > e1 + e2:
+        return None
+    return {"kind": "degenerate-equilibrium", "time": time, "rate_error": float(e2),
+            "local_rates": [float(r1), float(r2)],
+            "statement": (f"at t = {time:.4g} the state is {float(np.max(np.abs(offset))):.3g} "
+                          f"from an equilibrium whose linearisation on {lin.text} has "
+                          f"{len(directions)} slow direction(s) that are not a family of "
+                          f"equilibria, with a component {component:.3g} of the state along "
+                          f"them (beyond its error {state_error:.2g}); the local decay rate of "
+                          f"|x(t) − x*| falls from {r1:.3g} to {r2:.3g} (beyond the error bars "
+                          f"{e1:.2g}, {e2:.2g}) across the last third of the run: the approach "
+                          "is algebraic, not exponential.")}

@@ -1,0 +1,248 @@
+r"""The judging engine: one instance of a claim (paper claim or conjecture) → one decision.
+
+:func:`judge_request` runs, for every claim alike:
+
+1. **Scope of each conclusion.** A conclusion with ``when = [...]`` applies only where those
+   hypotheses hold; elsewhere it is *not applicable* (an instance where nothing applies is out
+   of scope).
+2. **The run.** The instance is simulated with its error estimate. When some conclusion is
+   about ``t → ∞`` the run goes to ``3/2`` of the horizon ``T``, so that every asymptotic
+   conclusion is judged **twice**: on the run stopped at ``T`` and on the whole run. A first
+   float64 run that fails is repeated once in arbitrary precision.
+3. **The rules for ``t → ∞``.** An asymptotic conclusion *holds* only if it holds at both
+   horizons (a hold is re-checked at a longer horizon exactly as a violation is); it is
+   *violated* only with a certificate that the end will not change
+   (:mod:`verify.judge._certificates`) — a violation without one is turned into
+   *inconclusive* here, whatever the judge said, so that no trend on a window ever refutes; a
+   certified violation at ``T`` must persist at ``3/2 T``.
+4. **The horizon policy.** While some asymptotic conclusion is inconclusive, the horizon is
+   extended and everything is judged again: doubled, or — when the end state sits near an
+   equilibrium with an unstable direction of rate :math:`r`, at distance :math:`\delta` on a
+   configuration of size :math:`s` — moved to :math:`T + \ln(s/\delta)/r`, the time to leave
+   it, if that is later; up to the budget ``parameters.max_horizon`` (default
+   :data:`DEFAULT_HORIZON_BUDGET` × the horizon, counting the ``3/2`` re-check; extensions run
+   in the family's precision, without the arbitrary-precision fallback). When the budget ends
+   first the instance is *inconclusive*, saying how far it got and why.
+5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
+   if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
+   tried (``horizons``) with its verdict and, for autonomous runs, the end state.
+
+Examples
+--------
+>>> from verify.claim import CheckRequest, parse_claim
+>>> claim = parse_claim({"id": "toy", "label": "Remark 0", "kind": "remark", "expected":
+...     "holds", "statement": "Consensus.", "conclusion": {"type": "consensus", "variable": "x"},
+...     "families": [{"name": "pair", "kind": "explicit", "V": [[1, 0], [0, 1]],
+...     "x0": [[1, 0], ["3/5", "4/5"]], "model": {"form": "x", "normalisation": "sphere"},
+...     "horizon": 20}]}, "<doc>")
+>>> family = claim.families[0]
+>>> request = CheckRequest(claim, family, family.instance(0), None, family.horizon, 21,
+...                        "float64")
+>>> result = judge_request(request)
+>>> result.verdict.value, [h["horizon"] for h in result.evidence["horizons"]]
+('holds', ['20'])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from fractions import Fraction
+
+from verify.claim import InstanceResult, InstanceVerdict, check_hypotheses
+from verify.judge._decision import combine, inconclusive, not_applicable
+from verify.judge._evaluation import Evaluation
+
+__all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpoint_grid"]
+
+#: Without ``parameters.max_horizon``, runs are extended up to this many times the horizon
+#: (the first run already goes to 3/2 of it; one doubling then reaches 3 times it).
+DEFAULT_HORIZON_BUDGET = 4
+#: An asymptotic conclusion is judged at ``T`` and re-checked at ``RECHECK_FACTOR · T``.
+RECHECK_FACTOR = Fraction(3, 2)
+
+
+def checkpoint_grid(horizon: Fraction, count: int, run_to: Fraction) -> list[Fraction]:
+    """``count`` equally spaced checkpoints on ``[0, horizon]``, continued with the same
+    spacing up to ``run_to`` (which ends the list).
+
+    >>> [str(t) for t in checkpoint_grid(Fraction(2), 3, Fraction(3))]
+    ['0', '1', '2', '3']
+    """
+    step = horizon / (count - 1)
+    times = [step * k for k in range(count)]
+    while times[-1] + step < run_to:
+        times.append(times[-1] + step)
+    if times[-1] < run_to:
+        times.append(run_to)
+    return times
+
+
+def _count(request) -> int:
+    from verify.simulate import checkpoint_times
+
+    given = request.checkpoints
+    if isinstance(given, int):
+        return given
+    if given is not None:
+        return len(given)
+    return len(checkpoint_times(request.horizon, None))
+
+
+def _simulate(request, horizon: Fraction, run_to: Fraction, fallback: bool):
+    """``(trajectory, None)`` or ``(None, inconclusive result)``. With ``fallback``, a float64
+    run that fails (float64 no longer resolves the scores, typically) is repeated once in
+    arbitrary precision (``"auto"``)."""
+    from verify.simulate import simulate
+
+    times = checkpoint_grid(horizon, _count(request), run_to)
+    h = request.instance.model.h
+    if h is not None:  # discrete layers: whole numbers of layers only
+        times = sorted({round(t / h) * h for t in times})
+    traj = simulate(request.instance, run_to, checkpoints=times, precision=request.precision)
+    if not traj.success and fallback and request.precision == "float64":
+        traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
+    if not traj.success:
+        return None, inconclusive(request, f"the integration to t = {float(run_to):.4g} failed "
+                                  f"({traj.status}: {traj.message}).")
+    if traj.error is None:
+        return None, inconclusive(request, "the trajectory has no error estimate (the "
+                                  "reference run failed: "
+                                  f"{(traj.reference or {}).get('message', '')}), so no margin "
+                                  "can be judged.", {"reference": traj.reference})
+    return traj, None
+
+
+def _judge(request, traj, spec, cache: dict) -> InstanceResult:
+    """One conclusion on one run (``cache`` shared by the conclusions judged on that run:
+    predictions, certificates, fits); an error of the user's data becomes inconclusive."""
+    from verify.errors import InvalidArgument
+    from verify.predict import Unavailable
+
+    try:
+        return spec.kind.judge(Evaluation(request, traj, spec, cache))
+    except Unavailable as exc:
+        return inconclusive(request, f"{spec.where} ({spec.type}): the prediction is not "
+                            f"available at t = {float(traj.times[-1]):.4g}: {exc}")
+    except InvalidArgument as exc:
+        return inconclusive(request, f"{spec.where} ({spec.type}) could not be evaluated: {exc}")
+
+
+def _sound(request, decision: InstanceResult) -> InstanceResult:
+    """The rule for ``t → ∞``: a violation without a certificate is inconclusive."""
+    if decision.verdict is InstanceVerdict.VIOLATED and decision.certificate is None:
+        return inconclusive(request, f"{decision.reason} — but this is read off a finite run "
+                            "without a certificate that its end will not change, so it is "
+                            "evidence, not a violation; integrate longer.", decision.evidence,
+                            unit=decision.unit)
+    return decision
+
+
+def _twice(request, at_T: InstanceResult, at_R: InstanceResult, T: Fraction,
+           R: Fraction) -> InstanceResult:
+    """An asymptotic conclusion judged at ``T`` and re-checked at ``R``."""
+    at_T, at_R = _sound(request, at_T), _sound(request, at_R)
+    hold = InstanceVerdict.HOLDS
+    if at_R.verdict is InstanceVerdict.VIOLATED:
+        return at_R
+    if at_T.verdict is InstanceVerdict.VIOLATED:
+        return inconclusive(request, f"certified violated at t = {float(T):.4g} ({at_T.reason})"
+                            f" but not at t = {float(R):.4g} ({at_R.reason}): the certificate "
+                            "did not hold up.", at_R.evidence)
+    if at_T.verdict is hold and at_R.verdict is hold:
+        return replace(at_R, reason=f"{at_R.reason} (holds at t = {float(T):.4g} and at the "
+                       f"re-check t = {float(R):.4g})")
+    if at_R.verdict is hold:
+        return inconclusive(request, f"holds at t = {float(R):.4g} but not yet at "
+                            f"t = {float(T):.4g} ({at_T.reason}); the hold must survive a "
+                            "longer horizon.", at_R.evidence, unit=at_R.unit)
+    if at_T.verdict is hold:
+        return inconclusive(request, f"held at t = {float(T):.4g} but not at the re-check "
+                            f"t = {float(R):.4g}: {at_R.reason}", at_R.evidence, unit=at_R.unit)
+    return at_R
+
+
+def _end_state(request, traj):
+    """The classification of an autonomous run's end (for the record and to aim the next
+    horizon), or ``None``."""
+    if request.instance.model.form == "z":
+        return None
+    from verify.equilibria import classify_end_state
+
+    try:
+        return classify_end_state(request.instance, traj)
+    except Exception:  # noqa: BLE001 - only aims the horizon; never decides
+        return None
+
+
+def _next_horizon(horizon: Fraction, end) -> Fraction:
+    """Doubled, or aimed past the escape from a saddle (module docstring)."""
+    doubled = 2 * horizon
+    if end is None or end.kind != "metastable" or not end.unstable_rate > 0:
+        return doubled
+    scale = max(float(abs(end.equilibrium).max()), 1e-300) if end.equilibrium is not None \
+        else 1.0
+    distance = max(end.distance, 1e-300) if math.isfinite(end.distance) else scale
+    escape = math.log(max(scale / distance, math.e)) / end.unstable_rate
+    aimed = float(horizon) + escape
+    unit = 10 ** max(0, math.floor(math.log10(aimed)) - 1)  # two significant digits, up
+    return max(doubled, Fraction(math.ceil(aimed / unit) * unit))
+
+
+def judge_request(request) -> InstanceResult:
+    """Judge the claim's conclusions on ``request.instance`` (see the module docstring)."""
+    specs = request.claim.conclusions
+    instance = request.instance
+    parts_na, applying = [], []
+    for spec in specs:
+        scope = check_hypotheses(spec.when, instance) if spec.when else None
+        if scope is None or scope.holds is True:
+            applying.append(spec)
+        elif scope.holds is False:
+            parts_na.append(not_applicable(request, f"{spec.where} ({spec.type}) does not apply:"
+                                           f" {'; '.join(scope.explanations)}"))
+        else:
+            parts_na.append(inconclusive(request, f"whether {spec.where} applies is undecided: "
+                                         f"{'; '.join(scope.explanations)}"))
+    if not applying:
+        return combine(request, parts_na)
+    asymptotic = any(spec.asymptotic for spec in applying)
+    horizon = Fraction(request.horizon)
+    budget = Fraction(request.parameters.get("max_horizon",
+                                             DEFAULT_HORIZON_BUDGET * horizon))
+    if asymptotic and horizon * RECHECK_FACTOR > budget:
+        horizon = max(budget / RECHECK_FACTOR, horizon / RECHECK_FACTOR)
+    attempts: list[dict] = []
+    while True:
+        run_to = horizon * RECHECK_FACTOR if asymptotic else horizon
+        traj, failure = _simulate(request, horizon, run_to, fallback=not attempts)
+        if failure is not None:
+            return replace(failure, evidence={**failure.evidence, "horizons": attempts})
+        prefix = traj.until(horizon) if asymptotic else traj
+        at_T, at_R = {}, {}
+        parts = list(parts_na)
+        for spec in applying:
+            if spec.asymptotic:
+                parts.append(_twice(request, _judge(request, prefix, spec, at_T),
+                                    _judge(request, traj, spec, at_R), horizon, run_to))
+            else:
+                parts.append(_judge(request, traj, spec, at_R))
+        end = _end_state(request, traj) if asymptotic else None
+        attempts.append({"horizon": str(horizon), "re_check": str(run_to) if asymptotic
+                         else None, "verdict": combine(request, parts).verdict.value,
+                         **({"end_state": end.kind, "end_state_reason": end.reason}
+                            if end is not None else {})})
+        overall = combine(request, parts, {"horizons": attempts,
+                                           "error_estimate": traj.error_estimate,
+                                           "symmetry": None if traj.symmetry is None
+                                           else traj.symmetry["description"]})
+        pending = [p for p, spec in zip(parts[len(parts_na):], applying, strict=True)
+                   if spec.asymptotic and p.verdict is InstanceVerdict.INCONCLUSIVE]
+        if not pending or overall.verdict is InstanceVerdict.VIOLATED:
+            return overall
+        nxt = _next_horizon(horizon, end)
+        if horizon * RECHECK_FACTOR >= budget:
+            return replace(overall, reason=f"{overall.reason} [the horizon budget "
+                           f"max_horizon = {float(budget):.4g} ends here, after "
+                           f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}]")
+        horizon = min(nxt, budget / RECHECK_FACTOR)

@@ -279,7 +279,6 @@ def _linearise(instance, traj) -> tuple[_Linearised | None, str]:
         enforced_group,
         find_equilibrium,
         linearisation,
-        retract,
     )
 
     x_T = np.asarray(traj.state[-1], dtype=float)
@@ -302,20 +301,44 @@ def _linearise(instance, traj) -> tuple[_Linearised | None, str]:
     with np.errstate(divide="ignore"):
         key = np.log(np.abs(eig)) / h_layer if h_layer else eig.real
     neutral = np.abs(key) <= err
-    h = PROBE_STEP * max(1.0, float(np.max(np.abs(x_star))))
     degenerate = []
     for index in np.flatnonzero(neutral):
         v = vectors[:, index]
         for part in (v.real, v.imag):
-            if np.linalg.norm(part) == 0:
-                continue
-            start = retract(instance, x_star + h * (B @ (part / np.linalg.norm(part)))
-                            .reshape(x_star.shape), group)
-            landed, _, converged = find_equilibrium(instance, start, group=group)
-            if not converged or np.max(np.abs(landed - start)) > FAMILY_TOLERANCE * h:
+            if np.linalg.norm(part) and not _is_family(instance, x_star, B, part, group):
                 degenerate.append(part / np.linalg.norm(part))
     return _Linearised(x_T, x_star, residual, B, text, J, rho, err, key, neutral, vectors,
                        degenerate), ""
+
+
+def _is_family(instance, x_star, B, direction, group) -> bool:
+    """Whether the equilibria continue along ``direction`` (``B``-coordinates): at the steps
+    ``s = PROBE_STEP·scale·(1, 100)`` along it, Gauss-Newton over the transverse allowed
+    coordinates must bring ``|Bᵀ f|`` down to Newton's tolerance. Along a family it does; along
+    a centre manifold (``f ~ c s³`` in the direction itself, which no transverse move cancels)
+    the residual stays and grows with ``s``."""
+    from verify.equilibria import NEWTON_TOL, autonomous_field, retract
+
+    f = autonomous_field(instance)
+    v = direction / np.linalg.norm(direction)
+    Q, _ = np.linalg.qr(np.column_stack([v, np.eye(len(v))]))
+    across = B @ Q[:, 1:len(v)]
+    scale = max(1.0, float(np.max(np.abs(x_star))))
+    h = PROBE_STEP * scale
+    for s in (h, 100 * h):
+        x = retract(instance, x_star + s * (B @ v).reshape(x_star.shape), group)
+        for _ in range(30):
+            g = B.T @ f(x).ravel()
+            if across.shape[1] == 0:
+                break
+            cols = [(B.T @ (f(x + h * c.reshape(x.shape)) - f(x - h * c.reshape(x.shape)))
+                     .ravel()) / (2 * h) for c in across.T]
+            u = np.linalg.lstsq(np.array(cols).T, -g, rcond=1e-12)[0]
+            x = retract(instance, x + (across @ u).reshape(x.shape), group)
+        residual = float(np.max(np.abs(B.T @ f(x).ravel())))
+        if residual > NEWTON_TOL * (1.0 + scale * float(np.max(np.abs(f(x))) / max(s, h))):
+            return False
+    return True
 
 
 def _equilibrium(instance, traj) -> tuple[Certificate | None, str]:
@@ -385,8 +408,9 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     Two routes must agree. (1) The end state is next to an equilibrium :math:`x^*` (autonomous
     forms only; no unstable direction) whose restricted linearisation has *slow* directions —
     eigenvalues with :math:`|\mathrm{Re}\,\lambda|` at most the error :math:`\varepsilon_\rho`,
-    or at most :math:`1/T` and a thousandth of the fastest rate (Newton's method converges only
-    slowly towards a degenerate equilibrium, so the linearisation is taken near it) — that are
+    or at most :math:`1/T` and a thousandth of the dynamics' own rates (of the Jacobian and of
+    ``V``; Newton's method converges only slowly towards a degenerate equilibrium, so the
+    linearisation is taken near it) — that are
     not a family of equilibria, and the state has a component along them beyond its error
     estimate. (2) The local exponential rate of :math:`|x(t) - x^*|` fitted on the two halves of
     the last third of the run *decreases* beyond the error bars (for :math:`t^{-p}` the local
@@ -403,7 +427,7 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     >>> degenerate_equilibrium(inst, simulate(inst, 40, checkpoints=41))["kind"]
     'degenerate-equilibrium'
     """
-    from verify.equilibria import coordinate_basis, enforced_group, find_equilibrium, retract
+    from verify.equilibria import coordinate_basis, enforced_group
     from verify.limits import fit_exponential_convergence
 
     if instance.model.form == "z" or traj.error is None:
@@ -412,25 +436,20 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     if lin is None or lin.basis.shape[1] == 0 or lin.rho > lin.rate_error:
         return None
     time = float(traj.times[-1])
-    fastest = float(np.max(np.abs(lin.key)))
+    scale = max(float(np.max(np.abs(lin.key))),  # the dynamics' own rates: J's and V's
+                max(float(np.max(np.abs(np.linalg.eigvals(as_float_array(head.V)))))
+                    for head in instance.model.heads))
     slow = (np.abs(lin.key) <= lin.rate_error) | (
-        (np.abs(lin.key) <= 1.0 / time) & (np.abs(lin.key) <= 1e-3 * fastest))
+        (np.abs(lin.key) <= 1.0 / time) & (np.abs(lin.key) <= 1e-3 * scale))
     if not slow.any():
         return None
     group = enforced_group(instance, traj)
     B = coordinate_basis(instance, lin.x_star, group)[0]
-    h = PROBE_STEP * max(1.0, float(np.max(np.abs(lin.x_star))))
     directions = []
     for v in lin.vectors[:, slow].T:
         for part in (v.real, v.imag):
-            if np.linalg.norm(part) == 0:
-                continue
-            part = part / np.linalg.norm(part)
-            start = retract(instance, lin.x_star + h * (B @ part).reshape(lin.x_star.shape),
-                            group)
-            landed, _, converged = find_equilibrium(instance, start, group=group)
-            if not converged or np.max(np.abs(landed - start)) > FAMILY_TOLERANCE * h:
-                directions.append(B @ part)
+            if np.linalg.norm(part) and not _is_family(instance, lin.x_star, B, part, group):
+                directions.append(B @ (part / np.linalg.norm(part)))
     if not directions:
         return None
     offset = (lin.x_T - lin.x_star).ravel()

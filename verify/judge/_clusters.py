@@ -174,6 +174,11 @@ def _validate_clusters(p, source, where):
           "at_most": "the number of clusters is at most this (an integer or a formula)"})
 def judge_clusters(ev) -> InstanceResult:
     """The number of clusters of limits (``equal`` or ``at_most``), as an interval."""
+    from verify.judge._limits import _no_reference
+
+    missing = _no_reference(ev)
+    if missing:
+        return missing
     exact = "equal" in ev.parameters
     try:
         k = _target(ev, "equal" if exact else "at_most")

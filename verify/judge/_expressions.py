@@ -115,9 +115,9 @@ def _float(matrix) -> np.ndarray:
 
 
 def default_variable(trajectory) -> str:
-    """The tokens a conclusion reads by default: ``"z"`` when the run has rescaled tokens,
-    else ``"x"``."""
-    return "z" if trajectory.z is not None else "x"
+    """The tokens a conclusion reads by default: the variable the run integrates — ``"z"`` in
+    the rescaled form, ``"x"`` otherwise."""
+    return "z" if trajectory.form == "z" else "x"
 
 
 class _Names(dict):

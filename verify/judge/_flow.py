@@ -363,7 +363,7 @@ def _validate_monotone(p: dict, source: str, where: str) -> None:
     keys={"quantity": "a named quantity (diameter, spread, max-norm, hull-volume, "
                       "attention-gap) or a scalar formula over t, z, x, P, x0, V, ...",
           "direction": "nonincreasing, nondecreasing, increasing or decreasing",
-          "variable": "the tokens of a named quantity: 'z' (default when available) or 'x'"},
+          "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the run integrates)"},
     required=("quantity", "direction"), validate=_validate_monotone)
 def judge_monotone(evaluation):
     """Judge ``monotone``: the worst step against the direction beyond its error decides
@@ -425,7 +425,7 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
                       "formula over t, z, x, P, x0, V, ...",
           "relation": "'<=', '<', '>=' or '>'",
           "value": "formula: the bound (over x0, V, n, d, ... or t, z, x, P)",
-          "variable": "the tokens of a named quantity: 'z' (default when available) or 'x'",
+          "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the run integrates)",
           "from_time": "check only the checkpoints with t >= this (default 0)"},
     required=("quantity", "relation", "value"), validate=_validate_inequality)
 def judge_inequality(evaluation):
@@ -557,7 +557,7 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
           "quantity": "what converges (default: exponential — the tokens, by their successive "
                       "differences; power-law — the tokens' size, which must tend to 0; "
                       "doubly-exponential — attention-gap)",
-          "variable": "the tokens used: 'z' (default when available) or 'x'",
+          "variable": "the tokens used: 'z' or 'x' (default: the variable the run integrates)",
           "tail": "fraction of the last checkpoints used in the fit (default 1/2)"},
     required=("law", "value"), validate=_validate_rate)
 def judge_rate(evaluation):
@@ -719,7 +719,7 @@ def _merge(t, D, e, delta) -> dict:
                          "e.g. [[1, 2], [3, 4]]",
           "times": "the stated merge time of each group (optional)",
           "time_tolerance": "the allowed |merge time − stated time| (with times)",
-          "variable": "the tokens: 'z' (default when available) or 'x'"},
+          "variable": "the tokens: 'z' or 'x' (default: the variable the run integrates)"},
     required=("threshold", "merge_order"), validate=_validate_events)
 def judge_events(evaluation):
     """Judge ``events``: one part per consecutive pair of groups (and per stated time); a group

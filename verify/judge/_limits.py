@@ -68,8 +68,8 @@ __all__ = ["judge_converges", "judge_consensus", "judge_limit", "judge_approach"
 
 _EPS = float(np.finfo(float).eps)
 COMMON_KEYS = {
-    "variable": "'z' (rescaled tokens, the default when the run has them), 'x', or "
-                "'direction' (x/|x|)",
+    "variable": "'z' (rescaled tokens), 'x' (tokens) or 'direction' (x/|x|); default: the "
+                "variable the run integrates",
     "tail_fraction": "fraction of the checkpoints (the last ones) the trend rests on "
                      "(default 1/2)",
     "functional": "formula or prediction of a k×d matrix W: the conclusion is about W z_i "

@@ -23,12 +23,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from verify.claim import CheckRequest
-from verify.conclusions import CONCLUSIONS, parse_conclusions
-from verify.conclusions._base import ConclusionSpec, Evaluation
-from verify.conclusions._flow import quantity_series
-from verify.conclusions._predicate import load_function
+from verify.claim import CONCLUSIONS, CheckRequest, ConclusionSpec, parse_conclusions
 from verify.errors import InvalidArgument
+from verify.judge import Evaluation
+from verify.judge._flow import quantity_series
+from verify.judge._predicate import load_function
 from verify.model import Instance, Model
 from verify.simulate import simulate
 
@@ -89,8 +88,8 @@ def test_monotone_collapse_diameter(collapse):
                    variable="x")
     assert wrong.verdict.value == "violated" and -wrong.margin > wrong.error
     # the rescaled tokens z = e^{t} x spread out (time reversal of the V = I hull contraction)
-    assert _judge(collapse, "monotone", quantity="diameter",
-                  direction="increasing").verdict.value == "holds"
+    assert _judge(collapse, "monotone", quantity="diameter", direction="increasing",
+                  variable="z").verdict.value == "holds"
 
 
 def test_monotone_constant_quantity_is_inconclusive(uniform):
@@ -112,11 +111,13 @@ def test_rate_exponential_closed_form(uniform):
                    tolerance=F(1, 100))
     assert right.verdict.value == "holds"
     assert abs(right.evidence["fitted"] - 1) < right.error + 1e-6
-    assert _judge(uniform, "rate", law="exponential", value=F(3, 2), relation="==",
-                  tolerance=F(1, 100)).verdict.value == "violated"
+    # a fitted rate that contradicts the claim is a trend: evidence, not a violation
+    wrong = _judge(uniform, "rate", law="exponential", value=F(3, 2), relation="==",
+                   tolerance=F(1, 100))
+    assert wrong.verdict.value == "inconclusive" and "evidence, not a certificate" in wrong.reason
     assert _judge(uniform, "rate", law="exponential", value=F(9, 10)).verdict.value == "holds"
     assert _judge(uniform, "rate", law="exponential", value=F(9, 10),
-                  relation="<=").verdict.value == "violated"
+                  relation="<=").verdict.value == "inconclusive"
     assert _judge(uniform, "rate", law="exponential", value=1, relation="==", tolerance=F(1, 100),
                   quantity="diameter").verdict.value == "holds"
 
@@ -128,10 +129,12 @@ def test_rate_power_law_collapse():
     assert right.verdict.value == "holds"
     for wrong in (F(2, 5), F(3, 5)):
         assert _judge(run, "rate", law="power-law", value=wrong, relation="==",
-                      tolerance=F(1, 50), variable="x").verdict.value == "violated"
-    # an algebraic approach has no exponential rate: undecided, with the fit's reason
+                      tolerance=F(1, 50), variable="x").verdict.value == "inconclusive"
+    # an algebraic approach has no exponential rate: the end state is a degenerate equilibrium
+    # and the local rate keeps falling, a certificate that refutes any exponential rate > 0
     expo = _judge(run, "rate", law="exponential", value=F(1, 10), variable="x")
-    assert expo.verdict.value == "inconclusive" and "power" in expo.reason
+    assert expo.verdict.value == "violated"
+    assert expo.certificate["kind"] == "degenerate-equilibrium"
 
 
 def test_rate_doubly_exponential_attention_gap():
@@ -139,34 +142,34 @@ def test_rate_doubly_exponential_attention_gap():
     assert _judge(run, "rate", law="doubly-exponential", value=2, relation="==",
                   tolerance=F(1, 20)).verdict.value == "holds"
     assert _judge(run, "rate", law="doubly-exponential", value=1, relation="==",
-                  tolerance=F(1, 20)).verdict.value == "violated"
+                  tolerance=F(1, 20)).verdict.value == "inconclusive"
 
 
 # --------------------------------------------------------------------------- events
 def test_events_order_and_times_closed_form(uniform):
     delta = 0.1   # pairs (0,1), (1,2), (0,2) at distances 1, 2, 3: T = log(10), log(20), log(30)
     exact = [math.log(10), math.log(20), math.log(30)]
-    result = _judge(uniform, "events", threshold=F(1, 10), merge_order=[[0, 1], [1, 2], [0, 2]],
+    result = _judge(uniform, "events", threshold=F(1, 10), merge_order=[[1, 2], [2, 3], [1, 3]],
                     times=exact, time_tolerance=F(1, 1000))
     assert result.verdict.value == "holds"
     merges = result.evidence["merges"]
     for m, T in zip(merges, exact, strict=True):
         assert abs(m["time"] - T) < 1e-3 and m["earliest"] <= m["time"] <= m["latest"]
     assert _judge(uniform, "events", threshold=delta,
-                  merge_order=[[1, 2], [0, 1]]).verdict.value == "violated"
-    late = _judge(uniform, "events", threshold=delta, merge_order=[[0, 1], [1, 2]],
+                  merge_order=[[2, 3], [1, 2]]).verdict.value == "violated"
+    late = _judge(uniform, "events", threshold=delta, merge_order=[[1, 2], [2, 3]],
                   times=[exact[0] + 0.01, exact[1]], time_tolerance=F(1, 1000))
     assert late.verdict.value == "violated" and "2.31" in late.reason
 
 
 def test_events_group_that_never_merges(uniform):
     # δ = 5e-4: (0,1) merges at log(2000) ≈ 7.6 < 8, (1,2) at log(4000) ≈ 8.3 > horizon 8
-    pending = _judge(uniform, "events", threshold=F(1, 2000), merge_order=[[0, 1], [1, 2]])
+    pending = _judge(uniform, "events", threshold=F(1, 2000), merge_order=[[1, 2], [2, 3]])
     assert pending.verdict.value == "inconclusive" and "does not surely merge" in pending.reason
     # claimed first but provably later than a group that did merge: violated
-    reversed_ = _judge(uniform, "events", threshold=F(1, 2000), merge_order=[[1, 2], [0, 1]])
+    reversed_ = _judge(uniform, "events", threshold=F(1, 2000), merge_order=[[2, 3], [1, 2]])
     assert reversed_.verdict.value == "violated"
-    bad = _judge(uniform, "events", threshold=F(1, 10), merge_order=[[0, 5], [1, 2]])
+    bad = _judge(uniform, "events", threshold=F(1, 10), merge_order=[[1, 6], [2, 3]])
     assert bad.verdict.value == "inconclusive" and "n = 3" in bad.reason
 
 
@@ -248,14 +251,14 @@ def test_load_function_module_form(tmp_path, monkeypatch):
     ({"type": "rate", "law": "exp", "value": 1}, "law", "power-law"),
     ({"type": "rate", "law": "exponential", "value": "fast"}, "value", "finite number"),
     ({"type": "rate", "law": "exponential", "value": 1, "tail": 2}, "tail", "(0, 1]"),
-    ({"type": "events", "threshold": 0, "merge_order": [[0, 1], [1, 2]]}, "threshold", "> 0"),
-    ({"type": "events", "threshold": 1, "merge_order": [[0], [1, 2]]}, "merge_order",
+    ({"type": "events", "threshold": 0, "merge_order": [[1, 2], [2, 3]]}, "threshold", "> 0"),
+    ({"type": "events", "threshold": 1, "merge_order": [[1], [2, 3]]}, "merge_order",
      "at least two distinct"),
-    ({"type": "events", "threshold": 1, "merge_order": [[0, 1]]}, "merge_order",
+    ({"type": "events", "threshold": 1, "merge_order": [[1, 2]]}, "merge_order",
      "no order"),
-    ({"type": "events", "threshold": 1, "merge_order": [[0, 1], [1, 2]], "times": [1, 2]},
+    ({"type": "events", "threshold": 1, "merge_order": [[1, 2], [2, 3]], "times": [1, 2]},
      "time_tolerance", "go together"),
-    ({"type": "events", "threshold": 1, "merge_order": [[0, 1], [1, 2]], "times": [1],
+    ({"type": "events", "threshold": 1, "merge_order": [[1, 2], [2, 3]], "times": [1],
       "time_tolerance": 1}, "times", "one time"),
     ({"type": "predicate", "function": "nocolon"}, "function", "package.module:name"),
     ({"type": "predicate", "function": "a.py:1x"}, "function", "package.module:name"),
@@ -273,9 +276,9 @@ def test_valid_tables_parse():
         {"type": "monotone", "quantity": "max(norm(z))", "direction": "nonincreasing"},
         {"type": "rate", "law": "power-law", "value": F(1, 2), "relation": "==",
          "tolerance": F(1, 20), "quantity": "max-norm", "variable": "x"},
-        {"type": "events", "threshold": F(1, 10), "merge_order": [[0, 1]], "times": [2],
+        {"type": "events", "threshold": F(1, 10), "merge_order": [[1, 2]], "times": [2],
          "time_tolerance": F(1, 10)},
         {"type": "predicate", "function": "pkg.mod:name", "final_state": True},
     ], "f.toml")
     assert [s.type for s in specs] == ["monotone", "rate", "events", "predicate"]
-    assert not CONCLUSIONS["predicate"].final_state and CONCLUSIONS["rate"].final_state
+    assert not CONCLUSIONS["predicate"].asymptotic and CONCLUSIONS["rate"].asymptotic

@@ -1,4 +1,4 @@
-"""The limit conclusions (verify.conclusions._limits), each against an independent route.
+"""The limit conclusions (verify.judge._limits), each against an independent route.
 
 * uniform attention (Q = K = 0), V = I: z_i(t) = m0 + e^{-t}(x_i(0) − m0) in closed form, so
   z → mean(x0) at rate 1 and every distance below has a closed form;
@@ -16,10 +16,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from verify.claim import CheckRequest
-from verify.conclusions import CONCLUSIONS, Evaluation, parse_conclusions
-from verify.conclusions._limits import distance_series, hull_distance, tends_to_zero
+from verify.claim import CONCLUSIONS, CheckRequest, parse_conclusions
 from verify.errors import InvalidArgument
+from verify.judge import Evaluation, tends_to_zero
+from verify.judge._distances import hull_point_distance as hull_distance
+from verify.judge._limits import _distance_series as distance_series
 from verify.model import Instance, Model
 from verify.simulate import simulate
 
@@ -73,7 +74,7 @@ def test_uniform_distance_series_matches_closed_form(uniform):
     request, traj = uniform
     spec = parse_conclusions([{"type": "consensus"}], "t.toml")[0]
     ev = Evaluation(request, traj, spec)
-    from verify.conclusions._limits import _diameter
+    from verify.judge._limits import _diameter
     D, err = distance_series(ev, _diameter)
     diam = max(np.linalg.norm(a - b) for a in X0 for b in X0)
     exact = np.exp(-traj.t) * diam
@@ -89,31 +90,36 @@ def test_uniform_consensus_and_limit(uniform):
     assert _verdict(uniform, {"type": "converges"}) == "holds"
     assert _verdict(uniform, {"type": "converges", "to": "array([mean(x0, axis=0)])"}) == "holds"
     assert _verdict(uniform, {"type": "clusters", "equal": 1}) == "holds"
-    assert _verdict(uniform, {"type": "clusters", "equal": 2}) == "violated"
+    # every score ties (Q = K = 0): no certified hardmax, so no certificate of the end; a wrong
+    # count is then inconclusive, never violated from the trend
+    r = _judge(uniform, {"type": "clusters", "equal": 2})
+    assert r.verdict.value == "inconclusive" and "no certificate" in r.reason
 
 
-def test_uniform_wrong_limit_is_violated_by_the_right_amount(uniform):
+def test_uniform_wrong_limit_is_evidence_against_not_a_violation(uniform):
     r = _judge(uniform, {"type": "limit", "equals": "x0"})
-    assert r.verdict.value == "violated"
+    assert r.verdict.value == "inconclusive" and r.certificate is None
+    assert "not a certificate" in r.reason and "no certificate" in r.reason
     expected = max(np.linalg.norm(x - M0) for x in X0)        # D → max_i |x_i − m0|
-    assert abs(-r.margin - expected) <= r.error + 1e-12
+    assert abs(float(r.evidence["limit"]) - expected) <= float(r.evidence["limit_error"]) \
+        + 1e-5 * expected                                    # evidence has 6 digits
 
 
 def test_uniform_approach(uniform):
     assert _verdict(uniform, {"type": "approach",
                               "subspace": "array([mean(x0, axis=0)])"}) == "holds"
-    r = _judge(uniform, {"type": "approach", "subspace": "array([[1.0, 0.0]])"})
-    assert r.verdict.value == "violated" and abs(-r.margin - M0[1]) <= r.error + 1e-12
     assert _verdict(uniform, {"type": "approach", "hyperplanes": "eye(2)",
                               "offsets": "mean(x0, axis=0)"}) == "holds"
-    r = _judge(uniform, {"type": "approach", "hyperplanes": "array([[0.0, 1.0]])"})
-    assert r.verdict.value == "violated" and abs(-r.margin - M0[1]) <= r.error + 1e-12
     square = "mean(x0, axis=0) + 0.1 * array([[-1, -1], [1, -1], [1, 1], [-1, 1]])"
     assert _verdict(uniform, {"type": "approach", "polytope": square}) == "holds"
-    r = _judge(uniform, {"type": "approach", "polytope": "x0 + 10"})
-    # m0 lies outside conv(x0 + 10): its distance is the nearest of the segments [p, q]
-    assert r.verdict.value == "violated"
-    assert abs(-r.margin - _segments_distance(M0, X0 + 10)) <= r.error + 1e-12
+    for table, gap in (({"type": "approach", "subspace": "array([[1.0, 0.0]])"}, M0[1]),
+                       ({"type": "approach", "hyperplanes": "array([[0.0, 1.0]])"}, M0[1]),
+                       ({"type": "approach", "polytope": "x0 + 10"},
+                        _segments_distance(M0, X0 + 10))):
+        r = _judge(uniform, table)            # the trend levels off at the distance: evidence
+        assert r.verdict.value == "inconclusive", table
+        assert abs(float(r.evidence["limit"]) - gap) <= float(r.evidence["limit_error"]) \
+            + 1e-5 * gap
 
 
 def _segments_distance(z, points):
@@ -137,8 +143,11 @@ def test_pair_limit_matches_an_independent_integrator(pair):
     c = float(sol.y[0, -1])
     assert _verdict(pair, {"type": "limit", "equals": f"sign(x0) * {c!r}"}) == "holds"
     assert _verdict(pair, {"type": "converges", "to": f"array([[{c!r}], [{-c!r}]])"}) == "holds"
+    # both tokens are certified leaders (V = 1 scalar): the end is certified, so a limit off by
+    # a relative 1e-6 is a violation, by that amount
     r = _judge(pair, {"type": "limit", "equals": f"sign(x0) * {c * (1 + 1e-6)!r}"})
     assert r.verdict.value == "violated" and abs(-r.margin - c * 1e-6) <= r.error + 1e-10
+    assert r.certificate["kind"] == "hardmax-leader-map"
     # the leaders keep moving a little: the limit is not the initial datum
     assert _verdict(pair, {"type": "limit", "equals": "x0"}) == "violated"
 
@@ -149,19 +158,23 @@ def test_two_clusters(two_clusters):
     assert _verdict(two_clusters, {"type": "clusters", "equal": 2}) == "holds"
     assert _verdict(two_clusters, {"type": "clusters", "at_most": 3}) == "holds"
     r = _judge(two_clusters, {"type": "clusters", "equal": 1})
-    assert r.verdict.value == "violated" and -r.margin > 3.5          # the clusters ≈ ±1.97
+    assert r.verdict.value == "violated" and r.unit == "clusters"
+    assert r.certificate["kind"] == "hardmax-leader-map"              # leaders: tokens 1, 4
+    assert r.evidence["clusters_certified"] == [2, 2]
     assert _verdict(two_clusters, {"type": "clusters", "at_most": 1}) == "violated"
     assert _verdict(two_clusters, {"type": "clusters", "equal": 3}) == "violated"
 
 
 def test_boolean_attention_with_leaders(two_clusters):
     r = _judge(two_clusters, {"type": "attention", "boolean": True, "rank_at_most": 2,
-                              "leaders": [0, 3]})
+                              "leaders": [1, 4]})
     assert r.verdict.value == "holds" and len(r.evidence["parts"]) == 3
     assert _verdict(two_clusters, {"type": "attention",
-                                   "leaders": "array([argmin(x0), argmax(x0)])"}) == "holds"
-    assert _verdict(two_clusters, {"type": "attention", "leaders": [0]}) == "violated"
+                                   "leaders": "array([argmin(x0), argmax(x0)]) + 1"}) == "holds"
+    assert _verdict(two_clusters, {"type": "attention", "leaders": [1]}) == "violated"
     assert _verdict(two_clusters, {"type": "attention", "rank_at_most": 1}) == "violated"
+    assert _verdict(two_clusters, {"type": "attention",
+                                   "targets_within": {"predict": "extreme-tokens"}}) == "holds"
 
 
 # --------------------------------------------------------------------------- V = −I
@@ -171,16 +184,20 @@ def test_negative_identity_collapse_is_algebraic():
     r = _judge(case, {"type": "consensus", "variable": "x"})
     assert r.verdict.value == "holds" and r.evidence["kind"] == "power-law"
     assert 0.4 < r.margin < 0.6                                   # D ~ t^{-1/2}
-    # z = e^{t} x moves apart: not a consensus in z
-    assert _verdict(case, {"type": "consensus", "variable": "z"}) == "violated"
+    # z = e^{t} x moves apart: evidence against a consensus in z, but the end state is a
+    # degenerate equilibrium (no certificate), so nothing is refuted
+    assert _verdict(case, {"type": "consensus", "variable": "z"}) == "inconclusive"
 
 
 def test_nothing_moves():
-    """V = 0: the tokens stay put. The diameter stays at its initial value (violated by that
-    value); convergence has no trend to be decided from."""
-    case = _run(Instance(Model(V=[[0, 0], [0, 0]]), [[1, 0], [0, 1], [0, 0]]), 10, 21)
+    """V = 0: the tokens stay put. In the token form the field vanishes: every configuration
+    is an equilibrium, the end is certified, and the diameter is violated by its value;
+    convergence has no trend to be decided from."""
+    case = _run(Instance(Model(V=[[0, 0], [0, 0]], form="x"), [[1, 0], [0, 1], [0, 0]]), 10,
+                21)
     r = _judge(case, {"type": "consensus"})
     assert r.verdict.value == "violated" and abs(-r.margin - math.sqrt(2)) <= r.error + 1e-15
+    assert r.certificate["kind"] == "stable-equilibrium"
     assert _verdict(case, {"type": "converges"}) == "inconclusive"
     assert _verdict(case, {"type": "clusters", "equal": 3}) == "holds"
 
@@ -198,8 +215,10 @@ def test_tends_to_zero_kinds():
     t = np.linspace(1, 40, 40)
     small = np.full(40, 1e-13)
     assert tends_to_zero(t, 3 * np.exp(-0.5 * t), small).status == "holds"
-    assert tends_to_zero(t, 0.1 + np.exp(-0.5 * t), small).status == "violated"
-    assert tends_to_zero(t, np.exp(0.1 * t), small).status == "violated"        # diverging
+    # a trend against the claim is evidence, never a violation
+    for against in (0.1 + np.exp(-0.5 * t), np.exp(0.1 * t)):        # levels off; diverges
+        trend = tends_to_zero(t, against, small)
+        assert trend.status == "undecided" and trend.against
     assert tends_to_zero(t, 2 + np.sin(t), small).status == "undecided"         # stalled
     # power + offset: the extrapolated law is a model, not a bound (a pre-asymptotic approach
     # to 0 looks the same), so it is never a violation
@@ -222,7 +241,7 @@ def test_hull_distance_matches_the_square():
 def test_registered_with_documentation():
     for name in LIMIT_TYPES:
         c = CONCLUSIONS[name]
-        assert c.final_state and c.summary and c.needs and all(c.keys.values())
+        assert c.asymptotic and c.summary and c.needs and all(c.keys.values())
 
 
 @pytest.mark.parametrize("table, message", [
@@ -232,11 +251,11 @@ def test_registered_with_documentation():
     ({"type": "clusters", "equal": 0}, "integer ≥ 1"),
     ({"type": "limit", "equals": "nrom(x0)"}, "Did you mean 'norm'?"),
     ({"type": "limit"}, "missing"),
-    ({"type": "consensus", "variable": "y"}, "'z' (rescaled tokens) or 'x'"),
+    ({"type": "consensus", "variable": "y"}, "'z' (rescaled tokens), 'x' (tokens)"),
     ({"type": "consensus", "tail_fraction": 2}, "(0, 1]"),
     ({"type": "attention"}, "at least one of"),
     ({"type": "attention", "boolean": False}, "must be true"),
-    ({"type": "attention", "leaders": [0, -1]}, "token indices"),
+    ({"type": "attention", "leaders": [0, 1]}, "token indices"),
     ({"type": "approach", "subspace": "eye(2)", "polytope": "x0"}, "exactly one of"),
     ({"type": "approach", "subspace": "eye(2)", "offsets": "ones(2)"}, "only goes with"),
     ({"type": "approach", "hyperplanes": "eye(2) +"}, "not a valid expression"),

@@ -40,6 +40,10 @@ successful run and returns a :class:`Certificate` when one of these arguments ap
     margin. Each token's limit is its leader's position at :math:`T` within the leader's
     error estimate plus :math:`R`.
 
+Two more certificates refute specific statements: :func:`degenerate_equilibrium` (the approach
+is algebraic: no exponential rate) and :func:`linear_flow` (a token on the linear flow
+:math:`e^{tV}x(0)` that rotates or grows: no convergence).
+
 Nothing else certifies: for a general ``V`` in the rescaled form (whose field depends on
 :math:`t`), for several heads, masks or an MLP, a violation of an asymptotic statement stays
 *inconclusive* (and the horizon is extended).
@@ -75,8 +79,8 @@ import numpy as np
 
 from verify.exact.inputs import as_float_array
 
-__all__ = ["Certificate", "certify_end", "degenerate_equilibrium", "pinned_subspaces",
-           "FAMILY_TOLERANCE"]
+__all__ = ["Certificate", "certify_end", "degenerate_equilibrium", "linear_flow",
+           "pinned_subspaces", "FAMILY_TOLERANCE"]
 
 #: A neutral direction ``v`` is tangent to a family of equilibria when Newton's method from
 #: ``x* + h v`` stops within ``FAMILY_TOLERANCE · h`` of that point.
@@ -483,3 +487,50 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
                           f"|x(t) − x*| falls from {r1:.3g} to {r2:.3g} (beyond the error bars "
                           f"{e1:.2g}, {e2:.2g}) across the last third of the run: the approach "
                           "is algebraic, not exponential.")}
+
+
+def linear_flow(instance, traj) -> dict | None:
+    r"""A certificate that the tokens do **not** converge, as a plain dict, or ``None``.
+
+    When every token sits at the same point (``n = 1``, or identical tokens; one head, no
+    normalisation, no MLP, the token form), the attention is uniform over copies of one point
+    and the flow is linear: :math:`x(t) = e^{tV} x(0)` exactly. It converges iff :math:`x(0)`
+    has no component along the eigen-directions of ``V`` with :math:`\mathrm{Re}\,\lambda > 0`,
+    or with :math:`\mathrm{Re}\,\lambda = 0` and :math:`\mathrm{Im}\,\lambda \ne 0` (a rotation:
+    the token keeps turning at constant speed). The spectral split is decided in float64 with the
+    eigenvalues separated from the boundary by more than :math:`10^{-9}\|V\|`.
+
+    Examples
+    --------
+    >>> from verify.model import Instance, Model
+    >>> from verify.simulate import simulate
+    >>> inst = Instance(Model(V=[[0, -1], [1, 0]], form="x"), [[1, 0]])
+    >>> linear_flow(inst, simulate(inst, 6, checkpoints=7))["kind"]
+    'linear-flow'
+    """
+    model = instance.model
+    if model.form != "x" or len(model.heads) != 1 or model.normalisation != "none" \
+            or model.mlp is not None:
+        return None
+    x0 = np.asarray(instance.x0_float(), dtype=float)
+    if np.any(instance.x0 != instance.x0[0]):
+        return None
+    V = as_float_array(model.V)
+    lam, right = np.linalg.eig(V)
+    if np.linalg.cond(right) > 1e10:
+        return None
+    tol = 1e-9 * max(1.0, float(np.linalg.norm(V, 2)))
+    coefficients = np.linalg.solve(right, x0[0].astype(complex))
+    bad = [k for k in range(len(lam)) if abs(coefficients[k]) * np.linalg.norm(right[:, k])
+           > tol and (lam[k].real > tol or (abs(lam[k].real) <= tol and abs(lam[k].imag) > tol))]
+    if not bad:
+        return None
+    k = bad[0]
+    size = float(abs(coefficients[k]) * np.linalg.norm(right[:, k]))
+    what = "rotates" if abs(lam[k].real) <= tol else "grows"
+    return {"kind": "linear-flow", "time": float(traj.times[-1]), "component": size,
+            "eigenvalue": [float(lam[k].real), float(lam[k].imag)], "tolerance": tol,
+            "statement": (f"all tokens sit at one point, so the attention is uniform over its "
+                          f"copies and x(t) = e^(tV) x(0) exactly; x(0) has a component "
+                          f"{size:.3g} along the eigenvalue {lam[k]:.4g} of V, so the token "
+                          f"{what} forever and does not converge.")}

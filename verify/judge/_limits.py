@@ -316,6 +316,13 @@ def judge_converges(ev) -> InstanceResult:
     evidence = {"kinds": kinds, "largest_limit_error": sig6(max(f.limit_error for f in fits))}
     bad = [i for i, f in enumerate(fits) if not (f.stabilised and math.isfinite(f.limit_error))]
     if bad:
+        from verify.judge._certificates import linear_flow
+
+        certificate = linear_flow(ev.instance, ev.trajectory)
+        if certificate is not None:
+            return decide(ev.request, -certificate["component"], certificate["tolerance"],
+                          "every token converges (the linear flow keeps it moving)",
+                          unit="component of x(0)", evidence=evidence, certificate=certificate)
         return inconclusive(ev.request, f"{len(bad)} of {len(fits)} token limits have not "
                             f"stabilised (e.g. token {bad[0] + 1}: {fits[bad[0]].kind}: "
                             f"{fits[bad[0]].reason}); integrate longer.", evidence)

@@ -1,0 +1,181 @@
+"""The judging engine's rules for statements about t -> infinity (issue: "asymptotic verdicts
+that a finite run can actually support").
+
+* metastable configurations with known truth (the reduced two-token angle ODE on the circle,
+  integrated here by SciPy as an independent route): never refuted; supported when the horizon
+  budget reaches the merge; inconclusive, saying it sits near an unstable equilibrium, when not;
+* known-false asymptotic statements of each kind are refuted, with their certificate named;
+* the engine itself: a violation without a certificate is inconclusive, a hold must survive the
+  re-check at 3/2 of the horizon.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from verify.claim import CheckRequest, parse_claim, register_conclusion
+from verify.judge import decide, judge_request
+
+CIRCLE = {"form": "x", "normalisation": "sphere"}
+
+
+def _claim(conclusions, family, hypotheses=(), parameters=None):
+    data = {"id": "t", "label": "Test", "kind": "conjecture", "expected": "open",
+            "statement": "test", "hypotheses": list(hypotheses),
+            "conclusion": conclusions, "families": [family]}
+    if parameters:
+        data["parameters"] = parameters
+    return parse_claim(data, "<test>")
+
+
+def _judge(conclusions, family, **kw):
+    claim = _claim(conclusions, family, **kw)
+    fam = claim.families[0]
+    request = CheckRequest(claim, fam, fam.instance(0), None, fam.horizon, fam.checkpoints,
+                           fam.precision, dict(claim.parameters))
+    return judge_request(request)
+
+
+def _pair(beta, angle, horizon, **kw):
+    """Two tokens on the circle at angles 0 and pi - angle (an exact rational point)."""
+    u = Fraction(math.tan((math.pi - angle) / 2)).limit_denominator(10**9)
+    point = [str((1 - u * u) / (1 + u * u)), str(2 * u / (1 + u * u))]
+    family = {"name": "pair", "kind": "explicit", "V": [[1, 0], [0, 1]],
+              "x0": [[1, 0], point], "model": dict(CIRCLE, beta=beta), "horizon": horizon,
+              "checkpoints": 41}
+    return _judge({"type": "consensus"}, family, **kw), point
+
+
+def _merge_time(beta, phi0, threshold=1e-6):
+    """The reduced angle ODE dphi/dt = -2 e^{b cos phi} sin phi / (e^b + e^{b cos phi})."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t, phi):
+        c = math.cos(phi[0])
+        return [-2 * math.exp(beta * c) * math.sin(phi[0]) / (math.exp(beta) +
+                                                             math.exp(beta * c))]
+
+    event = lambda t, phi: phi[0] - threshold  # noqa: E731
+    event.terminal = True
+    sol = solve_ivp(rhs, (0, 1e5), [phi0], method="DOP853", rtol=1e-11, atol=1e-14,
+                    events=event)
+    return float(sol.t_events[0][0])
+
+
+@pytest.fixture(scope="module")
+def two_token_case():
+    """beta = 3 from pi - 1e-3: the unstable rate 2e^{-b}/(e^b + e^{-b}) ≈ 0.00495 makes the
+    pair sit near the antipodal saddle until t ≈ 1400."""
+    phi0 = math.pi - 1e-3
+    return phi0, _merge_time(3, phi0)
+
+
+def test_two_token_metastable_pair_is_never_refuted(two_token_case):
+    phi0, merge = two_token_case
+    assert 1000 < merge < 2000
+    # default budget: 4 x 100 = 400 < merge: inconclusive, and it says why
+    result, _ = _pair(3, math.pi - phi0, 100)
+    assert result.verdict.value == "inconclusive"
+    assert "unstable" in result.reason and "max_horizon" in result.reason
+    assert result.evidence["horizons"][0]["end_state"] == "metastable"
+
+
+def test_two_token_metastable_pair_is_supported_when_the_budget_reaches_the_merge(
+        two_token_case):
+    phi0, merge = two_token_case
+    result, _ = _pair(3, math.pi - phi0, 100, parameters={"max_horizon": 4000})
+    assert result.verdict.value == "holds"
+    horizons = [Fraction(h["horizon"]) for h in result.evidence["horizons"]]
+    # the extension is aimed past the escape from the saddle (ln(1/eps)/r), not doubled blindly
+    assert len(horizons) == 2 and horizons[1] > merge
+
+
+def test_three_tokens_escaping_slowly_are_never_refuted():
+    """The issue's case: post-LN circle, beta = 3, (1, 0), (391/409, 120/409) and the point at
+    angle pi - 1e-3; the truth (D below 1e-11 from t = 400) is reached only with a budget."""
+    family = {"name": "three", "kind": "explicit", "V": [[1, 0], [0, 1]],
+              "x0": [[1, 0], ["391/409", "120/409"], ["-3999999/4000001", "4000/4000001"]],
+              "model": dict(CIRCLE, beta=3), "horizon": 60}
+    short = _judge({"type": "consensus"}, family)
+    assert short.verdict.value == "inconclusive" and "not a certificate" in short.reason
+    long = _judge({"type": "consensus"}, family, parameters={"max_horizon": 600})
+    assert long.verdict.value == "holds"
+
+
+# --------------------------------------------------------------------------- certified refutations
+def _leaders_case():
+    return {"name": "three", "kind": "explicit", "V": [[1, 0], [0, 1]],
+            "x0": [[2, 0], [0, 2], ["3/2", "1/2"]], "horizon": 8, "checkpoints": 17}
+
+
+@pytest.mark.parametrize("conclusion, kind", [
+    ({"type": "limit", "equals": "x0"}, "hardmax-leader-map"),            # wrong limit
+    ({"type": "clusters", "equal": 3}, "hardmax-leader-map"),             # wrong cluster count
+    ({"type": "consensus"}, "hardmax-leader-map"),
+])
+def test_known_false_limits_are_refuted_with_the_leader_map(conclusion, kind):
+    result = _judge(conclusion, _leaders_case())
+    assert result.verdict.value == "violated" and result.certificate["kind"] == kind
+
+
+def test_exponential_rate_claimed_for_an_algebraic_collapse_is_refuted():
+    family = {"name": "collapse", "kind": "explicit", "V": [[-1, 0], [0, -1]],
+              "x0": [[1, 0], [0, 1], [-1, "1/2"]], "model": {"form": "x"}, "horizon": 80,
+              "checkpoints": 41}
+    result = _judge({"type": "rate", "law": "exponential", "value": "1/10", "variable": "x"},
+                    family)
+    assert result.verdict.value == "violated"
+    assert result.certificate["kind"] == "degenerate-equilibrium"
+
+
+def test_convergence_claimed_for_a_rotating_token_is_refuted():
+    family = {"name": "spin", "kind": "explicit", "V": [[0, -1], [1, 0]], "x0": [[1, 0]],
+              "model": {"form": "x"}, "horizon": 10}
+    result = _judge({"type": "converges"}, family)
+    assert result.verdict.value == "violated" and result.certificate["kind"] == "linear-flow"
+
+
+def test_consensus_of_an_exactly_antipodal_pair_is_refuted_by_its_invariant_set():
+    family = {"name": "antipodal", "kind": "explicit", "V": [[1, 0], [0, 1]],
+              "x0": [[1, 0], [-1, 0]], "model": CIRCLE, "horizon": 10}
+    result = _judge({"type": "consensus"}, family)
+    assert result.verdict.value == "violated" and result.certificate["kind"] == "invariant-point"
+
+
+# --------------------------------------------------------------------------- the engine's rules
+@register_conclusion("test-violated-without-certificate", summary="test", needs="test",
+                     asymptotic=True)
+def _always_violated(ev):
+    return decide(ev.request, -1.0, 0.0, "a trend read as a violation", unit="test")
+
+
+@register_conclusion("test-holds-only-early", summary="test", needs="test", asymptotic=True)
+def _holds_early(ev):
+    early = ev.trajectory.times[-1] <= ev.request.horizon
+    return decide(ev.request, 1.0 if early else -1.0, 0.1, "holds before T only", unit="test")
+
+
+def test_a_violation_without_certificate_is_evidence_not_a_refutation():
+    family = dict(_leaders_case(), horizon=2, checkpoints=5)
+    result = _judge({"type": "test-violated-without-certificate"}, family,
+                    parameters={"max_horizon": 3})
+    assert result.verdict.value == "inconclusive"
+    assert "evidence, not a violation" in result.reason
+
+
+def test_a_hold_must_survive_the_recheck_at_a_longer_horizon():
+    family = dict(_leaders_case(), horizon=2, checkpoints=5)
+    result = _judge({"type": "test-holds-only-early"}, family, parameters={"max_horizon": 3})
+    assert result.verdict.value == "inconclusive"
+    assert [h["re_check"] for h in result.evidence["horizons"]] == ["3"]
+
+
+def test_a_hold_names_both_horizons():
+    result = _judge({"type": "clusters", "equal": 2}, _leaders_case())
+    assert result.verdict.value == "holds"
+    assert "at t = 8 and at the re-check t = 12" in result.reason
+    assert np.isfinite(result.error)

@@ -251,3 +251,50 @@ def test_multi_head_directions_converge_on_its_explicit_family():
     claim = CLAIMS["multi-head"]
     explicit = next(f for f in claim.families if f.kind == "explicit")
     assert judge("multi-head", explicit.name).verdict.value == "holds"
+
+
+# --------------------------------------------------------------------------- exact pieces
+def test_escape_threshold_value_solves_the_equation():
+    from fractions import Fraction
+
+    import mpmath
+
+    from verify.claim import check_hypotheses
+    from verify.exact import escape
+    from verify.model import Instance, Model
+
+    for n in (1, 3, 7):
+        with mpmath.workdps(40):
+            a = mpmath.mpf(escape.escape_threshold_value(n, 35))
+            assert abs(a * a - n * n * mpmath.exp(-a * a)) < mpmath.mpf(10) ** -30
+    a3 = Fraction(escape.escape_threshold_value(3, 30))
+    assert escape.above_escape_threshold(a3 + Fraction(1, 10**20), 3) is True
+    assert escape.above_escape_threshold(a3 - Fraction(1, 10**20), 3) is False
+    inside = Instance(Model(V=[[1]]), [[-1], [0], [1]])
+    assert check_hypotheses(["above_escape_threshold"], inside).holds is False
+
+
+def test_f_coordinates_are_the_exact_projection():
+    from fractions import Fraction
+
+    from verify.exact.splitting import f_coordinates
+
+    C = f_coordinates([[1, 0, 0], [0, 1, 1]], [[1, 1, 0]])
+    z = np.array([Fraction(3), Fraction(5), Fraction(-2)], dtype=object)
+    c = C.dot(z)
+    g = z - c[0] * np.array([1, 0, 0]) - c[1] * np.array([0, 1, 1])
+    assert g[0] == g[1] and g[2] == 0                           # the rest lies in G
+
+
+def test_boundary_distance_against_a_square():
+    from verify.judge._distances import boundary_distance
+
+    square = np.array([[0, 0], [2, 0], [0, 2], [2, 2]], dtype=float)
+    distance = boundary_distance(square)
+    for point, expected in (([1, 1], 1.0), ([1, 0.5], 0.5), ([3, 1], 1.0), ([0, 0], 0.0),
+                            ([0.2, 0.1], 0.1)):
+        value, bound = distance(np.array([point], dtype=float))
+        assert abs(value - min(expected, np.linalg.norm(point))) <= bound + 1e-15
+    flat = boundary_distance(np.array([[0, 0], [1, 1], [2, 2]], dtype=float))
+    value, bound = flat(np.array([[1.0, 1.0]]))                  # a flat hull is its boundary
+    assert value <= bound

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from verify.claim import (
-    CHECKS,
     HYPOTHESES,
     Claim,
     ClaimKind,
@@ -24,7 +23,6 @@ from verify.claim import (
     InstanceVerdict,
     check_hypotheses,
     exit_code,
-    get_check,
     judge_claim,
     judge_comparison,
     judge_instance,
@@ -33,7 +31,6 @@ from verify.claim import (
     load_claims,
     parse_claim,
     recheck_record,
-    register_check,
     register_hypothesis,
 )
 from verify.errors import InvalidArgument
@@ -61,7 +58,8 @@ def test_polytope_file_fields():
     assert r"\operatorname{conv}\{z_i(t)\}" in claim.statement  # literal string: no escapes
     assert claim.hypotheses == ("plain_model", "is_identity", "qk_positive_definite")
     assert claim.uses == ("hull-nonincreasing",)
-    assert claim.check == "polytope_limit"
+    assert [c.type for c in claim.conclusions] == ["converges"]
+    assert claim.conclusions[0].parameters["to"] == {"predict": "polytope-S"}
     assert claim.parameters["separation_fraction"] == F(1, 4)  # TOML float read exactly
     assert claim.parameters["min_trend_checkpoints"] == 5
     assert claim.source == str(path)
@@ -100,7 +98,7 @@ def test_polytope_instances_are_in_scope():
 def test_boundrj_file_and_the_spec_counterexample():
     claim = load_claim(DATA / "boundrj-step.toml")
     assert claim.kind is ClaimKind.PROOF_STEP and claim.expected is Expectation.FAILS
-    assert claim.uses == () and claim.check == "boundrj_inequality"
+    assert claim.uses == () and claim.conclusions[0].type == "remainder-bound"
     assert claim.parameters == {"i": 0, "j": 1, "growth": "lambda + |lambda_2|", "fit_from": 2,
                                 "rate_excess": F(1, 2)}
     spec, para = claim.families
@@ -139,14 +137,14 @@ def test_claim_json_round_trip():
 
 # -- malformed files ---------------------------------------------------------------------------
 @pytest.mark.parametrize("name, field, problem", [
-    ("missing-field", "check", "missing (required)"),
+    ("missing-field", "conclusion", "missing (required)"),
     ("unknown-key", "hypothesis", "Did you mean 'hypotheses'?"),
     ("unknown-predicate", "hypotheses[0]", "Did you mean 'qk_positive_definite'?"),
     ("unknown-generator", "families[1].V", "Did you mean 'symmetric-MMt'?"),
     ("nonsquare-v", "families[0].V", "must be square (d×d) but has shape (2, 3)"),
     ("nan-v", "families[0].V[0, 1]", "is not finite"),
     ("bad-kind", "kind", "Did you mean 'theorem'?"),
-    ("bad-toml", "not valid TOML", "line 14"),
+    ("bad-toml", "not valid TOML", "line 16"),
     ("latex-escape", "statement", "literal string"),
 ])
 def test_malformed_files(name, field, problem):
@@ -167,7 +165,7 @@ def _toy(**changes):
               "V": "identity", "tokens": "uniform", "horizon": 1}
     family.update(changes.pop("family", {}))
     data = {"id": "toy", "label": "Remark 0", "kind": "remark", "statement": "s",
-            "check": "toy_check", "expected": "holds", "families": [family]}
+            "conclusion": {"type": "consensus"}, "expected": "holds", "families": [family]}
     data.update(changes)
     return data
 
@@ -186,7 +184,9 @@ def _toy(**changes):
     ({"family": {"precision": 8}}, "families[0].precision", "digits ≥ 16"),
     ({"id": "Toy_1"}, "id", "kebab-case"),
     ({"expected": "hold"}, "expected", "Did you mean 'holds'?"),
-    ({"check": "not an identifier"}, "check", "identifier"),
+    ({"conclusion": {"type": "consensos"}}, "conclusion.type", "Did you mean 'consensus'?"),
+    ({"conclusion": {"type": "converges", "to": {"predict": "polytope-Z"}}},
+     "conclusion.to.predict", "Did you mean 'polytope-S'?"),
     ({"uses": ["toy"]}, "uses", "cannot use itself"),
 ])
 def test_malformed_tables(changes, field, problem):
@@ -218,7 +218,7 @@ def test_load_claims_directory_rules(tmp_path):
         load_claims(tmp_path)
     (tmp_path / "dup.toml").unlink()
     cyclic = control.replace('"control"', '"hull-nonincreasing"').replace(
-        'check = "toy_check"', 'check = "toy_check"\nuses = ["polytope"]')
+        'hypotheses = ["is_identity"]', 'hypotheses = ["is_identity"]\nuses = ["polytope"]')
     (tmp_path / "hull.toml").write_text(cyclic)
     with pytest.raises(InvalidArgument, match="cycle"):
         load_claims(tmp_path)
@@ -227,7 +227,7 @@ def test_load_claims_directory_rules(tmp_path):
 # -- families and generators ------------------------------------------------------------------
 def _family(**table):
     base = {"id": "g", "label": "Remark 0", "kind": "remark", "statement": "s",
-            "check": "c", "expected": "open"}
+            "conclusion": {"type": "consensus"}, "expected": "open"}
     family = {"name": "f", "kind": "random", "count": 3, "seed": 5, "n": 4, "d": 3,
               "horizon": 1, "tokens": "uniform", "V": "identity"}
     family.update(table)
@@ -486,19 +486,3 @@ def test_results_json_round_trip():
     assert np.isnan(again.instances[2].margin) and again.instances[2].error == float("inf")
 
 
-# -- the check registry ------------------------------------------------------------------------
-def test_check_registry():
-    @register_check("test_toy_check")
-    def toy(request):
-        return None
-
-    try:
-        assert get_check("test_toy_check") is toy and CHECKS["test_toy_check"] is toy
-        with pytest.raises(InvalidArgument, match="already registered"):
-            register_check("test_toy_check")(lambda request: None)
-        with pytest.raises(InvalidArgument, match="Did you mean 'test_toy_check'"):
-            get_check("test_toy_chek")
-        with pytest.raises(InvalidArgument, match="identifier"):
-            register_check("toy check")
-    finally:
-        del CHECKS["test_toy_check"]

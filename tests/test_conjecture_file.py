@@ -38,8 +38,9 @@ def write(tmp_path, text, name="conj.toml"):
 def test_a_good_file_loads_with_the_defaults_of_a_users_conjecture(tmp_path):
     conj = load_conjecture(write(tmp_path, GOOD))
     assert conj.claim.kind.value == "conjecture" and conj.claim.expected.value == "open"
-    assert conj.claim.check == "conclusion" and conj.universal
-    assert conj.claim.parameters["conclusions"] == [{"type": "consensus", "variable": "x"}]
+    assert conj.universal
+    assert [c.to_json() for c in conj.claim.conclusions] == [{"type": "consensus",
+                                                              "variable": "x"}]
     assert conj.claim.families == ()
 
 
@@ -97,10 +98,13 @@ def test_a_missing_file_and_bad_options_exit_2(tmp_path, capsys):
 
 
 def test_the_help_lists_exactly_the_registered_conclusions():
+    from verify.claim import CONCLUSIONS, PREDICTIONS
+    from verify.claim._vocabulary import load_vocabulary
     from verify.cli import CONCLUSION_HELP
-    from verify.conclusions import CONCLUSIONS
 
-    listed = {line.split()[0] for line in CONCLUSION_HELP.splitlines()[1:11]}
+    load_vocabulary()
+    listed = {line.split()[0] for line in CONCLUSION_HELP.splitlines() if line.startswith("  ")}
     assert listed == set(CONCLUSIONS)
+    assert all(f'"{name}"' in CONCLUSION_HELP for name in PREDICTIONS)
     for ctype in CONCLUSIONS.values():  # every word of the vocabulary is documented
         assert ctype.summary and ctype.needs and ctype.keys is not None

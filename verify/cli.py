@@ -79,17 +79,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: The conclusion types, for the help text (a test keeps it equal to verify.conclusions).
 CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
-  converges   every token converges (optionally: to = "<points formula>")
-  clusters    the number of distinct limits: equal = k or at_most = k
+ about t -> infinity (holds: a resolved trend, re-checked at 3/2 of the horizon; violated:
+ only with a certificate that the end will not change, else inconclusive and integrate longer)
+  converges   every token converges (optionally: to = <points>)
   consensus   a single cluster: the diameter tends to 0 (not just convergence)
-  limit       the limits equal a formula of the initial data: equals = "..."
-  attention   the limit of P: boolean = true, rank_at_most = r, leaders = [...]
-  approach    the tokens approach a subspace, hyperplanes or a polytope
+  limit       every token tends to its predicted limit: equals = <n x d or d-vector>
+  approach    the tokens approach a subspace, hyperplanes, a polytope or its boundary
+  clusters    the number of distinct limits, as an interval: equal = k or at_most = k
+  attention   the limit of P: boolean, rank_at_most, leaders, targets_within, switching
+  escapes     tokens escape like e^{tV} (z -> gamma != 0); at_most_bounded stay bounded
+  tends       a scalar quantity tends to a value
   rate        convergence law and rate: law = exponential|doubly-exponential|power-law
-  events      merge order and times of token groups at a threshold
+  remainder-bound  the bound |r_j(t)| <= C e^{t(lambda + |lambda_2|)} of Theorem 5.2's proof
+ about finite times (checked at the checkpoints; a value beyond its error decides)
   monotone    a quantity is monotone along the flow
-  predicate   a Python function over the trajectory (the escape hatch)
-Formulas are NumPy expressions over x0, V, Q, K, B, beta, n, d (and t, z, x, P along the flow).
+  inequality  a quantity stays below/above a bound
+  events      merge order and times of token groups at a threshold
+  hull-shrinks      conv{z_i(t)} is non-increasing (Proposition 8.2)
+  field-bounds      the bounds of Proposition 6.1 on the field of an empirical measure
+  stability         W_2 stability of two runs (Proposition 6.1)
+  rescaling-identity  Remark 3.4, in exact arithmetic
+ the escape hatch
+  predicate   a Python function over the trajectory
+A value is a formula (NumPy over x0, V, Q, K, B, beta, n, d, phi1; and t, z, x, P along the
+flow) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices",
+"leader-targets", "subspace-K", "hyperplanes-a0b", "phi1", "positive-left-rows",
+"F-coordinates", "extreme-tokens", "threshold-tokens". Token indices start at 1.
 Exit codes: 0 supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
 Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
 

@@ -18,10 +18,11 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
 4. **The horizon policy.** While some asymptotic conclusion is inconclusive, the horizon is
    extended and everything is judged again: doubled, or — when the end state sits near an
    equilibrium with an unstable direction of rate :math:`r`, at distance :math:`\delta` on a
-   configuration of size :math:`s` — moved to :math:`T + \ln(s/\delta)/r`, the time to leave
-   it, if that is later; up to the budget ``parameters.max_horizon`` (default
-   :data:`DEFAULT_HORIZON_BUDGET` × the horizon, counting the ``3/2`` re-check; extensions run
-   in the family's precision, without the arbitrary-precision fallback). When the budget ends
+   configuration of size :math:`s` — moved to :math:`T + 2\ln(s/\delta)/r` (the time to
+   leave it, and as long again to settle), if that is later; up to the budget
+   ``parameters.max_horizon`` (default :data:`DEFAULT_HORIZON_BUDGET` × the horizon, counting
+   the ``3/2`` re-check; extensions run in the family's precision, without the
+   arbitrary-precision fallback). When the budget ends
    first the instance is *inconclusive*, saying how far it got and why.
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
@@ -184,7 +185,7 @@ def _next_horizon(horizon: Fraction, end) -> Fraction:
         else 1.0
     distance = max(end.distance, 1e-300) if math.isfinite(end.distance) else scale
     escape = math.log(max(scale / distance, math.e)) / end.unstable_rate
-    aimed = float(horizon) + escape
+    aimed = float(horizon) + 2 * escape  # leave the saddle, then settle for as long again
     unit = 10 ** max(0, math.floor(math.log10(aimed)) - 1)  # two significant digits, up
     return max(doubled, Fraction(math.ceil(aimed / unit) * unit))
 

@@ -363,7 +363,8 @@ def _validate_monotone(p: dict, source: str, where: str) -> None:
     keys={"quantity": "a named quantity (diameter, spread, max-norm, hull-volume, "
                       "attention-gap) or a scalar formula over t, z, x, P, x0, V, ...",
           "direction": "nonincreasing, nondecreasing, increasing or decreasing",
-          "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the run integrates)"},
+          "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the "
+                      "run integrates)"},
     required=("quantity", "direction"), validate=_validate_monotone)
 def judge_monotone(evaluation):
     """Judge ``monotone``: the worst step against the direction beyond its error decides
@@ -425,7 +426,8 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
                       "formula over t, z, x, P, x0, V, ...",
           "relation": "'<=', '<', '>=' or '>'",
           "value": "formula: the bound (over x0, V, n, d, ... or t, z, x, P)",
-          "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the run integrates)",
+          "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the "
+                      "run integrates)",
           "from_time": "check only the checkpoints with t >= this (default 0)"},
     required=("quantity", "relation", "value"), validate=_validate_inequality)
 def judge_inequality(evaluation):

@@ -195,6 +195,7 @@ def judge_distance(ev, distance, what: str, *, pairwise: bool = False,
         t, D, err, trend.evidence.get("rate", math.nan), t[len(t) // 2], f"D(t): {what}")}
     if trend.status == "holds":
         return trend.judge(ev.request, record)
+    record["_largest"] = float(np.max(D - err))
     return certified_violation(ev, distance, what, trend, record, pairwise=pairwise,
                                extra_error=extra_error)
 
@@ -202,12 +203,15 @@ def judge_distance(ev, distance, what: str, *, pairwise: bool = False,
 def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwise: bool,
                         extra_error: float) -> InstanceResult:
     """Violated when the end state is certified and ``distance`` at its certified limit
-    exceeds the error bound; else inconclusive with the trend and the reason."""
+    exceeds the error bound; holds when the end is certified at ``D`` within its bound of 0
+    after ``D`` fell by more than that bound (``record["_largest"]``: the largest value of
+    ``D`` minus its error over the run); else inconclusive with the trend and the reason."""
     cert, why = ev.certificate()
     variable = ev.variable()
     if cert is None or cert.variable != variable:
         why = why if cert is None else (f"the certificate is about {cert.variable}, the "
                                         f"conclusion about {variable}")
+        record.pop("_largest", None)
         return inconclusive(ev.request, f"{trend.what}; no certificate that the end will not "
                             f"change ({why}) — integrate longer.", {**record, **trend.evidence},
                             unit=trend.unit)
@@ -221,9 +225,16 @@ def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwis
         + 4 * k * _EPS * float(np.max(np.abs(limit)))
     record = {**record, **trend.evidence, "D_at_certified_limit": sig6(value)}
     if value > bar:
+        record.pop("_largest", None)
         return decide(ev.request, -value, bar, f"{what} (D at the certified limit is "
                       f"{value:.4g})", unit=f"Euclidean distance ({variable})",
                       evidence=record, certificate=cert.to_dict())
+    largest = float(record.get("_largest", math.nan))
+    if largest - value > bar:  # the end is certified at D ≈ 0, after a resolved fall
+        return decide(ev.request, largest - value, bar, f"{what} (D fell from {largest:.4g} to "
+                      f"{value:.3g} at the certified limit)", unit=f"drop of D ({variable})",
+                      evidence={k: v for k, v in record.items() if k != "_largest"},
+                      certificate=cert.to_dict())
     return inconclusive(ev.request, f"{trend.what}; the certified limit ({cert.kind}) is "
                         f"within its error bound {bar:.2g} of the claim (D = {value:.3g}), but "
                         "the trend does not resolve the approach yet — integrate longer.",

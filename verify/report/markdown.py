@@ -95,6 +95,11 @@ def instance_rows(data: dict, claim_id: str) -> list[tuple]:
             re_ = r["rechecked"]
             note = (f"re-checked at precision {re_.get('precision')}, horizon "
                     f"{re_.get('horizon')}: {re_['verdict']}")
+        if r.get("certificate"):
+            note += f"; certificate: {r['certificate']['kind']}"
+        horizons = [h.get("horizon") for h in ev.get("horizons") or []]
+        if len(horizons) > 1:
+            note += f"; horizons {', '.join(horizons)}"
         if r.get("counterexample"):
             note += f"; counterexample {r['counterexample']}"
         if r.get("exception"):

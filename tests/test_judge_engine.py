@@ -179,3 +179,24 @@ def test_a_hold_names_both_horizons():
     assert result.verdict.value == "holds"
     assert "at t = 8 and at the re-check t = 12" in result.reason
     assert np.isfinite(result.error)
+
+
+def test_a_failed_extension_keeps_the_last_horizon_judged(monkeypatch):
+    import verify.judge._engine as engine
+
+    real, calls = engine._simulate, []
+
+    def fail_after_first(request, horizon, run_to, fallback):
+        calls.append(run_to)
+        if len(calls) == 1:
+            return real(request, horizon, run_to, fallback)
+        return None, engine.inconclusive(request, "the integration failed (stalled)")
+
+    monkeypatch.setattr(engine, "_simulate", fail_after_first)
+    family = dict(_leaders_case(), horizon=2, checkpoints=5)
+    result = _judge({"type": "test-violated-without-certificate"}, family)
+    assert len(calls) == 2 and calls[0] == 3  # the extension was tried, and failed
+    assert result.verdict.value == "inconclusive"
+    assert "evidence, not a violation" in result.reason  # the verdict at t = 2 and 3 stands
+    assert "extending the horizon stopped here: the integration failed" in result.reason
+    assert [h["horizon"] for h in result.evidence["horizons"]] == ["2"]

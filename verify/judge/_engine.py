@@ -22,8 +22,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    leave it, and as long again to settle), if that is later; up to the budget
    ``parameters.max_horizon`` (default :data:`DEFAULT_HORIZON_BUDGET` × the horizon, counting
    the ``3/2`` re-check; extensions run in the family's precision, without the
-   arbitrary-precision fallback). When the budget ends
-   first the instance is *inconclusive*, saying how far it got and why.
+   arbitrary-precision fallback). When the budget ends first, or an extension's integration
+   fails, the instance is *inconclusive* on the last horizon judged, saying how far it got
+   and why.
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -214,9 +215,13 @@ def judge_request(request) -> InstanceResult:
     if asymptotic and horizon * RECHECK_FACTOR > budget:
         horizon = max(budget / RECHECK_FACTOR, horizon / RECHECK_FACTOR)
     attempts: list[dict] = []
+    overall = None  # the verdict at the last horizon judged
     while True:
         run_to = horizon * RECHECK_FACTOR if asymptotic else horizon
         traj, failure = _simulate(request, horizon, run_to, fallback=not attempts)
+        if failure is not None and overall is not None:  # the last horizon judged stands
+            return replace(overall, reason=f"{overall.reason} [extending the horizon stopped "
+                           f"here: {failure.reason}]")
         if failure is not None:
             return replace(failure, evidence={**failure.evidence, "horizons": attempts})
         prefix = traj.until(horizon) if asymptotic else traj

@@ -191,7 +191,7 @@ def judge_distance(ev, distance, what: str, *, pairwise: bool = False,
     t = ev.trajectory.t
     trend = tends_to_zero(t, D, err, tail=_tail(ev), name="D")
     record = dict(evidence or {}, D=what)
-    record["figure"] = {"convergence": figure_convergence(
+    record["figure"] = {**record.get("figure", {}), "convergence": figure_convergence(
         t, D, err, trend.evidence.get("rate", math.nan), t[len(t) // 2], f"D(t): {what}")}
     if trend.status == "holds":
         return trend.judge(ev.request, record)

@@ -1,4 +1,4 @@
-"""Shared by tests/test_run.py and tests/test_report.py: the tiny claims and their checks."""
+"""Shared by tests/test_run.py and tests/test_report.py: the tiny claims and their conclusions."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 DATA = Path(__file__).parent / "data" / "run_claims"
 
 
-def load_checks():
-    """Import tests/data/run_claims/run_checks.py once and register its tiny checks."""
-    name = "run_claims_test_checks"
+def load_conclusions():
+    """Import tests/data/run_claims/run_conclusions.py once and register its tiny conclusions."""
+    name = "run_claims_test_conclusions"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, DATA / "run_checks.py")
+        spec = importlib.util.spec_from_file_location(name, DATA / "run_conclusions.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

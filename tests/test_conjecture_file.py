@@ -104,7 +104,9 @@ def test_the_help_lists_exactly_the_registered_conclusions():
 
     load_vocabulary()
     listed = {line.split()[0] for line in CONCLUSION_HELP.splitlines() if line.startswith("  ")}
-    assert listed == set(CONCLUSIONS)
+    # the library's own words (tests register toy conclusions of their own)
+    assert listed == {name for name, c in CONCLUSIONS.items()
+                      if c.judge.__module__.startswith("verify.")}
     assert all(f'"{name}"' in CONCLUSION_HELP for name in PREDICTIONS)
     for ctype in CONCLUSIONS.values():  # every word of the vocabulary is documented
         assert ctype.summary and ctype.needs and ctype.keys is not None

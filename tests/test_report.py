@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from run_claims_helpers import DATA, load_checks
+from run_claims_helpers import DATA, load_conclusions
 
 from verify.claim import load_claims
 from verify.errors import InvalidArgument
@@ -30,7 +30,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 
-load_checks()
+load_conclusions()
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_results_json_validates_and_records_the_run(report):
 
 @pytest.mark.parametrize("corrupt, message", [
     (lambda d: d.pop("run_id"), "missing required key 'run_id'"),
-    (lambda d: d.update(schema_version=99), "must be 1"),
+    (lambda d: d.update(schema_version=99), "must be 2"),
     (lambda d: d["instances"][0].update(verdict="proved"), "is not one of"),
     (lambda d: d["instances"][0]["inputs"]["x0"][0].__setitem__(0, "0.1"), "does not match"),
     (lambda d: d["instances"][0].update(margin=[1]), "is not number or string or null"),
@@ -75,7 +75,7 @@ def test_corrupted_results_fail_validation(report, corrupt, message):
     bad = copy.deepcopy(data)
     corrupt(bad)
     assert any(message in p for p in results_problems(bad)), results_problems(bad)
-    with pytest.raises(InvalidArgument, match="schema version 1"):
+    with pytest.raises(InvalidArgument, match="schema version 2"):
         validate_results(bad)
 
 

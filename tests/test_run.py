@@ -11,7 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from run_claims_helpers import DATA, load_checks
+from run_claims_helpers import DATA, load_conclusions
 
 from verify.claim import load_claims
 from verify.cli import main
@@ -27,7 +27,7 @@ from verify.run import (
     run_claims,
 )
 
-CHECKS_MODULE = load_checks()
+CONCLUSIONS_MODULE = load_conclusions()
 
 
 @pytest.fixture(scope="module")
@@ -119,19 +119,19 @@ def test_resume_never_recomputes_finished_instances(claims, tmp_path):
     # an interrupted run: two lines finished, a third cut in the middle of writing
     (out / "instances.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:30])
     kept = {json.loads(line)["key"] for line in lines[:2]}
-    CHECKS_MODULE.CALLS.clear()
+    CONCLUSIONS_MODULE.CALLS.clear()
     second = run_claims(selected, out_dir=out, executor=InlineExecutor(), progress=False,
                         resume=True)
-    called = {c.removesuffix("/re") for c in CHECKS_MODULE.CALLS}
+    called = {c.removesuffix("/re") for c in CONCLUSIONS_MODULE.CALLS}
     assert len(called) == 2 and not called & {k.replace("/", "/", 1) for k in kept}
     assert second.resumed == 2 and second.run_id == first.run_id
     assert verdicts(second) == verdicts(first)
     assert {k: r["result"] for k, r in second.records.items()} == \
         {k: r["result"] for k, r in first.records.items()}
-    CHECKS_MODULE.CALLS.clear()
+    CONCLUSIONS_MODULE.CALLS.clear()
     third = run_claims(selected, out_dir=out, executor=InlineExecutor(), progress=False,
                        resume=True)
-    assert CHECKS_MODULE.CALLS == [] and third.resumed == 4
+    assert CONCLUSIONS_MODULE.CALLS == [] and third.resumed == 4
     with pytest.raises(InvalidArgument, match="differs from the resumed run"):
         run_claims(selected, out_dir=out, seed=3, executor=InlineExecutor(), resume=True)
     with pytest.raises(InvalidArgument, match="already holds results"):

@@ -1,7 +1,8 @@
-"""Tiny checks for the runner and report tests (registered once, see ``ensure_registered``).
+"""Tiny conclusions for the runner and report tests (registered once, see ``ensure_registered``).
 
-``run_test_margin`` returns the claim's ``parameters.margin`` (``recheck_margin`` when
-re-checking) with error estimate ``parameters.error``; ``run_test_raises`` raises.
+``run-test-margin`` decides on the margin its table states (``recheck_margin`` when
+re-checking) with error estimate ``error``; ``run-test-raises`` raises. Neither is about
+``t -> infinity``, so the engine judges them once, on the family's horizon.
 ``CALLS`` counts the calls made in this process (the resume test uses it).
 """
 
@@ -10,14 +11,18 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from verify.claim import CHECKS, judge_instance, register_check
+from verify.claim import CONCLUSIONS, register_conclusion
+from verify.judge import decide
 
 CALLS: list[str] = []
+KEYS = {"margin": "the margin (exact)", "recheck_margin": "the margin when re-checking",
+        "error": "the error estimate", "figure": "attach evidence['figure']"}
 
 
-def margin_check(request):
+def margin_judge(evaluation):
+    request = evaluation.request
     CALLS.append(f"{request.claim.id}/{request.instance.name}{'/re' if request.recheck else ''}")
-    p = request.parameters
+    p = evaluation.parameters
     margin = Fraction(p["recheck_margin"] if request.recheck and "recheck_margin" in p
                       else p["margin"])
     evidence = {"observed": float(-margin), "predicted": 0}
@@ -28,17 +33,19 @@ def margin_check(request):
             "predicted": {"polytope_vertices": x0, "label": r"$\mathcal{K}$"},
             "convergence": {"times": times, "distances": [math.exp(-t) for t in times],
                             "errors": 1e-12, "fit": [1.0, 0.0]}}
-    return judge_instance(margin, Fraction(p["error"]), instance=request.instance.name,
-                          family=request.family.name, seed=request.seed, what="toy bound",
-                          evidence=evidence)
+    return decide(request, margin, Fraction(p["error"]), "toy bound", unit="toy",
+                  evidence=evidence)
 
 
-def raising_check(request):
+def raising_judge(evaluation):
     raise ZeroDivisionError("boom")
 
 
 def ensure_registered() -> None:
-    for name, function in (("run_test_margin", margin_check), ("run_test_raises",
-                                                               raising_check)):
-        if name not in CHECKS:
-            register_check(name)(function)
+    if "run-test-margin" not in CONCLUSIONS:
+        register_conclusion("run-test-margin", summary="a toy bound with a stated margin",
+                            needs="nothing", asymptotic=False, keys=KEYS,
+                            required=("margin", "error"))(margin_judge)
+    if "run-test-raises" not in CONCLUSIONS:
+        register_conclusion("run-test-raises", summary="a broken judge", needs="nothing",
+                            asymptotic=False)(raising_judge)

@@ -108,11 +108,14 @@ def test_a_false_universal_conjecture_is_refuted_shrunk_and_replayed(tmp_path):
     shrink = run.extra["shrink"]
     first = run.records[shrink["from"]]
     n0, d0 = len(first["inputs"]["x0"]), len(first["inputs"]["x0"][0])
-    assert (shrink["minimal_n"], shrink["minimal_d"]) < (n0, d0) or \
-        shrink["minimal_n"] < n0 or shrink["minimal_d"] < d0
+    assert (shrink["minimal_n"], shrink["minimal_d"]) <= (n0, d0) and shrink["moves"]
     minimal = tmp_path / "out" / shrink["counterexample"]
     loaded = load_instance_file(minimal)
     assert (loaded.instance.n, loaded.instance.d) == (shrink["minimal_n"], shrink["minimal_d"])
+    # the shrinker stayed in the [search] space: n >= 4, d >= 2, V random in [-1, 1], Q = K = I
+    assert shrink["within"] == "the hypotheses and the [search] space"
+    assert conj.search.contains(loaded.instance) is None
+    assert shrink["refused"] > 0  # e.g. dropping to 3 tokens, or Q, K -> a rounded B
     replay = judge_instance_file(conj, minimal, out_dir=tmp_path / "replay")
     assert replay.claim_results[0].verdict.value == "refuted"
     assert "search" in run.extra and run.extra["search"]["stopped"] == "found"

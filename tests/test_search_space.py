@@ -295,3 +295,53 @@ def test_draw_json_and_describe():
     data = dr.to_json()
     assert data["tokens"] == {"distribution": "nearly-tied", "gap": "1/1000"}
     assert data["V_matrix"] == [list(r) for r in dr.V_matrix] and math.isfinite(data["seed"])
+
+
+# -- membership: the shrinker's bound ------------------------------------------------------------
+def test_every_draw_of_the_broad_space_is_inside_it():
+    space = parse_search({"beta": [1, 2], "model": {"form": "x", "normalisation": "sphere"},
+                          "tokens": ["sphere"]}, "c.toml")
+    broad = parse_search({"beta": [1, 2]}, "c.toml")
+    for sp in (space, broad):
+        draws, _ = record(sp, 3, max_examples=25)
+        for k, dr in enumerate(draws):
+            inst = build_instance(sp, dr, f"s#{k}")
+            assert sp.contains(inst) is None, (dr.describe(), sp.contains(inst))
+
+
+def test_instances_outside_the_space_say_why():
+    from verify.model import Instance, Model
+
+    space = parse_search({"n": [3, 4], "d": 2, "V": ["identity", {"generator": "integer",
+                                                                   "bound": 2}],
+                          "QK": "integer", "beta": [1, 2]}, "c.toml")
+    x3, I2 = [[0, 1], [1, 0], [1, 1]], eye(2)
+
+    def inst(V=I2, K=I2, x0=x3, **model):
+        return Instance(Model(V=V, K=K, **model), x0)
+
+    assert space.contains(inst()) is None
+    assert space.contains(inst(V=[[2, 1], [0, -2]])) is None           # integer, bound 2
+    assert space.contains(inst(x0=x3[:2])) == "n = 2 is outside 3..4"
+    assert space.contains(inst(V=[[3, 0], [0, 1]])) == \
+        "V is in none of its classes (identity, integer)"
+    assert space.contains(inst(V=[[Fraction(1, 2), 0], [0, 1]])).startswith("V is in none")
+    assert space.contains(inst(K=[[1, Fraction(1, 3)], [0, 1]])).startswith("QK is in none")
+    assert space.contains(inst(beta=3)) == "beta = 3 is not one of ['1', '2']"
+    sphere = parse_search({"n": 3, "d": 2, "V": "identity", "QK": "identity",
+                           "model": {"form": "x", "normalisation": "sphere"}}, "c.toml")
+    on_circle = [[0, 1], [1, 0], [-1, 0]]
+    assert sphere.contains(inst(x0=on_circle, form="x", normalisation="sphere")) is None
+    assert sphere.contains(inst(x0=on_circle, form="x")) == \
+        "model.normalisation = 'none' is not the space's 'sphere'"
+
+
+def test_classes_defined_by_a_hypothesis_are_decided_exactly():
+    from verify.model import Instance, Model
+
+    space = parse_search({"n": 2, "d": 2, "V": "complex-leading", "QK": "spd-NNt"}, "c.toml")
+    rotation = Instance(Model(V=[[0, -1], [1, 0]]), [[0, 1], [1, 0]])
+    assert space.contains(rotation) is None                 # eigenvalues ±i, Q = K = I
+    assert space.contains(Instance(Model(V=eye(2)), [[0, 1], [1, 0]])).startswith("V is in none")
+    singular = Instance(Model(V=[[0, -1], [1, 0]], K=[[1, 0], [0, 0]]), [[0, 1], [1, 0]])
+    assert space.contains(singular).startswith("QK is in none")

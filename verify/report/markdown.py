@@ -154,7 +154,10 @@ def check_lines(data: dict) -> list[str]:
         lines.append(f"Shrinking {shrink['from']}: n {shrink['n'][0]} → {shrink.get('minimal_n')}"
                      f", d {shrink['d'][0]} → {shrink.get('minimal_d')} by "
                      f"{len(shrink['moves'])} moves ({'; '.join(shrink['moves']) or 'none'}), "
-                     f"{shrink['evaluations']} evaluations; minimal counterexample "
+                     f"{shrink['evaluations']} evaluations (every move kept "
+                     f"{shrink.get('within', 'the hypotheses')}; "
+                     f"{shrink.get('refused', 0)} left the search space and were refused); "
+                     "minimal counterexample "
                      f"`{shrink.get('counterexample')}` (re-checked at higher precision and a "
                      "longer horizon).")
     return lines

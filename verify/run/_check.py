@@ -173,13 +173,20 @@ def _run_search(session: _Session, deadline: float, instances: int | None, seed:
 
 
 def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
-            deadline: float) -> dict:
+            deadline: float, space) -> dict:
+    """Shrink a confirmed counterexample, never leaving the claim: every candidate must keep
+    the hypotheses (the oracle judges an out-of-scope candidate as not violated) and, when the
+    counterexample lies in the conjecture's ``[search]`` space, stay in it (moves that leave
+    are refused and counted)."""
     from verify.search import shrink
 
+    inside_space = space is not None and space.contains(instance) is None
     result = shrink(instance, lambda c: session.first_pass_violated(c, family),
-                    deadline=deadline)
+                    deadline=deadline, outside=space.contains if inside_space else None)
     summary = {"from": record["key"], "moves": list(result.moves),
-               "evaluations": result.evaluations, "stopped": result.stopped,
+               "evaluations": result.evaluations, "refused": result.refused,
+               "within": "the hypotheses and the [search] space" if inside_space
+               else "the hypotheses", "stopped": result.stopped,
                "n": [instance.n, result.instance.n], "d": [instance.d, result.instance.d]}
     shrunk = SearchFamily("shrunk", family.horizon, family.checkpoints, family.precision,
                           description="the counterexample after shrinking")
@@ -264,7 +271,8 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
     if confirmed is not None:
         remaining = MIN_SHRINK_SECONDS if deadline is None else deadline - time.monotonic()
         extra["shrink"] = _shrink(session, confirmed, instance, family,
-                                  time.monotonic() + max(remaining, MIN_SHRINK_SECONDS))
+                                  time.monotonic() + max(remaining, MIN_SHRINK_SECONDS),
+                                  conjecture.search)
     return session.finish(run_id, started, clock, parameters, extra)
 
 

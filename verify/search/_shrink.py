@@ -384,10 +384,12 @@ class ShrinkResult:
     chain: list[Instance]
     stopped: str
     errors: int = 0
+    refused: int = 0
 
 
 def shrink(instance: Instance, fails: Callable[[Instance], bool], *,
-           deadline: float | None = None, max_evaluations: int = 200) -> ShrinkResult:
+           deadline: float | None = None, max_evaluations: int = 200,
+           outside: Callable[[Instance], str | None] | None = None) -> ShrinkResult:
     """Greedily shrink a failing instance: take the first candidate that still fails, repeat.
 
     From ``current = instance``, the candidates of :func:`shrink_candidates` are judged by
@@ -395,7 +397,9 @@ def shrink(instance: Instance, fails: Callable[[Instance], bool], *,
     the search restarts from it. It stops when no candidate fails (``"minimal"``: minimal with
     respect to the moves, not a global minimum) or before an oracle call when
     ``time.monotonic() >= deadline`` or ``max_evaluations`` calls were made (``"budget"``).
-    An exception raised by ``fails`` counts as "does not fail".
+    An exception raised by ``fails`` counts as "does not fail". A candidate for which
+    ``outside`` gives a reason (it left the conjecture's search space, e.g.
+    :meth:`~verify.search.SearchSpace.contains`) is refused without calling ``fails``.
 
     Parameters
     ----------
@@ -407,6 +411,9 @@ def shrink(instance: Instance, fails: Callable[[Instance], bool], *,
         A ``time.monotonic()`` value after which no further call is made.
     max_evaluations : int, default 200
         Most oracle calls.
+    outside : callable, optional
+        ``Instance -> str | None``: why a candidate is not an instance of the claim (refused,
+        counted in ``refused``), or ``None``.
 
     Returns
     -------
@@ -427,6 +434,9 @@ def shrink(instance: Instance, fails: Callable[[Instance], bool], *,
     (3, ['drop tokens 0-3', 'drop token 0'], 'minimal')
     >>> shrink(inst, lambda i: i.n >= 3, max_evaluations=1).stopped
     'budget'
+    >>> kept = shrink(inst, lambda i: i.n >= 3, outside=lambda i: "n < 5" if i.n < 5 else None)
+    >>> kept.instance.n, kept.refused > 0
+    (5, True)
     """
     if not callable(fails):
         raise InvalidArgument(f"fails={fails!r} ({type(fails).__name__}) is not callable; "
@@ -439,16 +449,20 @@ def shrink(instance: Instance, fails: Callable[[Instance], bool], *,
         raise InvalidArgument(f"deadline={deadline!r} ({type(deadline).__name__}) must be a "
                               "time.monotonic() value or None.")
     chain, moves = [instance], []
-    evaluations = rejected = errors = 0
+    evaluations = rejected = errors = refused = 0
 
     def result(stopped: str) -> ShrinkResult:
-        return ShrinkResult(chain[-1], moves, evaluations, rejected, chain, stopped, errors)
+        return ShrinkResult(chain[-1], moves, evaluations, rejected, chain, stopped, errors,
+                            refused)
 
     while True:
         for description, candidate in shrink_candidates(chain[-1]):
             if evaluations >= max_evaluations or (deadline is not None
                                                   and time.monotonic() >= deadline):
                 return result("budget")
+            if outside is not None and outside(candidate) is not None:
+                refused += 1
+                continue
             evaluations += 1
             try:
                 failed = bool(fails(candidate))

@@ -40,6 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+import numpy as np
+
 from verify.claim._family import GeneratorSpec
 from verify.claim._family_file import (
     _check_keys,
@@ -52,6 +54,7 @@ from verify.claim._family_file import (
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
+from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
 
 __all__ = ["SearchSpace", "parse_search", "SEARCH_KEYS", "HYPOTHESIS_V_CLASSES",
            "HYPOTHESIS_QK_CLASSES", "REGISTRIES", "feasible", "spec_label"]
@@ -119,6 +122,64 @@ class SearchSpace:
     precision: str | int = "float64"
     heads: int = 1
     defaults: tuple[str, ...] = ()
+
+    def contains(self, instance) -> str | None:
+        """Why ``instance`` is outside this space (``n``, ``d``, the heads, ``beta``, the fixed
+        model options, the classes of ``V`` and ``QᵀK``: :mod:`verify.search._membership`), or
+        ``None`` when it is inside. The tokens are free: shrinking them is the point.
+
+        >>> from verify.model import Instance, Model
+        >>> space = parse_search({"n": [3, 4], "d": 2, "V": "identity"}, "c.toml")
+        >>> space.contains(Instance(Model(V=[[1, 0], [0, 1]]), [[0, 1], [1, 0], [1, 1]]))
+        >>> space.contains(Instance(Model(V=[[1, 0], [0, 2]]), [[0, 1], [1, 0], [1, 1]]))
+        'V is in none of its classes (identity)'
+        """
+        model = instance.model
+        for key, value in (("n", instance.n), ("d", instance.d)):
+            lo, hi = getattr(self, key)
+            if not lo <= value <= hi:
+                return f"{key} = {value} is outside {lo}..{hi}"
+        if len(model.heads) != self.heads:
+            return f"{len(model.heads)} head(s), the space has {self.heads}"
+        if model.beta not in self.beta:
+            return f"beta = {model.beta} is not one of {[str(b) for b in self.beta]}"
+        problem = self._model_options_differ(model)
+        if problem:
+            return problem
+        for axis in ("V", "QK"):
+            for j, head in enumerate(model.heads):
+                if not self._in_some_class(axis, head.V if axis == "V" else head.B, instance):
+                    names = ", ".join(spec.name for spec in getattr(self, axis))
+                    label = axis if self.heads == 1 else f"{axis} of head {j}"
+                    return f"{label} is in none of its classes ({names})"
+        return None
+
+    def _model_options_differ(self, model) -> str | None:
+        for key, value in self.model.items():
+            if key == "mlp":
+                given = (value or {}).get("activation", "relu") if value else None
+                have = None if model.mlp is None else model.mlp.activation
+                if given != have:
+                    return f"the MLP activation {have} is not the space's {given}"
+                continue
+            have = getattr(model, key, None)
+            same = bool(np.array_equal(np.asarray(have), np.asarray(value))) \
+                if isinstance(have, np.ndarray) else have == value
+            if not same:
+                return f"model.{key} = {have!r} is not the space's {value!r}"
+        return None
+
+    def _in_some_class(self, axis: str, matrix, instance) -> bool:
+        from verify.claim import check_hypotheses
+
+        for spec in getattr(self, axis):
+            inside = entries_in_class(axis, spec.name, spec.params, matrix)
+            hypothesis = HYPOTHESIS_OF_CLASS.get((axis, spec.name))
+            if inside is None and hypothesis is not None and self.heads == 1:
+                inside = check_hypotheses([hypothesis], instance).holds is True
+            if inside:
+                return True
+        return False
 
     def describe(self) -> str:
         """One line per axis ("families covered" in a report); ``(default)`` marks filled keys."""

@@ -88,3 +88,16 @@ def fail(source: str, where: str, problem: str) -> NoReturn:
     """Raise :class:`InvalidArgument` naming the file, the field and the problem."""
     field = f"{where}: " if where else ""
     raise InvalidArgument(f"{source}: {field}{problem}")
+
+
+def require_positive_int(table: dict, key: str, source: str, where: str) -> None:
+    """Fail (naming ``where.key``) unless ``table[key]``, when present, is an integer ≥ 1.
+
+    >>> require_positive_int({"layers": 0}, "layers", "f.toml", "conclusion")
+    Traceback (most recent call last):
+        ...
+    verify.errors.InvalidArgument: f.toml: conclusion.layers: 0 must be a positive integer.
+    """
+    value = table.get(key)
+    if key in table and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        fail(source, f"{where}.{key}", f"{value!r} must be a positive integer.")

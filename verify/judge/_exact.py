@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from verify.claim import InstanceResult
+from verify.claim._plain import require_positive_int
 from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
 from verify.exact.inputs import as_float_array
@@ -26,13 +27,6 @@ from verify.judge._decision import decide, inconclusive
 __all__ = ["judge_rescaling_identity", "judge_remainder_bound"]
 
 
-def _validate_rescaling(p, source, where):
-    from verify.claim._plain import fail
-
-    if "layers" in p and (not isinstance(p["layers"], int) or isinstance(p["layers"], bool)
-                          or p["layers"] < 1):
-        fail(source, f"{where}.layers", f"{p['layers']!r} must be a positive integer.")
-
 
 @register_conclusion(
     "rescaling-identity", asymptotic=False,
@@ -42,7 +36,7 @@ def _validate_rescaling(p, source, where):
           "row-stochastic) attention; margin −max|z[k] − R^{-k} x[k]|, error 0.",
     keys={"layers": "number of layers (default 4)",
           "h": "the step when the model is not discrete (default 1/10)"},
-    validate=_validate_rescaling)
+    validate=lambda p, s, w: require_positive_int(p, "layers", s, w))
 def judge_rescaling_identity(ev) -> InstanceResult:
     """Remark 3.4 in exact rational arithmetic: ``z[k] = R^{-k} x[k]``, ``R = I + hV``.
 

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from verify.claim import InstanceResult
+from verify.claim._plain import require_positive_int
 from verify.claim._vocabulary import register_conclusion
 from verify.exact.inputs import as_float_array
 from verify.judge._decision import combine, decide, inconclusive
@@ -23,13 +24,6 @@ def _norm2(M: np.ndarray) -> tuple[float, float]:
     return value, 4 * M.shape[0] * np.finfo(float).eps * float(np.linalg.norm(M))
 
 
-def _positive_int(p, key, source, where):
-    from verify.claim._plain import fail
-
-    if key in p and (not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1):
-        fail(source, f"{where}.{key}", f"{p[key]!r} must be a positive integer.")
-
-
 @register_conclusion(
     "field-bounds", asymptotic=False,
     summary="|X[μ](x)| ≤ ‖V‖R and ‖∇X[μ](x)‖ ≤ 2‖QᵀK‖‖V‖R² on B(0, R) for the empirical "
@@ -37,7 +31,7 @@ def _positive_int(p, key, source, where):
     needs="the field and its gradient ∇X = V Cov_p(y) Bᵀ at `points` seeded random x in "
           "B(0, R), in float64 with a rounding bound; each bound's margin against its error.",
     keys={"points": "number of sample points in B(0, R) (default 64)"},
-    validate=lambda p, s, w: _positive_int(p, "points", s, w))
+    validate=lambda p, s, w: require_positive_int(p, "points", s, w))
 def judge_field_bounds(ev) -> InstanceResult:
     r"""Proposition 6.1 (bounds) on the empirical measure :math:`\mu = \frac1n\sum\delta_{x_j}`
     of the initial tokens, at ``points`` seeded random :math:`x \in B(0, R)`."""

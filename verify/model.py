@@ -327,6 +327,30 @@ class Model:
             return np.tril(np.ones((n, n), dtype=bool))
         return None
 
+    def departures(self) -> list[str]:
+        """How this variant departs from the paper's model (1.1) — one softmax head, full
+        attention, no normalisation, no MLP, continuous time (in ``x`` or rescaled ``z``) —
+        one phrase per departure; empty for the model itself. The one place that says which
+        variants the theorems are about (hypothesis ``plain_model``, certificates).
+
+        >>> Model(V=[[1]]).departures(), Model(V=[[1]], mask="causal", form="x").departures()
+        ([], ['a mask'])
+        """
+        bad = []
+        if len(self.heads) != 1:
+            bad.append(f"{len(self.heads)} heads")
+        if self.form not in ("x", "z"):
+            bad.append(f"form={self.form!r}")
+        if self.attention != "softmax":
+            bad.append(f"attention={self.attention!r}")
+        if not (isinstance(self.mask, str) and self.mask == "full"):
+            bad.append("a mask")
+        if self.normalisation != "none":
+            bad.append(f"normalisation={self.normalisation!r}")
+        if self.mlp is not None:
+            bad.append("an MLP")
+        return bad
+
     def describe(self) -> dict:
         """A plain summary of the variant (what a report prints)."""
         return {

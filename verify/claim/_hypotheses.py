@@ -199,20 +199,7 @@ def _scalar_positive(instance: Instance) -> PredicateResult:
 def _plain_model(instance: Instance) -> PredicateResult:
     """The paper's model (1.1) or its rescaled form (3.1): one softmax head, full attention,
     no normalisation, no MLP."""
-    model = instance.model
-    bad = []
-    if len(model.heads) != 1:
-        bad.append(f"{len(model.heads)} heads")
-    if model.form not in ("x", "z"):
-        bad.append(f"form={model.form!r}")
-    if model.attention != "softmax":
-        bad.append(f"attention={model.attention!r}")
-    if not (isinstance(model.mask, str) and model.mask == "full"):
-        bad.append("a mask")
-    if model.normalisation != "none":
-        bad.append(f"normalisation={model.normalisation!r}")
-    if model.mlp is not None:
-        bad.append("an MLP")
+    bad = instance.model.departures()
     if bad:
         return PredicateResult(False, "not the model (1.1): " + ", ".join(bad) + ".")
     return PredicateResult(True, "the model (1.1): one softmax head, full attention, no "

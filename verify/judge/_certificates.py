@@ -192,10 +192,10 @@ def _scalar_value_matrix(model) -> Fraction | None:
 
 def _leader_map(instance, traj) -> tuple[Certificate | None, str]:
     model = instance.model
-    if len(model.heads) != 1 or model.attention != "softmax" or model.mlp is not None \
-            or not (isinstance(model.mask, str) and model.mask == "full"):
-        return None, ("a certified leader map is a certificate only for one softmax head with "
-                      "full attention and no MLP.")
+    if model.departures():
+        return None, ("a certified leader map is a certificate only for the model (1.1) (one "
+                      "softmax head, full attention, no MLP); this one has "
+                      f"{', '.join(model.departures())}.")
     lam = _scalar_value_matrix(model)
     if lam is None:
         return None, ("the rescaled field depends on t and V is not λI (λ > 0): no "

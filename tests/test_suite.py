@@ -43,6 +43,8 @@ def test_quick_suite_run(quick_run, capsys):
             assert verdicts[claim.id]["verdict"] == "supported", verdicts[claim.id]
         if claim.evidence_only:
             assert "proved" not in verdicts[claim.id]["text"]
+    # a supported statement about t -> infinity says which horizons support it
+    assert "held at the horizon T and again at 3T/2" in verdicts["polytope"]["reason"]
 
 
 def test_boundrj_counterexample_reproduces(quick_run, capsys):

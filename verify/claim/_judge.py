@@ -152,11 +152,27 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
         word = "supported by evidence on" if evidence_only else "supported on"
         return make(ClaimVerdict.SUPPORTED,
                     f"every in-scope instance ({n}) holds with a margin above its error "
-                    f"estimate.{skipped}", f"{word} {_instances(n)}")
+                    f"estimate.{_horizons(holds)}{skipped}", f"{word} {_instances(n)}")
     return make(ClaimVerdict.INCONCLUSIVE,
                 f"{len(undecided)} of {in_scope} in-scope instances are inconclusive "
                 f"({len(holds)} hold): {first(undecided)}.{skipped}",
                 f"inconclusive: {len(undecided)} of {_instances(in_scope)} undecided")
+
+
+def _horizons(holds: list) -> str:
+    """Which horizons support the statements about ``t → ∞``: each held at its last horizon
+    ``T`` and at the re-check ``3T/2`` (``evidence["horizons"]``, :mod:`verify.judge`);
+    ``holds`` lists pairs (result, reason)."""
+    from fractions import Fraction
+
+    last = [r.evidence["horizons"][-1] for r, _ in holds if r.evidence.get("horizons")]
+    spans = sorted(Fraction(h["horizon"]) for h in last if h.get("re_check"))
+    if not spans:
+        return ""
+    where = f"T = {float(spans[0]):.4g}" if spans[0] == spans[-1] else \
+        f"T from {float(spans[0]):.4g} to {float(spans[-1]):.4g}"
+    return (f" The statements about t → ∞ held at the horizon T and again at 3T/2 on "
+            f"{_instances(len(spans))} ({where}).")
 
 
 def exit_code(results: Iterable[ClaimResult]) -> int:

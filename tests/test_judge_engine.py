@@ -200,3 +200,12 @@ def test_a_failed_extension_keeps_the_last_horizon_judged(monkeypatch):
     assert "evidence, not a violation" in result.reason  # the verdict at t = 2 and 3 stands
     assert "extending the horizon stopped here: the integration failed" in result.reason
     assert [h["horizon"] for h in result.evidence["horizons"]] == ["2"]
+
+
+def test_a_slow_inward_spiral_is_not_refuted_by_the_linear_flow():
+    """Eigenvalues -1e-10 ± i: the token spirals in (converges), far too slowly to see; the
+    exact local minimal polynomial says so, where a float tolerance would call it a rotation."""
+    family = {"name": "spiral", "kind": "explicit", "x0": [[1, 0]], "model": {"form": "x"},
+              "V": [["-1/10000000000", -1], [1, "-1/10000000000"]], "horizon": 10}
+    result = _judge({"type": "converges"}, family)
+    assert result.verdict.value == "inconclusive" and result.certificate is None

@@ -494,11 +494,15 @@ def linear_flow(instance, traj) -> dict | None:
 
     When every token sits at the same point (``n = 1``, or identical tokens; one head, no
     normalisation, no MLP, the token form), the attention is uniform over copies of one point
-    and the flow is linear: :math:`x(t) = e^{tV} x(0)` exactly. It converges iff :math:`x(0)`
-    has no component along the eigen-directions of ``V`` with :math:`\mathrm{Re}\,\lambda > 0`,
-    or with :math:`\mathrm{Re}\,\lambda = 0` and :math:`\mathrm{Im}\,\lambda \ne 0` (a rotation:
-    the token keeps turning at constant speed). The spectral split is decided in float64 with the
-    eigenvalues separated from the boundary by more than :math:`10^{-9}\|V\|`.
+    and the flow is linear: :math:`x(t) = e^{tV} x(0)` exactly. Let :math:`p` be the local
+    minimal polynomial of :math:`x(0)` (the monic :math:`p` of least degree with
+    :math:`p(V)\,x(0) = 0`, from the exact Krylov sequence). Then :math:`x(t)` converges iff
+    every root of :math:`p` has :math:`\mathrm{Re}\,\lambda < 0`, except a simple root 0.
+    A root with :math:`\mathrm{Re}\,\lambda > 0` makes the token grow, a nonzero root with
+    :math:`\mathrm{Re}\,\lambda = 0` makes it turn at constant speed, a multiple root 0 makes
+    it drift: each is decided exactly (the signs of the real parts are certified by
+    :func:`verify.exact.eigenvalues.spectrum` on the companion matrix of each factor of
+    :math:`p` over :math:`\mathbb{Q}`); an undecided sign gives no certificate.
 
     Examples
     --------
@@ -507,30 +511,57 @@ def linear_flow(instance, traj) -> dict | None:
     >>> inst = Instance(Model(V=[[0, -1], [1, 0]], form="x"), [[1, 0]])
     >>> linear_flow(inst, simulate(inst, 6, checkpoints=7))["kind"]
     'linear-flow'
+    >>> slow = Instance(Model(V=[["-1/10000000000", -1], [1, "-1/10000000000"]], form="x"),
+    ...                 [[1, 0]])
+    >>> linear_flow(slow, simulate(slow, 6, checkpoints=7)) is None  # a slow inward spiral
+    True
     """
     model = instance.model
     if model.form != "x" or len(model.heads) != 1 or model.normalisation != "none" \
             or model.mlp is not None:
         return None
-    x0 = np.asarray(instance.x0_float(), dtype=float)
     if np.any(instance.x0 != instance.x0[0]):
         return None
-    V = as_float_array(model.V)
-    lam, right = np.linalg.eig(V)
-    if np.linalg.cond(right) > 1e10:
+    found = _non_decaying_root(model.V, instance.x0[0])
+    if found is None:
         return None
-    tol = 1e-9 * max(1.0, float(np.linalg.norm(V, 2)))
-    coefficients = np.linalg.solve(right, x0[0].astype(complex))
-    bad = [k for k in range(len(lam)) if abs(coefficients[k]) * np.linalg.norm(right[:, k])
-           > tol and (lam[k].real > tol or (abs(lam[k].real) <= tol and abs(lam[k].imag) > tol))]
-    if not bad:
-        return None
-    k = bad[0]
-    size = float(abs(coefficients[k]) * np.linalg.norm(right[:, k]))
-    what = "rotates" if abs(lam[k].real) <= tol else "grows"
-    return {"kind": "linear-flow", "time": float(traj.times[-1]), "component": size,
-            "eigenvalue": [float(lam[k].real), float(lam[k].imag)], "tolerance": tol,
+    root, what = found
+    return {"kind": "linear-flow", "time": float(traj.times[-1]), "root": root,
             "statement": (f"all tokens sit at one point, so the attention is uniform over its "
-                          f"copies and x(t) = e^(tV) x(0) exactly; x(0) has a component "
-                          f"{size:.3g} along the eigenvalue {lam[k]:.4g} of V, so the token "
-                          f"{what} forever and does not converge.")}
+                          f"copies and x(t) = e^(tV) x(0) exactly; the local minimal polynomial "
+                          f"of x(0) has the root {root} (exact), so the token {what} forever "
+                          "and does not converge.")}
+
+
+def _non_decaying_root(V, x0) -> tuple[str, str] | None:
+    """A root of the local minimal polynomial of ``x0`` that keeps ``e^{tV} x0`` from
+    converging, with what it does (``"grows"``, ``"turns"``, ``"drifts"``), or ``None`` (it
+    converges, or a sign is undecided)."""
+    import sympy
+
+    from verify.exact.eigenvalues import spectrum
+
+    V = sympy.Matrix(V.tolist())
+    krylov = [sympy.Matrix(list(x0))]
+    while sympy.Matrix.hstack(*krylov, V * krylov[-1]).rank() > len(krylov):
+        krylov.append(V * krylov[-1])
+    c = sympy.Matrix.hstack(*krylov).solve_least_squares(V * krylov[-1])  # exact: in the span
+    lam = sympy.Symbol("lambda")
+    p = sympy.Poly(lam ** len(krylov) - sum(c[j] * lam ** j for j in range(len(krylov))), lam)
+    for factor, power in p.factor_list()[1]:
+        coefficients = factor.monic().all_coeffs()[::-1]  # a_0, ..., a_{k-1}, 1
+        k = len(coefficients) - 1
+        if k == 1 and coefficients[0] == 0:  # the root 0
+            if power > 1:
+                return "0", "drifts"
+            continue
+        companion = [[1 if i == j + 1 else 0 for j in range(k)] for i in range(k)]
+        for i in range(k):
+            companion[i][k - 1] = -Fraction(int(coefficients[i].p), int(coefficients[i].q))
+        for eigenvalue in spectrum(companion).eigenvalues:
+            sign = eigenvalue.real_part_sign
+            if sign is None:
+                return None
+            if sign >= 0:
+                return str(eigenvalue), "grows" if sign > 0 else "turns"
+    return None

@@ -331,9 +331,9 @@ def judge_converges(ev) -> InstanceResult:
 
         certificate = linear_flow(ev.instance, ev.trajectory)
         if certificate is not None:
-            return decide(ev.request, -certificate["component"], certificate["tolerance"],
-                          "every token converges (the linear flow keeps it moving)",
-                          unit="component of x(0)", evidence=evidence, certificate=certificate)
+            return decide(ev.request, -1, 0, "every token converges (the linear flow keeps "
+                          f"it moving: the root {certificate['root']}, exact)",
+                          unit="exact decision", evidence=evidence, certificate=certificate)
         return inconclusive(ev.request, f"{len(bad)} of {len(fits)} token limits have not "
                             f"stabilised (e.g. token {bad[0] + 1}: {fits[bad[0]].kind}: "
                             f"{fits[bad[0]].reason}); integrate longer.", evidence)

@@ -113,7 +113,34 @@ def test_report_html_is_self_contained(report):
         assert uri.startswith("data:image/png;base64,")
         assert base64.b64decode(uri.split(",", 1)[1], validate=True)[:8] == b"\x89PNG\r\n\x1a\n"
     assert "figure unavailable" not in page
-    assert '<span class="math" title="|r(t)| \\le C">|r(t)| ≤ C</span>' in page
+    formula = re.search(r'<span class="math" title="\|r\(t\)\| \\le C">(<math .*?</math>)</span>',
+                        page)
+    assert formula and "&#x02264;" in formula.group(1)  # ≤, typeset as MathML
+
+
+def _visible_text(page: str) -> str:
+    """The text a reader sees: text nodes outside <script>/<style> (not attributes such as a
+    formula's LaTeX tooltip)."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.parts, self.hidden = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            self.hidden += tag in ("script", "style")
+
+        def handle_endtag(self, tag):
+            self.hidden -= tag in ("script", "style")
+
+        def handle_data(self, data):
+            if not self.hidden:
+                self.parts.append(data)
+
+    parser = Text()
+    parser.feed(page)
+    return " ".join(parser.parts)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
@@ -129,6 +156,10 @@ def test_report_html_opens_in_headless_chromium(report, tmp_path):
     assert f"<title>ok:{n}</title>" in dom.stdout, dom.stdout[:300]
     console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == []
+    # the formulas are MathML elements and no LaTeX command survives in the visible text
+    text = _visible_text(dom.stdout)
+    assert dom.stdout.count("<math") >= 6, "every claim statement has formulas"
+    assert not re.findall(r"\\[A-Za-z]+", text), re.findall(r".{30}\\[A-Za-z]+.{30}", text)[:5]
     png = tmp_path / "shot.png"
     subprocess.run([*flags, f"--user-data-dir={tmp_path / 'b'}", f"--screenshot={png}",
                     "--window-size=1200,3000", url], capture_output=True, timeout=120)

@@ -1,15 +1,19 @@
-r"""Offline-readable text for the HTML report: a small Markdown subset and LaTeX made legible.
+r"""Offline-readable text for the HTML report: a small Markdown subset and formulas as MathML.
 
-Formulas are not typeset (no MathJax, no network): common LaTeX commands become Unicode
-(``\lambda`` → λ, ``\le`` → ≤, ``Q^\top`` → Qᵀ, ``\mathbb{R}`` → ℝ) inside a monospace span
-whose ``title`` keeps the exact LaTeX source.
+Formulas are typeset without a network: the LaTeX is converted to MathML when the report is
+written (``latex2mathml``; browsers render ``<math>`` natively), inside a span whose ``title``
+keeps the exact LaTeX source. A formula that does not convert cleanly (an unknown command would
+survive as text) falls back to legible Unicode (``\lambda`` → λ, ``\le`` → ≤, ``Q^\top`` → Qᵀ,
+``\mathbb{R}`` → ℝ) in a monospace span.
 
 Examples
 --------
 >>> tex_to_unicode(r"Q^\top K \succ 0, \ |\lambda_2| < \lambda")
 'Qᵀ K ≻ 0,  |λ₂| < λ'
 >>> markdown_to_html("A *bound* $x \\le 1$.")
-'<p>A <em>bound</em> <span class="math" title="x \\le 1">x ≤ 1</span>.</p>'
+'<p>A <em>bound</em> <span class="math" title="x \\le 1"><math ...</math></span>.</p>'
+>>> inline_html(r"$\unknowncommand x$")
+'<span class="math plain" title="\\unknowncommand x">unknowncommand x</span>'
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["tex_to_unicode", "markdown_to_html", "inline_html"]
+__all__ = ["tex_to_unicode", "mathml", "markdown_to_html", "inline_html"]
 
 _SYMBOLS = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "varepsilon": "ε", "epsilon": "ε",
@@ -73,10 +77,31 @@ def tex_to_unicode(tex: str) -> str:
     return s.replace("{", "").replace("}", "")
 
 
+def mathml(tex: str, block: bool = False) -> str | None:
+    """The MathML of a LaTeX formula, or ``None`` when it does not convert cleanly (an error,
+    or a command the converter does not know, which it would leave as text).
+
+    >>> mathml(r"\\mathbb{R}^d")[:48]
+    '<math xmlns="http://www.w3.org/1998/Math/MathML"'
+    """
+    from latex2mathml.converter import convert
+
+    try:
+        out = convert(tex, display="block" if block else "inline")
+    except Exception:  # noqa: BLE001 - the Unicode fallback is always there
+        return None
+    return None if "\\" in out else out
+
+
 def _math(tex: str, block: bool) -> str:
     tag = "div" if block else "span"
-    return (f'<{tag} class="math{" block" if block else ""}" title="{html.escape(tex.strip())}">'
-            f"{html.escape(tex_to_unicode(tex.strip()))}</{tag}>")
+    source = tex.strip()
+    converted = mathml(source, block)
+    if converted is not None:
+        return (f'<{tag} class="math{" block" if block else ""}" '
+                f'title="{html.escape(source)}">{converted}</{tag}>')
+    return (f'<{tag} class="math plain{" block" if block else ""}" '
+            f'title="{html.escape(source)}">{html.escape(tex_to_unicode(source))}</{tag}>')
 
 
 def inline_html(text: str) -> str:

@@ -1,5 +1,5 @@
 r"""``report.html``: a self-contained report (inline CSS, figures as ``data:`` PNG URIs, formulas
-as legible Unicode with the LaTeX source in a tooltip; nothing is fetched from a network).
+as MathML with the LaTeX source in a tooltip; nothing is fetched from a network).
 
 Same content as ``report.md`` plus figures: the claim dependency graph coloured by verdict and,
 per claim, figures of its first in-scope instance(s).
@@ -55,8 +55,9 @@ h2{border-top:2px solid #ddd;padding-top:.6em;margin-top:2em}
 table{border-collapse:collapse;margin:.8em 0;font:13px/1.35 'DejaVu Sans',sans-serif}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-family:'DejaVu Sans Mono',monospace}
-.math{font-family:'DejaVu Sans Mono',Consolas,monospace;background:#f6f6fa;padding:0 2px}
-div.math{display:block;margin:.6em 1.5em;padding:.4em .6em;white-space:pre-wrap}
+.math.plain{font-family:'DejaVu Sans Mono',Consolas,monospace;background:#f6f6fa;padding:0 2px}
+div.math{display:block;margin:.6em 1.5em;padding:.4em .6em} div.math.plain{white-space:pre-wrap}
+math{font-size:1.05em}
 code{font-family:'DejaVu Sans Mono',monospace;font-size:90%}
 .v-supported{background:#d9f2dc} .v-refuted{background:#f8d4d4}
 .v-inconclusive{background:#fbeccb} .i-holds{color:#1b6e2a} .i-violated{color:#a11}
@@ -214,8 +215,8 @@ def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None 
             "<p>Geshkovski–Letrouit–Polyanskiy–Rigollet, <em>The emergence of clusters in "
             "self-attention dynamics</em> (arXiv 2305.05465). Verdicts are numerical: "
             "“supported on N instances” means every in-scope instance held with a margin above "
-            "its error estimate — never a proof. Formulas are shown as plain text; hover one "
-            "for its LaTeX source.</p>",
+            "its error estimate — never a proof. Formulas are typeset as MathML; hover one for "
+            "its LaTeX source.</p>",
             f'<p class="meta">Run {e(data["started"])} → {e(data["finished"])} '
             f"({data['seconds']:.1f} s{resumed}"
             f"); overrides: instances {e(format_value(p['instances']))}, seed "

@@ -198,7 +198,7 @@ def test_heatmaps_rank_panel_and_order(traj2):
     G = hardmax_graph(traj2.scaled_scores[-1], traj2.score_radius(-1))
     assert expected[-1] == len(leaders(G)) == 3
     # the last heat map is P(T) with tokens grouped by leader: each row's 1 sits in its block
-    order = [int(label.get_text()) for label in heat[-1].get_yticklabels()]
+    order = [int(label.get_text()) - 1 for label in heat[-1].get_yticklabels()]  # 1-based
     assert sorted(order) == list(range(traj2.n))
     shown = heat[-1].images[0].get_array()
     np.testing.assert_array_equal(shown, traj2.attention[-1][np.ix_(order, order)])
@@ -343,9 +343,9 @@ def test_dependency_graph_layout_and_colours():
     assert set(labels) == set(DEPS) | {"order-preserved", "escape-threshold"}
     arrows = [t for t in ax.texts if (t.get_gid() or "").startswith("uses:")]
     assert len(arrows) == sum(len(v) for v in DEPS.values())
-    for a, used in DEPS.items():                         # every arrow points right
+    for a, used in DEPS.items():  # every arrow points right, from what is used to its user
         for b in used:
-            assert labels[a].get_position()[0] < labels[b].get_position()[0]
+            assert labels[b].get_position()[0] < labels[a].get_position()[0]
     for claim, text in labels.items():
         face = text.get_bbox_patch().get_facecolor()
         expected = verdict_colour(verdicts.get(claim))[0]

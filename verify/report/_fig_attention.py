@@ -78,8 +78,8 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
 
     Tokens are sorted by their cluster at :math:`t = T` (leader first, then its followers),
     so the limit's block structure shows; thin lines separate the clusters and the tick
-    labels are the token indices, coloured like :func:`plot_trajectories`. The bottom panel
-    plots, at every checkpoint, the numerical rank :func:`attention_rank` with relative
+    labels are the token indices (1-based, as in the paper), coloured like
+    :func:`plot_trajectories`. The bottom panel plots, at every checkpoint, the numerical rank :func:`attention_rank` with relative
     tolerance ``rank_rtol``.
 
     Parameters
@@ -137,7 +137,7 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     k = len(panels)
     fig = new_figure(max(6.4, 2.7 * k + 1.2), 6.2)
     grid = fig.add_gridspec(2, k, height_ratios=[1.0, 0.62])
-    step = max(1, int(np.ceil(n / 20)))
+    step = max(1, int(np.ceil(n / 12)))
     image = None
     for col, index in enumerate(panels):
         ax = fig.add_subplot(grid[0, col])
@@ -150,7 +150,7 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
         for setter, label_setter in ((ax.set_xticks, ax.set_xticklabels),
                                      (ax.set_yticks, ax.set_yticklabels)):
             setter(ticks)
-            labels = label_setter([str(order[j]) for j in ticks], fontsize=7)
+            labels = label_setter([str(order[j] + 1) for j in ticks], fontsize=9)  # 1-based
             for lab, j in zip(labels, ticks, strict=True):
                 lab.set_color(colours[order[j]])
         ax.set_title(rf"$P(t)$ at $t = {t[index]:.3g}$", fontsize=10)

@@ -18,6 +18,7 @@ __all__ = ["plot_attention_graph", "plot_dependency_graph", "VERDICT_COLOURS", "
 #: Face colour and legend name per claim verdict (matched on the verdict's first word).
 VERDICT_COLOURS = {
     "supported": ("#a5d6a7", "supported"),
+    "refuted-expected": ("#b3c5ea", "refuted, as expected"),
     "refuted": ("#ef9a9a", "refuted"),
     "inconclusive": ("#ffcc80", "inconclusive"),
     None: ("#e0e0e0", "no verdict"),
@@ -29,6 +30,8 @@ def verdict_colour(verdict: str | None) -> tuple[str, str]:
 
     >>> verdict_colour("Refuted (counterexample saved)")
     ('#ef9a9a', 'refuted')
+    >>> verdict_colour("refuted-expected")[1]  # a false proof step, refuted as the claim says
+    'refuted, as expected'
     >>> verdict_colour(None)[1]
     'no verdict'
     """
@@ -155,7 +158,8 @@ def plot_attention_graph(G: nx.DiGraph, positions: Any = None, *, leaders: Any =
                    edgecolors=edge, linewidths=1.0, zorder=3, gid=gid)
     if G.number_of_nodes() <= 40:
         for v in G.nodes:
-            ax.annotate(str(v), pos[v], xytext=(5, 5), textcoords="offset points", fontsize=7,
+            name = str(v + 1) if isinstance(v, int) else str(v)  # tokens 1-based, as in the paper
+            ax.annotate(name, pos[v], xytext=(5, 5), textcoords="offset points", fontsize=7,
                         color="0.2", zorder=4)
     handles = [Line2D([], [], ls="none", marker="*", ms=13, mfc="0.8", mec="k",
                       label=f"{leader_name}: {len(chosen)}"),
@@ -206,7 +210,7 @@ def _dependency_digraph(edges: Any) -> nx.DiGraph:
 
 
 def _layers(G: nx.DiGraph) -> list[list[str]]:
-    """Columns: topological generations (users before the claims they use), isolated claims
+    """Columns: topological generations (every node left of its successors), isolated claims
     last; inside a column, ordered by the mean row of their neighbours (barycentre)."""
     isolated = sorted(v for v in G.nodes if G.degree(v) == 0)
     H = G.subgraph(v for v in G.nodes if G.degree(v) > 0)
@@ -227,10 +231,11 @@ def plot_dependency_graph(edges: dict[str, list[str]],
                           verdicts: dict[str, str] | None = None) -> Figure:
     r"""Return the claim dependency graph, claims coloured by verdict.
 
-    An arrow :math:`A \to B` means claim *A* uses claim *B*. Claims are laid out in columns by
-    topological generation (a claim left of every claim it uses), so all arrows point right;
-    claims with no dependency either way form the last column. Colours: supported green,
-    refuted red, inconclusive amber, no verdict grey.
+    An arrow :math:`B \to A` means claim *A* uses claim *B*: arrows run from what is used to
+    what uses it, as a proof is read. Claims are laid out in columns by topological generation
+    (a claim right of every claim it uses), so all arrows point right; claims with no
+    dependency either way form the last column. Colours: supported green, refuted red,
+    inconclusive amber, no verdict grey.
 
     Parameters
     ----------
@@ -242,8 +247,8 @@ def plot_dependency_graph(edges: dict[str, list[str]],
     Returns
     -------
     fig : matplotlib.figure.Figure
-        One axes; the label of claim ``c`` is a Text with ``gid="claim:c"``, each arrow an
-        annotation with ``gid="uses:a->b"``.
+        One axes; the label of claim ``c`` is a Text with ``gid="claim:c"``, each arrow (from
+        ``b`` to ``a``) an annotation with ``gid="uses:a->b"`` (``a`` uses ``b``).
 
     Raises
     ------
@@ -257,7 +262,7 @@ def plot_dependency_graph(edges: dict[str, list[str]],
     >>> sorted(t.get_gid() for t in fig.axes[0].texts)
     ['claim:hull-nonincreasing', 'claim:polytope', 'uses:polytope->hull-nonincreasing']
     """
-    G = _dependency_digraph(edges)
+    G = _dependency_digraph(edges).reverse()  # b -> a when a uses b
     verdicts = {} if verdicts is None else verdicts
     if not isinstance(verdicts, dict):
         raise InvalidArgument(f"verdicts=<{describe(verdicts)}> ({type(verdicts).__name__}) "
@@ -278,13 +283,13 @@ def plot_dependency_graph(edges: dict[str, list[str]],
                                 fontsize=8, gid=f"claim:{v}",
                                 bbox={"boxstyle": "round,pad=0.35", "fc": face, "ec": "0.3",
                                       "lw": 0.8})
-    for a, b in G.edges:
-        ax.annotate("", xy=labels[b].get_position(), xytext=labels[a].get_position(),
+    for b, a in G.edges:
+        ax.annotate("", xy=labels[a].get_position(), xytext=labels[b].get_position(),
                     gid=f"uses:{a}->{b}",
                     arrowprops={"arrowstyle": "-|>", "color": "0.35", "lw": 0.9,
                                 "shrinkA": 1, "shrinkB": 1,
-                                "patchA": labels[a].get_bbox_patch(),
-                                "patchB": labels[b].get_bbox_patch()})
+                                "patchA": labels[b].get_bbox_patch(),
+                                "patchB": labels[a].get_bbox_patch()})
     isolated = [v for v in layers[-1] if G.degree(v) == 0]
     if isolated:
         ax.text(len(layers) - 1, len(isolated) / 2 + 0.05, "no dependencies", ha="center",
@@ -295,5 +300,5 @@ def plot_dependency_graph(edges: dict[str, list[str]],
                in VERDICT_COLOURS.items() if name in used]
     ax.legend(handles=handles, fontsize=8, loc="upper center", ncols=len(handles),
               bbox_to_anchor=(0.5, 0.0), frameon=False)
-    ax.set_title(r"Claim dependencies (arrow $A \to B$: claim $A$ uses claim $B$)", fontsize=10)
+    ax.set_title(r"Claim dependencies (arrow $B \to A$: claim $A$ uses claim $B$)", fontsize=10)
     return fig

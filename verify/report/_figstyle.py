@@ -201,3 +201,24 @@ def figure_to_data_uri(fig: Figure, dpi: float = DEFAULT_DPI) -> str:
     """
     return "data:image/png;base64," + base64.b64encode(figure_to_png_bytes(fig, dpi)).decode(
         "ascii")
+
+
+def figure_to_svg(fig: Figure) -> str:
+    """``fig`` as an inline ``<svg>`` element (text kept as text, so it stays sharp and
+    searchable at any zoom), for a diagram in a self-contained HTML report.
+
+    Examples
+    --------
+    >>> figure_to_svg(new_figure(1, 1)).startswith("<svg")
+    True
+    """
+    from matplotlib import rc_context
+
+    if not isinstance(fig, Figure):
+        raise InvalidArgument(f"fig=<{describe(fig)}> ({type(fig).__name__}) is not a "
+                              "matplotlib Figure; pass the Figure of a plot_* function.")
+    buffer = io.StringIO()
+    with rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg")
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]

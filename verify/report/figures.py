@@ -37,6 +37,7 @@ from verify.report._figstyle import (
     colour_clusters,
     figure_to_data_uri,
     figure_to_png_bytes,
+    figure_to_svg,
     palette,
     token_colours,
 )
@@ -45,5 +46,6 @@ __all__ = [
     "plot_trajectories", "Predicted", "plot_attention_heatmaps", "attention_rank",
     "RANK_RTOL", "plot_convergence", "plot_doubly_exponential", "plot_attention_graph",
     "plot_dependency_graph", "verdict_colour", "VERDICT_COLOURS", "figure_to_png_bytes",
-    "figure_to_data_uri", "PNG_SIGNATURE", "palette", "colour_clusters", "token_colours",
+    "figure_to_data_uri", "figure_to_svg", "PNG_SIGNATURE", "palette", "colour_clusters",
+    "token_colours",
 ]

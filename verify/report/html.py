@@ -2,7 +2,8 @@ r"""``report.html``: a self-contained report (inline CSS, figures as ``data:`` P
 as MathML with the LaTeX source in a tooltip; nothing is fetched from a network).
 
 Same content as ``report.md`` plus figures: the claim dependency graph coloured by verdict and,
-per claim, figures of its first in-scope instance(s).
+per claim, figures of its decisive instance (the counterexample of a refutation, the first
+undecided instance of an inconclusive claim, the tightest hold of a supported one).
 
 **Figure protocol.** :func:`default_figures` ``(record, claim)`` returns a list of
 ``(caption, Figure)``; ``record`` is the instance's entry of ``results.json`` (with its exact
@@ -28,23 +29,25 @@ import html
 import tomllib
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 
 from verify.report._texthtml import inline_html, markdown_to_html
 from verify.report.markdown import (
     INSTANCE_HEADER,
     SUMMARY_HEADER,
+    TABLE_LEGEND,
     check_lines,
     conclusion_text,
+    decisive_lines,
+    decisive_record,
     format_value,
     instance_rows,
     summary_rows,
+    verdict_class,
 )
 
-__all__ = ["render_html", "PAPER_FIGURES", "default_figures", "FIGURE_INSTANCES"]
+__all__ = ["render_html", "PAPER_FIGURES", "default_figures"]
 
 PAPER_FIGURES: list[Callable] = []
-FIGURE_INSTANCES = 1  # instances per claim that get figures
 FIGURE_MAX_HORIZON = 40  # the float64 re-simulation for a figure stops here
 
 _CSS = """
@@ -60,10 +63,13 @@ div.math{display:block;margin:.6em 1.5em;padding:.4em .6em} div.math.plain{white
 math{font-size:1.05em}
 code{font-family:'DejaVu Sans Mono',monospace;font-size:90%}
 .v-supported{background:#d9f2dc} .v-refuted{background:#f8d4d4}
+.v-refuted-expected{background:#dfe6f6} details summary{cursor:pointer}
+pre{font-size:12px;background:#f7f7f7;padding:.5em;overflow-x:auto}
 .v-inconclusive{background:#fbeccb} .i-holds{color:#1b6e2a} .i-violated{color:#a11}
 .i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777}
 .verdict{padding:.5em .8em;border-radius:4px;margin:.8em 0}
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:48%}
+figure.wide{display:block;max-width:100%} figure.wide svg{width:100%;height:auto}
 figure img{max-width:100%;width:540px;border:1px solid #eee} figcaption{font-size:13px;color:#555;
 max-width:520px} .note{color:#777;font-size:13px} .meta{color:#555;font-size:13px}
 """
@@ -106,14 +112,20 @@ def default_figures(record: dict, claim: dict) -> list:
     spec = (record.get("evidence") or {}).get("figure") or {}
     out = []
     if record.get("instance_toml"):
+        instance = _instance_of(record)
         horizon = min(Fraction(record.get("horizon") or 10), FIGURE_MAX_HORIZON)
-        traj = simulate(_instance_of(record), horizon, checkpoints=41, error_estimate=False)
+        checkpoints, variable = 41, spec.get("variable", "z")
+        h = instance.model.h
+        if h is not None:  # discrete layers: whole numbers of layers, no rescaled form
+            horizon = max(h, (horizon // h) * h)
+            checkpoints = sorted({(horizon * k / 40 // h) * h for k in range(41)})
+            variable = spec.get("variable", "x")
+        traj = simulate(instance, horizon, checkpoints=checkpoints, error_estimate=False)
         predicted = Predicted(**spec["predicted"]) if spec.get("predicted") else None
         what = f"{record['instance']}: token paths on [0, {format_value(horizon)}]"
         out.append((what + (" with the predicted object" if predicted else "")
                     + " (float64 re-simulation).",
-                    plot_trajectories(traj, variable=spec.get("variable", "z"),
-                                      predicted=predicted)))
+                    plot_trajectories(traj, variable=variable, predicted=predicted)))
         out.append((f"{record['instance']}: attention matrix P(t) at a few times and its "
                     "numerical rank.", plot_attention_heatmaps(traj)))
     conv = spec.get("convergence")
@@ -142,71 +154,137 @@ def _img(caption: str, fig) -> str:
             f"<figcaption>{inline_html(caption)}</figcaption></figure>")
 
 
-def _figures(maker: Callable, *args) -> str:
+def _figures(maker: Callable, *args, embed: Callable | None = None) -> str:
+    """The figures of ``maker(*args)`` (as PNG images, or through ``embed``); a figure that
+    cannot be drawn says why in words."""
+    from verify.errors import InvalidArgument
+
     try:
-        return "".join(_img(caption, fig) for caption, fig in maker(*args))
+        return "".join((embed or _img)(caption, fig) for caption, fig in maker(*args))
+    except InvalidArgument as exc:  # a sentence naming the problem
+        why = str(exc)
     except Exception as exc:  # noqa: BLE001 - a figure never breaks a report
-        return (f'<p class="note">figure unavailable: {html.escape(type(exc).__name__)}: '
-                f"{html.escape(str(exc))[:300]}</p>")
+        why = f"drawing it failed ({type(exc).__name__}); the verdict does not depend on it"
+    return f'<p class="note">This figure could not be drawn: {html.escape(why[:300])}</p>'
 
 
-def _table(header, rows, classes=None) -> str:
+def _cell(value, full: str | None = None) -> str:
+    """A table cell; a text cut for the table (ending in "…") expands to ``full``."""
+    text = str(value)
+    if full and text.endswith("…") and " ".join(full.split()) != text:
+        return (f"<td><details><summary>{inline_html(text)}</summary>{inline_html(full)}"
+                "</details></td>")
+    return f"<td>{inline_html(text)}</td>"
+
+
+def _table(header, rows, classes=None, full=None) -> str:
+    """``full[i]``: the uncut text of row ``i``'s cells, by column index."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = []
     for i, row in enumerate(rows):
         cls = f' class="{classes[i]}"' if classes else ""
-        cells = "".join(f"<td>{inline_html(str(x))}</td>" for x in row)
+        uncut = full[i] if full else {}
+        cells = "".join(_cell(x, uncut.get(j)) for j, x in enumerate(row))
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _dependency_graph(data: dict) -> str:
+def dependency_figures(edges: dict, verdicts: dict) -> list:
+    """The claim dependency graph, coloured by verdict (a figure maker)."""
     from verify.report.figures import plot_dependency_graph
 
-    edges = {c["id"]: list(c["uses"]) for c in data["claims"]}
-    verdicts = {v["claim"]: v["verdict"] for v in data["verdicts"]}
-    return _figures(lambda: [("Claim dependency graph: an arrow A → B means A uses B; colour "
-                              "is the verdict.", plot_dependency_graph(edges, verdicts))])
+    return [("Claim dependency graph: an arrow B → A means that claim A uses claim B; colour "
+             "is the verdict.",
+             plot_dependency_graph(edges, verdicts))]
 
 
-def _claim_section(data: dict, c: dict, v: dict, figures: bool, run_dir) -> str:
+def _svg(caption: str, fig) -> str:
+    from verify.report.figures import figure_to_svg
+
+    return (f'<figure class="wide">{figure_to_svg(fig)}'
+            f"<figcaption>{inline_html(caption)}</figcaption></figure>")
+
+
+def _draw(job: tuple) -> str:
+    maker, args = job
+    return _figures(maker, *args, embed=_svg if maker is dependency_figures else _img)
+
+
+def draw_figures(jobs: dict) -> dict:
+    """``{key: (maker, args)}`` → ``{key: html}``, drawn in parallel worker processes (one per
+    core; figures are independent and drawing them is most of a report's time), serially when
+    there is one core or a pool cannot start."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                return dict(zip(jobs, pool.map(_draw, jobs.values()), strict=True))
+        except (OSError, RuntimeError):  # no processes here (or a broken pool): draw serially
+            pass
+    return {key: _draw(job) for key, job in jobs.items()}
+
+
+def _figure_jobs(data: dict, check: bool) -> dict:
+    """Every figure of the report as a job: the paper's figures (slowest, first), the claims'
+    decisive instances, the dependency graph."""
+    verdicts = {v["claim"]: v for v in data["verdicts"]}
+    jobs: dict = {}
+    if not check:
+        jobs.update({("paper", i): (maker, ()) for i, maker in enumerate(PAPER_FIGURES)})
+    for c in data["claims"]:
+        decisive = decisive_record(data, c["id"], verdicts[c["id"]]["verdict"])
+        if decisive is not None and decisive.get("instance_toml") \
+                and not decisive.get("exception"):
+            jobs[("claim", c["id"])] = (default_figures, (decisive, c))
+    jobs[("graph",)] = (dependency_figures, ({c["id"]: list(c["uses"]) for c in data["claims"]},
+                                             {k: verdict_class(v) for k, v in verdicts.items()}))
+    return jobs
+
+
+def _claim_section(data: dict, c: dict, v: dict, figures: str) -> str:
+    """Verdict against the expectation, statement, the decisive instance (its certificate or
+    reason, the replay command, its exact data, its figures), then the instance table."""
     e = html.escape
+    records = [r for r in data["instances"] if r["claim"] == c["id"]]
     rows = instance_rows(data, c["id"])
-    classes = [f"i-{r['effective_verdict']}" for r in data["instances"] if r["claim"] == c["id"]]
+    comparison = INSTANCE_HEADER.index("predicted vs observed")
     hyps = ", ".join(f"<code>{e(h)}</code>" for h in c["hypotheses"]) or "none"
     uses = ", ".join(f'<a href="#{e(u)}"><code>{e(u)}</code></a>' for u in c["uses"]) or "none"
     mark = {True: " (as expected)", False: " (<strong>not</strong> as expected)", None: ""}
+    decisive = decisive_record(data, c["id"], v["verdict"])
     parts = [f'<h2 id="{e(c["id"])}"><code>{e(c["id"])}</code> — {e(c["label"])} '
-             f"<small>({e(c['kind'])})</small></h2>", markdown_to_html(c["statement"]),
+             f"<small>({e(c['kind'])})</small></h2>",
+             f'<div class="verdict v-{e(verdict_class(v))}"><strong>Verdict: {e(v["text"])}'
+             f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}</div>",
+             markdown_to_html(c["statement"]),
              f"<p><strong>Hypotheses:</strong> {hyps}. <strong>Uses:</strong> {uses}. "
              f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Concludes:</strong> "
-             f"{inline_html(conclusion_text(c))}.</p>",
-             _table(INSTANCE_HEADER, rows, classes),
-             f'<div class="verdict v-{e(v["verdict"])}"><strong>Verdict: {e(v["text"])}'
-             f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}</div>"]
-    for r in data["instances"]:
-        if r["claim"] == c["id"] and r.get("counterexample"):
-            parts.append(f"<p>Reproduce {e(r['instance'])} from this report's folder: "
-                         f"<code>verify simulate {e(r['counterexample'])}</code></p>")
+             f"{inline_html(conclusion_text(c))}.</p>"]
+    parts += [f"<p>{inline_html(line)}</p>" for line in decisive_lines(decisive, v["verdict"])]
+    if decisive is not None and decisive.get("instance_toml"):
+        parts.append(f"<details><summary>Exact data of {e(decisive['instance'])} (an instance "
+                     f"file)</summary><pre>{e(decisive['instance_toml'])}</pre></details>")
+    parts.append(figures)
+    parts += [_table(INSTANCE_HEADER, rows, [f"i-{r['effective_verdict']}" for r in records],
+                     [{comparison: r.get("reason") or ""} for r in records]),
+              f'<p class="note">{e(TABLE_LEGEND)}</p>']
     if c.get("notes"):
         parts.append('<div class="notes"><em>Notes.</em> ' + markdown_to_html(c["notes"])
                      + "</div>")
-    if figures:
-        chosen = [r for r in data["instances"] if r["claim"] == c["id"]
-                  and r["effective_verdict"] != "out-of-scope" and r.get("instance_toml")
-                  and not r.get("exception")][:FIGURE_INSTANCES]
-        parts += [_figures(default_figures, r, c) for r in chosen]
     return "\n".join(parts)
 
 
-def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None = None) -> str:
+def render_html(data: dict, *, figures: bool = True) -> str:
     """The self-contained HTML report of a ``results.json`` dict (figures optional)."""
     import verify.report.paper_figures  # noqa: F401  (fills PAPER_FIGURES)
     e = html.escape
     p = data["parameters"]
     verdicts = {v["claim"]: v for v in data["verdicts"]}
     rows = summary_rows(data)
-    summary = _table(SUMMARY_HEADER, rows, [f"v-{verdicts[r[0]]['verdict']}" for r in rows])
+    summary = _table(SUMMARY_HEADER, rows, [f"v-{verdict_class(verdicts[r[0]])}" for r in rows])
     resumed = f", {data['resumed']} resumed" if data["resumed"] else ""
     links = " · ".join(f'<a href="#{e(c["id"])}">{e(c["id"])}</a>' for c in data["claims"])
     check = data.get("command") == "check"
@@ -224,13 +302,13 @@ def render_html(data: dict, *, figures: bool = True, run_dir: str | Path | None 
             f"horizon {e(format_value(p['horizon']))}; exit code {data['exit_code']}.</p>",
             "<h2>Summary</h2>", summary, f"<p>{links}</p>"]
     body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
-    if figures:
-        body.append(_dependency_graph(data))
+    drawn = draw_figures(_figure_jobs(data, check)) if figures else {}
+    body.append(drawn.get(("graph",), ""))
     for c in data["claims"]:
-        body.append(_claim_section(data, c, verdicts[c["id"]], figures, run_dir))
-    if figures and PAPER_FIGURES and not check:
-        body.append("<h2>Paper figures</h2>")
-        body += [_figures(maker) for maker in PAPER_FIGURES]
+        body.append(_claim_section(data, c, verdicts[c["id"]], drawn.get(("claim", c["id"]), "")))
+    paper = [html_ for key, html_ in drawn.items() if key[0] == "paper"]
+    if paper:
+        body += ["<h2>Paper figures</h2>", *paper]
     versions = ", ".join(f"{e(k)} {e(str(v))}" for k, v in data["versions"].items())
     body.append(f'<h2>Environment</h2><p class="meta">{versions}</p><p class="meta">Claim '
                 "files: " + ", ".join(f"<code>{e(c['id'])}</code> sha256 "

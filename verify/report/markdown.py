@@ -18,13 +18,17 @@ from __future__ import annotations
 import math
 
 __all__ = ["render_markdown", "summary_rows", "instance_rows", "format_value",
-           "SUMMARY_HEADER", "INSTANCE_HEADER", "COUNT_KEYS"]
+           "decisive_record", "decisive_lines", "verdict_class", "SUMMARY_HEADER",
+           "INSTANCE_HEADER", "COUNT_KEYS", "TABLE_LEGEND"]
 
 COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope")
 SUMMARY_HEADER = ("claim", "label", "kind", "expected", "verdict", "holds", "violated",
                   "inconclusive", "out of scope")
 INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted vs observed", "margin", "error",
-                   "note")
+                   "unit", "note")
+TABLE_LEGEND = ("Margin and error are in the unit named (positive margin: the conclusion holds "
+                "with that much room); error 0 is exact arithmetic; – means not computed (the "
+                "instance was undecided, out of scope, or its judge failed).")
 
 
 def conclusion_text(claim: dict) -> str:
@@ -113,8 +117,56 @@ def instance_rows(data: dict, claim_id: str) -> list[tuple]:
             comparison = _shorten(r.get("reason") or "–", COMPARISON_WIDTH)
         rows.append((r["instance"], format_value(r["seed"]), verdict, comparison,
                      format_value(r.get("margin")), format_value(r.get("error")),
-                     note.strip("; ")))
+                     r.get("unit") or "–", note.strip("; ")))
     return rows
+
+
+def _ratio(record: dict) -> float:
+    margin, error = record.get("margin"), record.get("error")
+    if not isinstance(margin, (int, float)) or not isinstance(error, (int, float)):
+        return math.inf
+    return margin / error if error else math.inf
+
+
+def decisive_record(data: dict, claim_id: str, verdict: str) -> dict | None:
+    """The instance that decides the claim's verdict: for *refuted* the confirmed
+    counterexample, for *inconclusive* the first undecided instance, for *supported* the
+    tightest hold (smallest margin / error); ``None`` when no instance is in scope."""
+    records = [r for r in data["instances"] if r["claim"] == claim_id]
+    if verdict == "refuted":
+        found = [r for r in records if r.get("counterexample")] or \
+            [r for r in records if r["effective_verdict"] == "violated"]
+    elif verdict == "inconclusive":
+        found = [r for r in records if r["effective_verdict"] == "inconclusive"]
+    else:
+        found = sorted((r for r in records if r["effective_verdict"] == "holds"), key=_ratio)
+    return found[0] if found else None
+
+
+def decisive_lines(record: dict | None, verdict: str) -> list[str]:
+    """Sentences (Markdown) on the decisive instance: what decided, the certificate, and how to
+    replay a counterexample."""
+    if record is None:
+        return []
+    role = {"refuted": "Counterexample", "inconclusive": "Undecided instance"}.get(
+        verdict, "Tightest instance")
+    why = record.get("effective_reason") or record["reason"]
+    lines = [f"**{role}: {record['instance']}** — {why}"]
+    certificate = record.get("certificate")
+    if certificate:
+        lines.append(f"Certificate ({certificate['kind']}): {certificate.get('statement', '')}")
+    if record.get("counterexample"):
+        lines.append(f"Reproduce it from this report's folder: "
+                     f"`verify simulate {record['counterexample']}`")
+    return lines
+
+
+def verdict_class(verdict: dict) -> str:
+    """The colour class of a claim verdict: a refutation the claim expects (a false proof
+    step) is not a failure and has its own colour."""
+    name = verdict["verdict"]
+    return f"{name}-expected" if name == "refuted" and verdict.get("matches_expected") \
+        else name
 
 
 def _cell(text) -> str:
@@ -184,18 +236,18 @@ def render_markdown(data: dict) -> str:
     verdicts = {v["claim"]: v for v in data["verdicts"]}
     for c in data["claims"]:
         v = verdicts[c["id"]]
-        out += ["", f"## `{c['id']}` — {c['label']} ({c['kind']})", "", c["statement"], ""]
+        mark = {True: " (as expected)", False: " (**not** as expected)", None: ""}
         hyps = ", ".join(f"`{h}`" for h in c["hypotheses"]) or "none"
         uses = ", ".join(f"`{u}`" for u in c["uses"]) or "none"
-        out += [f"**Hypotheses:** {hyps}. **Uses:** {uses}. **Expected:** {c['expected']}. "
+        out += ["", f"## `{c['id']}` — {c['label']} ({c['kind']})", "",
+                f"**Verdict: {v['text']}**{mark[v['matches_expected']]}. {v['reason']}", "",
+                c["statement"], "",
+                f"**Hypotheses:** {hyps}. **Uses:** {uses}. **Expected:** {c['expected']}. "
                 f"**Concludes:** {conclusion_text(c)}.", ""]
+        for line in decisive_lines(decisive_record(data, c["id"], v["verdict"]), v["verdict"]):
+            out += [line, ""]
         out += _table(INSTANCE_HEADER, instance_rows(data, c["id"]))
-        mark = {True: " (as expected)", False: " (**not** as expected)", None: ""}
-        out += ["", f"**Verdict: {v['text']}**{mark[v['matches_expected']]}. {v['reason']}"]
-        ces = [r for r in data["instances"] if r["claim"] == c["id"] and r.get("counterexample")]
-        for r in ces:
-            out += ["", f"Reproduce {r['instance']} from this report's folder: "
-                        f"`verify simulate {r['counterexample']}`"]
+        out += ["", TABLE_LEGEND]
         if c.get("notes"):
             out += ["", "*Notes.* " + c["notes"]]
     versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())

@@ -259,6 +259,6 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     paths["results.schema.json"].write_text(json.dumps(RESULTS_SCHEMA, indent=1) + "\n",
                                             encoding="utf-8")
     paths["report.md"].write_text(render_markdown(data), encoding="utf-8")
-    paths["report.html"].write_text(render_html(data, figures=figures, run_dir=out),
+    paths["report.html"].write_text(render_html(data, figures=figures),
                                     encoding="utf-8")
     return paths

@@ -79,8 +79,8 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     Tokens are sorted by their cluster at :math:`t = T` (leader first, then its followers),
     so the limit's block structure shows; thin lines separate the clusters and the tick
     labels are the token indices (1-based, as in the paper), coloured like
-    :func:`plot_trajectories`. The bottom panel plots, at every checkpoint, the numerical rank :func:`attention_rank` with relative
-    tolerance ``rank_rtol``.
+    :func:`plot_trajectories`. The bottom panel plots, at every checkpoint, the numerical rank
+    :func:`attention_rank` with relative tolerance ``rank_rtol``.
 
     Parameters
     ----------

@@ -95,6 +95,18 @@ def test_report_md_has_the_summary_table_and_each_claim(report):
     assert "proved" not in text.replace("never a proof", "")
 
 
+def test_claim_sections_lead_with_the_verdict_and_the_decisive_instance(report):
+    page = report[1]["report.html"].read_text()
+    section = page.split('<h2 id="tiny-refuted">')[1].split("<h2 ")[0]
+    order = [section.index(mark) for mark in (
+        "Verdict: refuted", "Counterexample: two-by-two#0", "verify simulate counterexamples/",
+        "Exact data of two-by-two#0", "<img", "<table>")]
+    assert order == sorted(order)
+    gap = page.split('<h2 id="tiny-known-gap">')[1].split("<h2 ")[0]
+    assert 'class="verdict v-refuted-expected"' in gap  # a false proof step, refuted as expected
+    assert 'class="verdict v-refuted"' in section       # a theorem refuted: the tool's alarm
+
+
 def _images(page: str) -> list[str]:
     return re.findall(r'<img\s[^>]*src="([^"]*)"', page)
 
@@ -104,9 +116,11 @@ def test_report_html_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page)
     assert "@import" not in page and "url(" not in page
     claims_part, _, paper_part = page.partition("<h2>Paper figures</h2>")
-    # dependency graph + (paths, P(t)) for the 4 claims with an in-scope instance that ran
-    # (not tiny-raises, not tiny-out-of-scope) + tiny-holds' convergence plot
-    assert len(_images(claims_part)) == 1 + 2 * 4 + 1
+    # (paths, P(t)) for the decisive instances of the 4 claims with an in-scope instance that
+    # ran (not tiny-raises, not tiny-out-of-scope) + tiny-holds' convergence plot; the
+    # dependency graph is an inline SVG
+    assert len(_images(claims_part)) == 2 * 4 + 1
+    assert claims_part.count("<svg") == 1 and "claim A uses claim B" in claims_part
     images = _images(page)
     assert len(images) > len(_images(claims_part))  # the paper-figures section has its own
     for uri in images:

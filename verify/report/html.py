@@ -69,7 +69,7 @@ pre{font-size:12px;background:#f7f7f7;padding:.5em;overflow-x:auto}
 .i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777}
 .verdict{padding:.5em .8em;border-radius:4px;margin:.8em 0}
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:48%}
-figure.wide{display:block;max-width:100%} figure.wide svg{width:100%;height:auto}
+figure.wide{display:block;max-width:100%} figure.wide svg{max-width:100%;height:auto}
 figure img{max-width:100%;width:540px;border:1px solid #eee} figcaption{font-size:13px;color:#555;
 max-width:520px} .note{color:#777;font-size:13px} .meta{color:#555;font-size:13px}
 """

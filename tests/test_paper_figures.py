@@ -97,14 +97,18 @@ def test_leaders_graph_and_low_rank_attention(figures):
     assert attention_rank(low[-1]) < attention_rank(low[0]) == low.shape[1]
 
 
-def test_html_report_has_the_section_with_inline_images():
+def test_html_report_has_the_section_with_inline_images(tmp_path, monkeypatch):
     data = {"run_id": "test", "started": "s", "finished": "f", "seconds": 0.0, "resumed": 0,
             "exit_code": 0, "claims": [], "verdicts": [], "instances": [],
             "parameters": {"instances": None, "seed": None, "precision": None, "horizon": None},
             "versions": {"python": "3"}}
-    page = render_html(data)
+    page = render_html(data, cache_dir=tmp_path)
     assert "<h2>Paper figures</h2>" in page
     section = page.split("<h2>Paper figures</h2>")[1].split("<h2>Environment</h2>")[0]
     assert section.count('src="data:image/png;base64,') == 7
-    assert "figure unavailable" not in section
+    assert "could not be drawn" not in section
     assert "Paper figures" not in render_html(data, figures=False)
+    # the same code draws the same paper figures: the second report reads them from the cache
+    monkeypatch.setattr(pf, "paper_run", lambda name: 1 / 0)
+    again = render_html(data, cache_dir=tmp_path)
+    assert again.split("<h2>Paper figures</h2>")[1].split("<h2>Environment</h2>")[0] == section

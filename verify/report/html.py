@@ -29,6 +29,7 @@ import html
 import tomllib
 from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
 
 from verify.report._texthtml import inline_html, markdown_to_html
 from verify.report.markdown import (
@@ -277,8 +278,48 @@ def _claim_section(data: dict, c: dict, v: dict, figures: str) -> str:
     return "\n".join(parts)
 
 
-def render_html(data: dict, *, figures: bool = True) -> str:
-    """The self-contained HTML report of a ``results.json`` dict (figures optional)."""
+def _code_key() -> str:
+    """A hash of this package's source and of the libraries that draw: the paper's figures
+    depend on nothing else (their setups are fixed and seeded)."""
+    import hashlib
+    import importlib.metadata
+
+    import verify
+
+    digest = hashlib.sha256()
+    root = Path(verify.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + path.read_bytes())
+    for name in ("numpy", "scipy", "matplotlib", "python-flint", "networkx"):
+        try:
+            digest.update(f"{name}={importlib.metadata.version(name)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(name.encode())
+    return digest.hexdigest()[:20]
+
+
+def _paper_section(drawn: dict, cache_dir: Path | None) -> list[str]:
+    """The paper's figures: drawn now (and kept in ``cache_dir``) or read from the cache kept
+    for this very code (:func:`_code_key`)."""
+    paper = [html_ for key, html_ in drawn.items() if key[0] == "paper"]
+    if cache_dir is None:
+        return paper
+    cached = Path(cache_dir) / f"paper-figures-{_code_key()}.html"
+    if paper:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text("\n".join(paper), encoding="utf-8")
+        except OSError:  # a cache that cannot be written only costs time
+            pass
+        return paper
+    return [cached.read_text(encoding="utf-8")] if cached.is_file() else []
+
+
+def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | None = None) -> str:
+    """The self-contained HTML report of a ``results.json`` dict (figures optional).
+
+    ``cache_dir``: where the paper's figures are kept between runs of the same code (they
+    take half the time of a report and never change with the run)."""
     import verify.report.paper_figures  # noqa: F401  (fills PAPER_FIGURES)
     e = html.escape
     p = data["parameters"]
@@ -302,11 +343,14 @@ def render_html(data: dict, *, figures: bool = True) -> str:
             f"horizon {e(format_value(p['horizon']))}; exit code {data['exit_code']}.</p>",
             "<h2>Summary</h2>", summary, f"<p>{links}</p>"]
     body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
-    drawn = draw_figures(_figure_jobs(data, check)) if figures else {}
+    jobs = _figure_jobs(data, check) if figures else {}
+    if cache_dir is not None and (Path(cache_dir) / f"paper-figures-{_code_key()}.html").is_file():
+        jobs = {key: job for key, job in jobs.items() if key[0] != "paper"}
+    drawn = draw_figures(jobs)
     body.append(drawn.get(("graph",), ""))
     for c in data["claims"]:
         body.append(_claim_section(data, c, verdicts[c["id"]], drawn.get(("claim", c["id"]), "")))
-    paper = [html_ for key, html_ in drawn.items() if key[0] == "paper"]
+    paper = _paper_section(drawn, cache_dir) if figures and not check else []
     if paper:
         body += ["<h2>Paper figures</h2>", *paper]
     versions = ", ".join(f"{e(k)} {e(str(v))}" for k, v in data["versions"].items())

@@ -259,6 +259,7 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     paths["results.schema.json"].write_text(json.dumps(RESULTS_SCHEMA, indent=1) + "\n",
                                             encoding="utf-8")
     paths["report.md"].write_text(render_markdown(data), encoding="utf-8")
-    paths["report.html"].write_text(render_html(data, figures=figures),
+    paths["report.html"].write_text(render_html(data, figures=figures,
+                                                cache_dir=out.parent / ".cache"),
                                     encoding="utf-8")
     return paths

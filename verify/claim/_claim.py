@@ -29,7 +29,7 @@ from pathlib import Path
 
 from verify.claim._family import Family
 from verify.claim._family_file import parse_family
-from verify.claim._hypotheses import HYPOTHESES
+from verify.claim._hypothesis_expressions import check_hypothesis
 from verify.claim._plain import fail, suggest, to_plain
 from verify.claim._vocabulary import parse_conclusions
 from verify.errors import InvalidArgument
@@ -208,9 +208,7 @@ def parse_claim(data: dict, source: str, *, sha256: str = "",
              f"{suggest(expected, [e.value for e in Expectation])}")
     hypotheses = _names(data, "hypotheses", source)
     for i, name in enumerate(hypotheses):
-        if name not in HYPOTHESES:
-            fail(source, f"hypotheses[{i}]", f"unknown predicate {name!r}."
-                 f"{suggest(name, HYPOTHESES)} Known predicates: {', '.join(HYPOTHESES)}.")
+        check_hypothesis(name, source, f"hypotheses[{i}]")
     uses = _names(data, "uses", source, ID_RE)
     if claim_id in uses:
         fail(source, "uses", f"the claim {claim_id!r} cannot use itself.")

@@ -81,22 +81,29 @@ def register_hypothesis(name: str) -> Callable[[Predicate], Predicate]:
 
 
 def check_hypotheses(names: Iterable[str], instance: Instance) -> ScopeResult:
-    """Evaluate every named hypothesis on ``instance`` (``False`` wins over ``None``).
+    """Evaluate every hypothesis on ``instance`` (``False`` wins over ``None``): a name in
+    :data:`HYPOTHESES`, or an expression such as ``"d == 2 and 0 < beta <= 4"``
+    (:mod:`verify.claim._hypothesis_expressions`).
 
     Raises
     ------
     InvalidArgument
-        For a name that is not in :data:`HYPOTHESES`.
+        For a name that is neither registered nor a valid expression.
     """
+    from verify.claim._hypothesis_expressions import evaluate_hypothesis
     from verify.claim._plain import suggest
 
     values, lines = [], []
     for name in names:
-        if name not in HYPOTHESES:
-            raise InvalidArgument(f"hypothesis={name!r} is not registered."
-                                  f"{suggest(name, HYPOTHESES)} Known: "
-                                  f"{', '.join(sorted(HYPOTHESES))}.")
-        holds, explanation = HYPOTHESES[name](instance)  # plain 2-tuples are accepted
+        if name in HYPOTHESES:
+            holds, explanation = HYPOTHESES[name](instance)  # plain 2-tuples are accepted
+        else:
+            try:
+                holds, explanation = evaluate_hypothesis(name, instance)
+            except ValueError:
+                raise InvalidArgument(f"hypothesis={name!r} is neither registered nor an "
+                                      f"expression.{suggest(name, HYPOTHESES)} Known: "
+                                      f"{', '.join(sorted(HYPOTHESES))}.") from None
         values.append(holds)
         lines.append(f"{name}: {explanation}")
     holds = False if False in values else None if None in values else True

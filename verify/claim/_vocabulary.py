@@ -40,7 +40,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from verify.claim._hypotheses import HYPOTHESES
+from verify.claim._hypothesis_expressions import check_hypothesis
 from verify.claim._plain import fail, suggest, to_plain
 from verify.errors import InvalidArgument
 
@@ -223,9 +223,7 @@ def parse_conclusions(value: object, source: str) -> tuple[ConclusionSpec, ...]:
         if not isinstance(when, list) or not all(isinstance(h, str) for h in when):
             fail(source, f"{where}.when", f"{when!r} must be a list of hypothesis names.")
         for j, name in enumerate(when):
-            if name not in HYPOTHESES:
-                fail(source, f"{where}.when[{j}]", f"unknown hypothesis {name!r}."
-                     f"{suggest(name, HYPOTHESES)}")
+            check_hypothesis(name, source, f"{where}.when[{j}]")
         if ctype.validate is not None:
             ctype.validate(parameters, source, where)
         specs.append(ConclusionSpec(kind, parameters, where, tuple(when)))

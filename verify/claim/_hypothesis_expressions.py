@@ -1,0 +1,191 @@
+r"""Hypotheses written as expressions: ``"d == 2"``, ``"n >= 3 and 0 < beta <= 4"``,
+``"is_identity or is_negative_identity"``, ``"not paranormal"``.
+
+A hypothesis that is not a registered name is one expression over
+
+* the sizes and the model, **exactly**: ``n`` (tokens), ``d`` (dimension), ``heads`` (number of
+  attention heads), ``beta`` (the model's inverse temperature, a rational);
+* the registered predicates whose names are identifiers (``is_identity``, ``qk_identity``,
+  ``good_triple``, ``distinct_tokens``, ...), each ``True``, ``False`` or *undecided*;
+
+with integer and decimal literals (read exactly: ``0.1`` is ``1/10``), ``+ - * /``, the
+comparisons ``< <= > >= == !=`` (chained, as in ``0 < beta <= 4``) and ``and``, ``or``,
+``not``. Logic is three-valued (Kleene): an undecided predicate makes the whole undecided unless
+the other operands decide it (``False and x`` is ``False``, ``True or x`` is ``True``).
+Nothing else is allowed: no calls, no attributes, no other names; the message names the field.
+
+Examples
+--------
+>>> from verify.model import Instance, Model
+>>> inst = Instance(Model(V=[[1, 0], [0, 1]], beta=2), [[1, 0], [0, 1], [1, 1]])
+>>> evaluate_hypothesis("d == 2 and n >= 3 and 0 < beta <= 4", inst).holds
+True
+>>> evaluate_hypothesis("is_identity and not d == 2", inst)
+PredicateResult(holds=False, explanation='is_identity = true, d = 2: false.')
+>>> check_hypothesis("d = 2", "f.toml", "hypotheses[0]")
+Traceback (most recent call last):
+    ...
+verify.errors.InvalidArgument: f.toml: hypotheses[0]: 'd = 2' is neither a registered ...
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from fractions import Fraction
+
+from verify.errors import InvalidArgument
+
+__all__ = ["check_hypothesis", "evaluate_hypothesis", "QUANTITIES"]
+
+#: The numbers an expression may name, read exactly off the instance.
+QUANTITIES = {"n": lambda inst: inst.n, "d": lambda inst: inst.d,
+              "heads": lambda inst: len(inst.model.heads),
+              "beta": lambda inst: Fraction(inst.model.beta)}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+            ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+          ast.Div: operator.truediv}
+
+
+def _predicates() -> dict:
+    from verify.claim._hypotheses import HYPOTHESES
+
+    return {name: f for name, f in HYPOTHESES.items() if name.isidentifier()}
+
+
+def _type(node: ast.AST) -> str:
+    """``"number"`` or ``"truth"``; ``ValueError`` where the expression mixes them."""
+    def need(child, kind: str, what: str) -> None:
+        if _type(child) != kind:
+            wanted = "numbers" if kind == "number" else "predicates or comparisons"
+            raise ValueError(f"{what} needs {wanted}, not {ast.unparse(child)!r}")
+
+    if isinstance(node, ast.Constant):
+        return "number"
+    if isinstance(node, ast.Name):
+        return "number" if node.id in QUANTITIES else "truth"
+    if isinstance(node, ast.UnaryOp):
+        kind = "truth" if isinstance(node.op, ast.Not) else "number"
+        need(node.operand, kind, "not" if kind == "truth" else "a sign")
+        return kind
+    if isinstance(node, ast.BinOp):
+        need(node.left, "number", "arithmetic")
+        need(node.right, "number", "arithmetic")
+        return "number"
+    if isinstance(node, ast.Compare):
+        for child in (node.left, *node.comparators):
+            need(child, "number", "a comparison")
+        return "truth"
+    for child in node.values:  # BoolOp
+        need(child, "truth", "and/or")
+    return "truth"
+
+
+def _parse(text: str) -> ast.Expression:
+    """The checked syntax tree of ``text``; ``ValueError`` with what is wrong."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"it does not parse ({exc.msg})") from None
+    names = {**QUANTITIES, **_predicates()}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                from verify.claim._plain import suggest
+
+                raise ValueError(f"unknown name {node.id!r}.{suggest(node.id, names)} Names: "
+                                 f"{', '.join(QUANTITIES)} and the predicates "
+                                 f"{', '.join(sorted(_predicates()))}")
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+                raise ValueError(f"{node.value!r}: only numbers may be written")
+        elif not isinstance(node, (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp,
+                                   ast.Not, ast.USub, ast.UAdd, ast.Compare, ast.BinOp,
+                                   ast.Load, *_COMPARE, *_ARITH)):
+            raise ValueError(f"{type(node).__name__} is not allowed (only numbers, n, d, heads, "
+                             "beta, predicate names, + - * /, comparisons, and/or/not)")
+    if _type(tree.body) != "truth":
+        raise ValueError("it is a number, not a statement (compare it: e.g. 'd == 2')")
+    return tree
+
+
+def check_hypothesis(text: object, source: str, where: str) -> None:
+    """Fail (naming ``where``) unless ``text`` is a registered hypothesis or a valid
+    expression (module docstring)."""
+    from verify.claim._hypotheses import HYPOTHESES
+    from verify.claim._plain import fail, suggest
+
+    if not isinstance(text, str):
+        fail(source, where, f"{text!r} must be a string: a predicate name or an expression.")
+    if text in HYPOTHESES:
+        return
+    try:
+        _parse(text)
+    except ValueError as exc:
+        hint = ""
+        if str(exc).startswith("it does not parse"):
+            hint = " Write '==' to test equality." if "=" in text and "==" not in text \
+                else suggest(text, HYPOTHESES)
+        fail(source, where, f"{text!r} is neither a registered predicate nor a valid "
+             f"expression: {exc}.{hint}")
+
+
+def _value(node: ast.AST, instance, seen: dict, text: str):
+    """Exact numbers, booleans or ``None`` (undecided) — Kleene logic for and/or/not."""
+    def value(child):
+        return _value(child, instance, seen, text)
+
+    if isinstance(node, ast.Expression):
+        return value(node.body)
+    if isinstance(node, ast.Constant):
+        return Fraction(str(node.value))
+    if isinstance(node, ast.Name):
+        if node.id not in seen:
+            if node.id in QUANTITIES:
+                seen[node.id] = QUANTITIES[node.id](instance)
+            else:
+                seen[node.id] = _predicates()[node.id](instance)[0]
+        return seen[node.id]
+    if isinstance(node, ast.UnaryOp):
+        operand = value(node.operand)
+        if isinstance(node.op, ast.Not):
+            return None if operand is None else not operand
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.BinOp):
+        left, right = value(node.left), value(node.right)
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise InvalidArgument(f"hypothesis {text!r}: division by zero.")
+        return _ARITH[type(node.op)](left, right)
+    if isinstance(node, ast.Compare):
+        left, result = value(node.left), True
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = value(right_node)
+            result = result and _COMPARE[type(op)](left, right)
+            left = right
+        return result
+    values = [value(v) for v in node.values]  # BoolOp
+    if isinstance(node.op, ast.And):
+        return False if False in values else None if None in values else True
+    return True if True in values else None if None in values else False
+
+
+def _show(value) -> str:
+    if value is None:
+        return "undecided"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def evaluate_hypothesis(text: str, instance):
+    """The expression ``text`` on ``instance``, as a
+    :class:`~verify.claim._hypotheses.PredicateResult` whose explanation gives the values
+    that decided it."""
+    from verify.claim._hypotheses import PredicateResult
+
+    seen: dict = {}
+    holds = _value(_parse(text), instance, seen, text)
+    holds = holds if holds is None else bool(holds)
+    values = ", ".join(f"{k} = {_show(v)}" for k, v in seen.items())
+    return PredicateResult(holds, f"{values}: {_show(holds)}.")

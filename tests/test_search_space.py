@@ -345,3 +345,21 @@ def test_classes_defined_by_a_hypothesis_are_decided_exactly():
     assert space.contains(Instance(Model(V=eye(2)), [[0, 1], [1, 0]])).startswith("V is in none")
     singular = Instance(Model(V=[[0, -1], [1, 0]], K=[[1, 0], [0, 0]]), [[0, 1], [1, 0]])
     assert space.contains(singular).startswith("QK is in none")
+
+
+@pytest.mark.parametrize(("hypotheses", "table", "n", "d"), [
+    (["d == 2", "n >= 8"], {}, (8, 12), (2, 2)), (["d >= 4"], {}, (2, 6), (4, 6)),
+    (["n <= 3 and is_identity"], {}, (2, 3), (1, 3)), (["2 <= d <= 3"], {"d": [1, 5]}, (2, 6),
+                                                        (2, 3)),
+    (["complex_leading_pair", "d <= 2"], {}, (2, 6), (2, 2)),
+    (["d == 2 or d == 3"], {}, (2, 6), (1, 3))])  # under "or": no bound is read
+def test_sizes_follow_hypothesis_expressions(hypotheses, table, n, d):
+    space = parse_search(table, "c.toml", hypotheses)
+    assert (space.n, space.d) == (n, d)
+
+
+def test_sizes_no_hypothesis_allows_are_an_error():
+    with pytest.raises(InvalidArgument, match="no d satisfies them"):
+        parse_search({}, "c.toml", ["d == 2", "d >= 3"])
+    with pytest.raises(InvalidArgument, match=r"search\.n: \[2, 4\] but the hypotheses need n ≥ 5"):
+        parse_search({"n": [2, 4]}, "c.toml", ["n >= 5"])

@@ -36,7 +36,7 @@ from fractions import Fraction
 
 from verify.errors import InvalidArgument
 
-__all__ = ["check_hypothesis", "evaluate_hypothesis", "QUANTITIES"]
+__all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "QUANTITIES"]
 
 #: The numbers an expression may name, read exactly off the instance.
 QUANTITIES = {"n": lambda inst: inst.n, "d": lambda inst: inst.d,
@@ -189,3 +189,49 @@ def evaluate_hypothesis(text: str, instance):
     holds = holds if holds is None else bool(holds)
     values = ", ".join(f"{k} = {_show(v)}" for k, v in seen.items())
     return PredicateResult(holds, f"{values}: {_show(holds)}.")
+
+
+def size_bounds(texts) -> dict[str, tuple[int | None, int | None]]:
+    """The bounds on ``n`` and ``d`` that hypotheses state outright (conjuncts such as
+    ``d == 2``, ``n >= 3``, ``2 <= d <= 4``; anything under ``or``/``not`` is ignored), as
+    ``{"n": (lo, hi), "d": (lo, hi)}`` with ``None`` for no bound. A search draws its sizes
+    inside them.
+
+    >>> size_bounds(["d == 2", "n >= 3 and beta > 0", "is_identity"])
+    {'n': (3, None), 'd': (2, 2)}
+    """
+    import math
+
+    bounds = {"n": [1, None], "d": [1, None]}
+
+    def tighten(name: str, op: ast.cmpop, value: Fraction) -> None:
+        lo, hi = bounds[name]
+        if isinstance(op, ast.Eq | ast.GtE | ast.Gt):
+            low = math.ceil(value) if not isinstance(op, ast.Gt) else math.floor(value) + 1
+            lo = max(lo, low)
+        if isinstance(op, ast.Eq | ast.LtE | ast.Lt):
+            high = math.floor(value) if not isinstance(op, ast.Lt) else math.ceil(value) - 1
+            hi = high if hi is None else min(hi, high)
+        bounds[name] = [lo, hi]
+
+    flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE,
+               ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            for child in node.values:
+                visit(child)
+        elif isinstance(node, ast.Compare):
+            chain = [node.left, *node.comparators]
+            for op, a, b in zip(node.ops, chain, chain[1:], strict=False):
+                if isinstance(a, ast.Name) and a.id in bounds and isinstance(b, ast.Constant):
+                    tighten(a.id, op, Fraction(str(b.value)))
+                elif isinstance(b, ast.Name) and b.id in bounds and isinstance(a, ast.Constant):
+                    tighten(b.id, flipped[type(op)](), Fraction(str(a.value)))
+
+    for text in texts:
+        try:
+            visit(_parse(text).body)
+        except ValueError:  # a registered name that is not an expression says nothing here
+            continue
+    return {name: (lo, hi) for name, (lo, hi) in bounds.items()}

@@ -52,6 +52,7 @@ from verify.claim._family_file import (
     _number,
 )
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
+from verify.claim._hypothesis_expressions import size_bounds
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
@@ -318,17 +319,13 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
     hypotheses = tuple(hypotheses)
     defaults = tuple(k for k in ("n", "d", "V", "QK", "beta", "tokens", "horizon")
                      if k not in table)
-    n = _range(table.get("n", [2, 6]), "n", source, 1)
-    one = any(h in hypotheses for h in _D1)
-    two = any(h in hypotheses for h in _D2)
-    d = _range(table.get("d", [1, 1] if one else [2, 3] if two else [1, 3]), "d", source, 1)
-    if one and d != (1, 1):
-        fail(source, "search.d", f"{list(d)} but the hypotheses "
-             f"({', '.join(h for h in hypotheses if h in _D1)}) need d = 1; use d = 1.")
-    if two and d[1] < 2:
-        fail(source, "search.d", f"{list(d)} but the hypotheses need d ≥ 2; raise the range.")
-    if two:
-        d = (max(d[0], 2), d[1])
+    bounds = size_bounds(hypotheses)
+    if any(h in hypotheses for h in _D1):
+        bounds["d"] = (1, 1)
+    if any(h in hypotheses for h in _D2):
+        bounds["d"] = (max(bounds["d"][0], 2), bounds["d"][1])
+    n = _sizes(table.get("n"), (2, 6), bounds["n"], "n", source)
+    d = _sizes(table.get("d"), (1, 3), bounds["d"], "d", source)
     V = _classes(table.get("V", list(_default_classes(hypotheses, _V_FOR) or BROAD_V)),
                  V_GENERATORS, HYPOTHESIS_V_CLASSES, "V class", "V", source)
     QK = _classes(table.get("QK", list(_default_classes(hypotheses, _QK_FOR) or BROAD_QK)),
@@ -353,6 +350,27 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
     space = _drop_unfit_defaults(space)
     _check_feasible(space, source)
     return space
+
+
+def _sizes(given, default: tuple, bound: tuple, key: str, source: str) -> tuple[int, int]:
+    """The range of ``n`` or ``d``: the given one, or the default, kept inside what the
+    hypotheses state (``bound``: ``(lo, hi)``, ``hi`` may be ``None``)."""
+    lo, hi = bound
+    need = f"= {lo}" if lo == hi else f"≥ {lo}" if hi is None else f"in {lo}..{hi}"
+    if hi is not None and lo > hi:
+        fail(source, "hypotheses", f"no {key} satisfies them (they need {key} ≥ {lo} and "
+             f"≤ {hi}).")
+    if given is not None:
+        a, b = _range(given, key, source, 1)
+        if b < lo or (hi is not None and a > hi):
+            fail(source, f"search.{key}", f"{[a, b]} but the hypotheses need {key} {need}; "
+                 "change the range.")
+        return max(a, lo), b if hi is None else min(b, hi)
+    a, b = max(default[0], lo), default[1] if hi is None else min(default[1], hi)
+    if a > b:  # the default range misses the hypotheses' range: start where they do
+        a = lo
+        b = a + default[1] - default[0] if hi is None else min(hi, a + default[1] - default[0])
+    return a, b
 
 
 def _drop_unfit_defaults(space: SearchSpace) -> SearchSpace:

@@ -313,7 +313,8 @@ def _inst(V, x0=None, Q=None, K=None, **options):
     ("qk_positive_definite", _inst([[1, 0], [0, 1]], beta=-1), False, "≤ 0"),
     ("qk_identity", _inst([[1, 0], [0, 1]], Q=[[2, 0], [0, 1]], K=[["1/2", 0], [0, 1]]), True,
      "exactly"),
-    ("qk_identity", _inst([[1, 0], [0, 1]], K=[[1, 0], [1, 1]]), False, "[1, 0]"),
+    ("qk_identity", _inst([[1, 0], [0, 1]], K=[[1, 0], [1, 1]]), False, "[2, 1]"),
+    ("qk_identity", _inst([[1, 0], [0, 1]], beta=2), True, "QᵀK = I_2"),  # beta is apart
     ("good_triple", _inst([[2, 0], [0, -1]]), True, "good triple"),
     ("good_triple", _inst([[1, 1], [0, 1]]), False, "not simple"),
     ("good_triple", _inst([[2, 0], [0, 1]], K=[[-1, 0], [0, 1]]), False, "≤ 0"),

@@ -152,15 +152,17 @@ for _name, _form in (("is_identity", False), ("is_negative_identity", False),
 
 @register_hypothesis("qk_identity")
 def _qk_identity(instance: Instance) -> PredicateResult:
-    """``β QᵀK = I_d`` exactly."""
+    """``QᵀK = I_d`` exactly. ``β`` is the model's own field, not folded in: state it apart
+    (``"beta == 1"``, ``"0 < beta <= 4"``)."""
     head, failure = _single(instance)
     if failure:
         return failure
-    B = instance.model.beta * head.B
+    B = head.B
     for (i, j), value in np.ndenumerate(B):
         if value != (1 if i == j else 0):
-            return PredicateResult(False, f"(βQᵀK)[{i}, {j}] = {_show(value)} ≠ {int(i == j)}.")
-    return PredicateResult(True, f"βQᵀK = I_{B.shape[0]} exactly.")
+            return PredicateResult(False, f"(QᵀK)[{i + 1}, {j + 1}] = {_show(value)} ≠ "
+                                   f"{int(i == j)}.")
+    return PredicateResult(True, f"QᵀK = I_{B.shape[0]} exactly.")
 
 
 @register_hypothesis("d == 1")

@@ -363,3 +363,41 @@ def test_sizes_no_hypothesis_allows_are_an_error():
         parse_search({}, "c.toml", ["d == 2", "d >= 3"])
     with pytest.raises(InvalidArgument, match=r"search\.n: \[2, 4\] but the hypotheses need n ≥ 5"):
         parse_search({"n": [2, 4]}, "c.toml", ["n >= 5"])
+
+
+# -- exact points on the sphere -------------------------------------------------------------------
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_sphere_exact_points_have_norm_one_exactly(d):
+    X = draw_tokens("sphere-exact", 12, d)
+    assert all(sum(v * v for v in row) == 1 for row in X)
+    assert len({tuple(row) for row in X}) == 12
+
+
+def test_hemisphere_points_keep_their_margin_exactly():
+    X = draw_tokens("hemisphere", 20, 3, margin="1/4")
+    assert all(sum(v * v for v in row) == 1 and row[-1] >= Fraction(1, 4) for row in X)
+
+
+def test_circle_angles_at_multiples_of_an_eighth_are_exact():
+    X = TOKEN_DISTRIBUTIONS["circle-angles"].draw(None, 4, 2, {"angles": [
+        Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(-1, 4)]})
+    assert X.tolist() == [[1, 0], [0, 1], [-1, 0], [0, -1]]
+    third = TOKEN_DISTRIBUTIONS["circle-angles"].draw(None, 1, 2, {"angles": [Fraction(1, 3)]})
+    assert np.allclose(np.array(third, dtype=float), [[-0.5, np.sqrt(3) / 2]], atol=1e-16)
+
+
+def test_rational_sphere_points_round_trip_through_an_instance_file():
+    from verify.instance_file import instance_to_toml, parse_instance
+
+    fam = parse_family({"name": "h", "kind": "random", "count": 1, "seed": 3, "n": 4, "d": 3,
+                        "V": "identity", "tokens": {"distribution": "hemisphere"},
+                        "model": {"form": "x", "normalisation": "sphere"}, "horizon": 1}, 0,
+                       "<t>")
+    inst = fam.instance(0)
+    import tomllib
+    from decimal import Decimal
+
+    again = parse_instance(tomllib.loads(instance_to_toml(inst, {"horizon": "1"}),
+                                         parse_float=Decimal), "<t>").instance
+    assert again.x0.tolist() == inst.x0.tolist()
+    assert all(sum(v * v for v in row) == 1 for row in again.x0)

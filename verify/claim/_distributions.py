@@ -15,6 +15,10 @@ it says so.
 * ``hypercube`` — the ``2^d`` vertices ``{±1}^d`` (integer, exactly symmetric);
 * ``antipodal`` — ``n/2`` tokens uniform in ``[low, high]^d``, then their exact negatives;
 * ``lattice`` — ``n`` distinct points of ``{-k, …, k}^d`` (integers);
+* ``sphere-exact`` — points of the unit sphere with rational coordinates (stereographic
+  coordinates with a given denominator): exactly of norm 1;
+* ``hemisphere`` — the same, in the open hemisphere ``{x_d ≥ margin}``;
+* ``circle-angles`` — ``d = 2``: the points at the given rational angles (in turns);
 * ``regular-polygon`` — ``d = 2``: the ``n`` vertices ``(cos 2πj/n, sin 2πj/n)``.  Integer only
   for ``n = 4`` (and ``n = 3`` is not); otherwise float64 values entering exactly.  The
   vertices are built from the first octant by exact sign changes and swaps, so the polygon's
@@ -180,3 +184,72 @@ def _polygon_vertex(r: Fraction) -> tuple[float, float]:
 def _tokens_regular_polygon(rng, n, d, params):
     return exact_array(np.array([_polygon_vertex(Fraction(j, n)) for j in range(n)]))
 
+
+
+def rational_sphere_point(u) -> list[Fraction]:
+    r"""The point of the unit sphere :math:`S^{d-1}` whose stereographic coordinates (from the
+    south pole) are the rationals ``u`` (length ``d - 1``): exactly on the sphere,
+
+    .. math:: x = \Bigl(\frac{2u}{1 + |u|^2}, \frac{1 - |u|^2}{1 + |u|^2}\Bigr).
+
+    >>> p = rational_sphere_point([Fraction(1, 2)])
+    >>> p, sum(v * v for v in p)
+    ([Fraction(4, 5), Fraction(3, 5)], Fraction(1, 1))
+    """
+    u = [Fraction(v) for v in u]
+    s = sum(v * v for v in u)
+    return [2 * v / (1 + s) for v in u] + [(1 - s) / (1 + s)]
+
+
+def _sphere_exact(rng, n: int, d: int, denominator: int) -> list[list[Fraction]]:
+    """``n`` points exactly on the sphere from stereographic coordinates with the given
+    denominator (a Cauchy-like spread: uniform directions in the image of a Gaussian)."""
+    rows = []
+    for g in rng.normal(0.0, 1.0, size=(n, d)):
+        g = g / np.linalg.norm(g)
+        u = g[:-1] / (1.0 + g[-1]) if g[-1] > -1 + 1e-12 else g[:-1] * 1e6
+        rows.append(rational_sphere_point([Fraction(round(v * denominator), denominator)
+                                           for v in u]))
+    return rows
+
+
+@_register(TOKEN_DISTRIBUTIONS, "sphere-exact",
+           "nearly uniform on the unit sphere, every point *exactly* of norm 1 (rational, from "
+           "stereographic coordinates with the given denominator), so no unit-norm decimals "
+           "are needed.", {"denominator": ("int", 64)},
+           lambda n, d, p: (None if d >= 2 else f"needs d ≥ 2 (got d = {d})") or (
+               None if p["denominator"] >= 1 else "needs denominator ≥ 1"))
+def _tokens_sphere_exact(rng, n, d, params):
+    return np.array(_sphere_exact(rng, n, d, params["denominator"]), dtype=object)
+
+
+@_register(TOKEN_DISTRIBUTIONS, "hemisphere",
+           "exactly on the unit sphere and in the open hemisphere {x_d ≥ margin} (0 < margin "
+           "< 1): a point below is reflected, one still too low is redrawn.",
+           {"margin": ("number", Fraction(1, 10)), "denominator": ("int", 64)},
+           lambda n, d, p: (None if d >= 2 else f"needs d ≥ 2 (got d = {d})") or (
+               None if 0 < p["margin"] < 1 else "needs 0 < margin < 1"))
+def _tokens_hemisphere(rng, n, d, params):
+    rows = []
+    for _ in range(MAX_TRIES):
+        for x in _sphere_exact(rng, n, d, params["denominator"]):
+            x = x if x[-1] >= 0 else x[:-1] + [-x[-1]]
+            if x[-1] >= params["margin"] and len(rows) < n:
+                rows.append(x)
+        if len(rows) == n:
+            return np.array(rows, dtype=object)
+    raise InvalidArgument(f"tokens = 'hemisphere': fewer than {n} points above margin "
+                          f"{params['margin']} in {MAX_TRIES} draws; lower the margin.")
+
+
+@_register(TOKEN_DISTRIBUTIONS, "circle-angles",
+           "d = 2: points (cos θ, sin θ) at angles θ = 2π·r for the given rationals r (one per "
+           "token, 'angles' in turns), exactly on the circle when r is a multiple of 1/8, else "
+           "float64 values of norm 1 up to rounding.", {"angles": ("numbers", None)},
+           lambda n, d, p: (None if d == 2 else f"needs d = 2 (got d = {d})") or (
+               None if p["angles"] is None or n is None or len(p["angles"]) == n
+               else f"needs one angle per token ({len(p['angles'])} angles, n = {n})"),
+           deterministic=True)
+def _tokens_circle_angles(rng, n, d, params):
+    angles = params["angles"] or [Fraction(j, n) for j in range(n)]
+    return exact_array(np.array([_polygon_vertex(Fraction(a) % 1) for a in angles]))

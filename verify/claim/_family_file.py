@@ -100,6 +100,11 @@ def _generator(value, registry: dict, what: str, where: str, source: str) -> Gen
             params[param] = _number(value, f"{where}.{param}", source)
         elif kind == "int":
             params[param] = _int(value, f"{where}.{param}", source, -2**62)
+        elif kind == "numbers":
+            if not isinstance(value, list) or not value:
+                fail(source, f"{where}.{param}", f"{value!r} must be a non-empty list of numbers.")
+            params[param] = [_number(v, f"{where}.{param}[{i}]", source)
+                             for i, v in enumerate(value)]
         elif not isinstance(value, bool):
             fail(source, f"{where}.{param}", f"{value!r} must be true or false.")
         else:

@@ -48,8 +48,8 @@ class Generator:
         ``V``: ``draw(rng, d, params, B) -> d×d``; ``QK``: ``draw(rng, d, params) -> (Q, K)``;
         tokens: ``draw(rng, n, d, params) -> n×d``.  Arrays are exact (Fractions).
     params : dict
-        ``name -> (type, default)`` with type ``"number"`` (exact rational), ``"int"`` or
-        ``"bool"``; a default of ``None`` means "computed from d".
+        ``name -> (type, default)`` with type ``"number"`` (exact rational), ``"numbers"`` (a
+        list of them), ``"int"`` or ``"bool"``; a default of ``None`` means "computed from d".
     requires : callable, optional
         ``requires(n, d, params) -> str | None``: the problem with the shapes, if any.
     summary : str

@@ -108,7 +108,7 @@ def test_shape_errors_name_the_field(name, n, d, message):
     ({"n": [5, 2]}, r"search\.n: \[5, 2\] is empty"),
     ({"d": [0, 2]}, r"search\.d\[0\]: 0 \(int\) must be an integer ≥ 1"),
     ({"n": "many"}, r"search\.n: 'many' must be an integer or a range"),
-    ({"beta": [1, 0]}, r"search\.beta\[1\]: beta = 0"),
+    ({"beta": [1, "x"]}, r"search\.beta\[1\]"),
     ({"model": {"beta": 2}}, r"search\.model\.beta: beta is an axis"),
     ({"model": {"form": "y"}}, r"search\.model: "),
     ({"horizon": -1}, r"search\.horizon: -1 must be positive"),
@@ -401,3 +401,13 @@ def test_rational_sphere_points_round_trip_through_an_instance_file():
                                          parse_float=Decimal), "<t>").instance
     assert again.x0.tolist() == inst.x0.tolist()
     assert all(sum(v * v for v in row) == 1 for row in again.x0)
+
+
+def test_beta_choices_include_zero_and_negative_values():
+    space = parse_search({"beta": [0, "-1/2", 2], "n": 3, "d": 2, "V": "identity",
+                          "QK": "identity", "tokens": "uniform"}, "c.toml")
+    assert space.beta == (0, Fraction(-1, 2), 2)
+    draws, _ = record(space, 2, max_examples=12)
+    assert {dr.beta for dr in draws} == {0, Fraction(-1, 2), 2}
+    uniform = build_instance(space, next(dr for dr in draws if dr.beta == 0), "b0")
+    assert uniform.model.beta == 0 and space.contains(uniform) is None

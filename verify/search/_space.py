@@ -394,10 +394,7 @@ def _betas(value, source):
     betas = []
     for i, item in enumerate(items):
         where = f"search.beta[{i}]" if indexed else "search.beta"
-        beta = _number(item, where, source)
-        if beta == 0:
-            fail(source, where, "beta = 0 makes the attention uniform; give a nonzero beta.")
-        betas.append(beta)
+        betas.append(_number(item, where, source))  # 0 (uniform attention) and < 0 included
     return tuple(dict.fromkeys(betas))
 
 

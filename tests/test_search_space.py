@@ -411,3 +411,13 @@ def test_beta_choices_include_zero_and_negative_values():
     assert {dr.beta for dr in draws} == {0, Fraction(-1, 2), 2}
     uniform = build_instance(space, next(dr for dr in draws if dr.beta == 0), "b0")
     assert uniform.model.beta == 0 and space.contains(uniform) is None
+
+
+@pytest.mark.parametrize("hypotheses, absent", [
+    (["no_exact_symmetry"], {"cross-polytope", "hypercube", "antipodal", "regular-polygon"}),
+    (["no_antipodal_pair"], {"cross-polytope", "antipodal"}), ([], set())])
+def test_default_tokens_leave_out_the_null_sets_the_hypotheses_exclude(hypotheses, absent):
+    names = {s.name for s in parse_search({}, "c.toml", hypotheses).tokens}
+    assert not names & absent and names
+    if not hypotheses:
+        assert {"cross-polytope", "antipodal"} <= names

@@ -184,9 +184,28 @@ def _distinct(instance: Instance) -> PredicateResult:
     for index, row in enumerate(instance.x0):
         key = tuple(row)
         if key in seen:
-            return PredicateResult(False, f"tokens {seen[key]} and {index} are equal.")
+            return PredicateResult(False, f"tokens {seen[key] + 1} and {index + 1} are equal.")
         seen[key] = index
     return PredicateResult(True, f"the {instance.n} initial tokens are pairwise distinct.")
+
+
+@register_hypothesis("no_antipodal_pair")
+def _no_antipodal_pair(instance: Instance) -> PredicateResult:
+    """No two initial tokens point in exactly opposite directions (``x_j = -c x_i`` with
+    ``c > 0``; on the sphere: an antipodal pair, an exact invariant set of the symmetric
+    dynamics). Decided exactly: all 2×2 minors of ``(x_i, x_j)`` vanish and
+    ``<x_i, x_j> < 0``. A statement about the data, the same for every mask and
+    normalisation."""
+    rows = [list(map(Fraction, row)) for row in instance.x0]
+    for i, a in enumerate(rows):
+        for j in range(i + 1, len(rows)):
+            b = rows[j]
+            parallel = all(a[p] * b[q] == a[q] * b[p] for p in range(len(a))
+                           for q in range(p + 1, len(a)))
+            if parallel and sum(u * v for u, v in zip(a, b, strict=True)) < 0:
+                return PredicateResult(False, f"tokens {i + 1} and {j + 1} point in exactly "
+                                       "opposite directions.")
+    return PredicateResult(True, "no two initial tokens point in opposite directions.")
 
 
 @register_hypothesis("scalar_positive")

@@ -279,15 +279,27 @@ def _default_classes(hypotheses, table):
     return None
 
 
+#: Token distributions whose draws always (or for even n) lie in a null set a hypothesis
+#: excludes: a default search leaves them out rather than drawing instances out of scope.
+_NULL_SETS = {"no_exact_symmetry": ("cross-polytope", "hypercube", "antipodal",
+                                    "regular-polygon", "symmetric-pair"),
+              "no_antipodal_pair": ("cross-polytope", "hypercube", "antipodal",
+                                    "regular-polygon"),
+              "distinct_tokens": ()}
+
+
 def _default_tokens(hypotheses, model) -> list:
     if "above_escape_threshold" in hypotheses:
         return [{"distribution": "gaussian", "scale": 3},
                 {"distribution": "uniform", "low": -4, "high": 4}]
     if model.get("normalisation") == "sphere":  # the tokens must have unit norm
-        return ["sphere", "cross-polytope", "regular-polygon"]
-    if model.get("normalisation") == "pre-ln":  # the tokens must be nonzero
-        return [t for t in BROAD_TOKENS if t != "lattice"]
-    return list(BROAD_TOKENS)
+        tokens = ["sphere", "sphere-exact", "cross-polytope", "regular-polygon"]
+    elif model.get("normalisation") == "pre-ln":  # the tokens must be nonzero
+        tokens = [t for t in BROAD_TOKENS if t != "lattice"]
+    else:
+        tokens = list(BROAD_TOKENS)
+    excluded = {t for h in hypotheses for t in _NULL_SETS.get(h, ())}
+    return [t for t in tokens if t not in excluded] or tokens
 
 
 def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:

@@ -421,3 +421,21 @@ def test_default_tokens_leave_out_the_null_sets_the_hypotheses_exclude(hypothese
     assert not names & absent and names
     if not hypotheses:
         assert {"cross-polytope", "antipodal"} <= names
+
+
+def test_v_from_given_eigenvalues_is_exact_and_stays_in_its_class():
+    from verify.exact import spectrum
+    from verify.model import Instance, Model
+
+    space = parse_search({"n": 3, "d": 3, "V": {"generator": "eigenvalues",
+                                                "eigenvalues": [2, "-1/2", 0]},
+                          "QK": "identity", "tokens": "uniform"}, "c.toml")
+    draws, _ = record(space, 4, max_examples=3)
+    for k, dr in enumerate(draws):
+        inst = build_instance(space, dr, f"e#{k}")
+        assert [str(e) for e in spectrum(inst.model.V).eigenvalues] == ["2", "-1/2", "0"]
+        assert space.contains(inst) is None
+    other = Instance(Model(V=[[2, 0, 0], [0, 1, 0], [0, 0, 0]]), [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    assert space.contains(other).startswith("V is in none")
+    with pytest.raises(InvalidArgument, match="one eigenvalue per dimension"):
+        parse_search({"d": 2, "V": {"generator": "eigenvalues", "eigenvalues": [1]}}, "c.toml")

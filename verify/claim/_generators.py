@@ -173,13 +173,33 @@ def _v_paranormal(rng, d, params, B):
     D = _eye(d) * 0
     for i in range(d):
         D[i, i] = lam if i < dim_f else rho * lam * others[i - dim_f]
-    if not params["conjugate"]:
-        return D
+    return _conjugated(rng, D) if params["conjugate"] else D
+
+
+def _conjugated(rng, D: np.ndarray) -> np.ndarray:
+    """``S D S⁻¹`` for ``S = I + uniform[-1/2, 1/2]`` (exact; redrawn until invertible)."""
+    d = D.shape[0]
     for _ in range(MAX_TRIES):
         S = _eye(d) + exact_array(rng.uniform(-0.5, 0.5, size=(d, d)))
         if exact_det(S) != 0:
             return from_fmpq_mat(to_fmpq_mat(S) * to_fmpq_mat(D) * to_fmpq_mat(S).inv())
-    raise InvalidArgument("V = 'paranormal': no invertible S found; this should not happen.")
+    raise InvalidArgument("no invertible S found; this should not happen.")
+
+
+@_register(V_GENERATORS, "eigenvalues",
+           "V = S diag(eigenvalues) S⁻¹ with the given real eigenvalues (exact rationals, one "
+           "per dimension) and random eigenvectors S = I + uniform[-1/2, 1/2] (exact); "
+           "with conjugate = false, V = diag(eigenvalues).",
+           {"eigenvalues": ("numbers", None), "conjugate": ("bool", True)},
+           lambda n, d, p: None if p["eigenvalues"] is None or len(p["eigenvalues"]) == d
+           else f"needs one eigenvalue per dimension ({len(p['eigenvalues'])} given, d = {d})")
+def _v_eigenvalues(rng, d, params, B):
+    if params["eigenvalues"] is None:
+        raise InvalidArgument("V = 'eigenvalues' needs its list: eigenvalues = [...].")
+    D = _eye(d) * 0
+    for i, value in enumerate(params["eigenvalues"]):
+        D[i, i] = Fraction(value)
+    return _conjugated(rng, D) if params["conjugate"] else D
 
 
 @_register(V_GENERATORS, "complex-leading",

@@ -7,7 +7,8 @@ is no longer an instance of the conjecture's search. Each class has an exact tes
 exact entries (``Fraction``):
 
 * a test of the entries (``identity``, ``negative-identity``, ``random``, ``scalar-positive``,
-  ``integer``, ``integer-diagonal``, ``symmetric-MMt``: symmetric positive semidefinite);
+  ``integer``, ``integer-diagonal``, ``symmetric-MMt``: symmetric positive semidefinite,
+  ``eigenvalues``: the exact characteristic polynomial);
 * for a class defined by a spectral property, the hypothesis that states it (``paranormal``,
   ``complex-leading`` → ``complex_leading_pair``, ``random-good-triple`` → ``good_triple``,
   ``spd-NNt`` → ``qk_positive_definite``), decided exactly on the instance; *undecided*
@@ -69,6 +70,20 @@ def _psd(M: np.ndarray) -> bool:
                for k in range(1, d + 1) for rows in combinations(range(d), k))
 
 
+def _has_eigenvalues(M: np.ndarray, params: dict) -> bool:
+    """The characteristic polynomial of ``M`` is ``∏ (x − λ_i)`` over the given eigenvalues."""
+    import flint
+
+    from verify.exact.linalg import to_fmpq_mat
+
+    wanted = flint.fmpq_poly([1])
+    for value in params.get("eigenvalues") or []:
+        value = Fraction(value)
+        wanted *= flint.fmpq_poly([flint.fmpq(-value.numerator, value.denominator), 1])
+    return len(params.get("eigenvalues") or []) == M.shape[0] and \
+        to_fmpq_mat(M).charpoly() == wanted
+
+
 _ENTRY_TESTS: dict[tuple[str, str], Callable[[np.ndarray, dict], bool]] = {
     ("V", "identity"): lambda M, p: _eye(M),
     ("V", "negative-identity"): lambda M, p: _eye(M, -1),
@@ -76,6 +91,7 @@ _ENTRY_TESTS: dict[tuple[str, str], Callable[[np.ndarray, dict], bool]] = {
     ("V", "random"): _within,
     ("V", "symmetric-MMt"): lambda M, p: _psd(M),
     ("V", "integer"): _integer,
+    ("V", "eigenvalues"): _has_eigenvalues,
     ("V", "integer-diagonal"): lambda M, p: _integer(M, p) and all(
         M[i, j] == 0 for i in range(M.shape[0]) for j in range(M.shape[0]) if i != j),
     ("QK", "identity"): lambda M, p: _eye(M),

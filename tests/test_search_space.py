@@ -439,3 +439,25 @@ def test_v_from_given_eigenvalues_is_exact_and_stays_in_its_class():
     assert space.contains(other).startswith("V is in none")
     with pytest.raises(InvalidArgument, match="one eigenvalue per dimension"):
         parse_search({"d": 2, "V": {"generator": "eigenvalues", "eigenvalues": [1]}}, "c.toml")
+
+
+def test_a_search_lists_explicit_matrices():
+    import json
+
+    space = parse_search({"n": 3, "d": 2, "tokens": "uniform",
+                          "V": [{"generator": "matrix", "matrix": [[1, 0], [0, -1]]},
+                                {"generator": "matrix", "matrix": [["1/2", 1], [0, 2]]}],
+                          "QK": {"generator": "matrix", "matrix": [[2, 0], [0, 1]]}}, "c.toml")
+    draws, stats = record(space, 1, max_examples=10)
+    seen = set()
+    for k, dr in enumerate(draws):
+        inst = build_instance(space, dr, f"m#{k}")
+        seen.add(str(inst.model.V.tolist()))
+        assert inst.model.B.tolist() == [[2, 0], [0, 1]] and space.contains(inst) is None
+        json.dumps(dr.to_json())  # the draw is recorded in results.json
+    assert len(seen) == 2
+    with pytest.raises(InvalidArgument, match="needs a 3×3 matrix"):
+        parse_search({"d": 3, "V": {"generator": "matrix", "matrix": [[1, 0], [0, 1]]}},
+                     "c.toml")
+    with pytest.raises(InvalidArgument, match=r"search\.V\.matrix: .* must be a square matrix"):
+        parse_search({"d": 2, "V": {"generator": "matrix", "matrix": [[1, 0]]}}, "c.toml")

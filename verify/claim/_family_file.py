@@ -100,6 +100,14 @@ def _generator(value, registry: dict, what: str, where: str, source: str) -> Gen
             params[param] = _number(value, f"{where}.{param}", source)
         elif kind == "int":
             params[param] = _int(value, f"{where}.{param}", source, -2**62)
+        elif kind == "matrix":
+            if not isinstance(value, list) or not value or not all(
+                    isinstance(row, list) and len(row) == len(value) for row in value):
+                fail(source, f"{where}.{param}", f"{value!r} must be a square matrix (a list of "
+                     "rows of equal length).")
+            params[param] = tuple(tuple(_number(v, f"{where}.{param}[{i}][{j}]", source)
+                                        for j, v in enumerate(row))
+                                  for i, row in enumerate(value))
         elif kind == "numbers":
             if not isinstance(value, list) or not value:
                 fail(source, f"{where}.{param}", f"{value!r} must be a non-empty list of numbers.")

@@ -49,7 +49,8 @@ class Generator:
         tokens: ``draw(rng, n, d, params) -> n×d``.  Arrays are exact (Fractions).
     params : dict
         ``name -> (type, default)`` with type ``"number"`` (exact rational), ``"numbers"`` (a
-        list of them), ``"int"`` or ``"bool"``; a default of ``None`` means "computed from d".
+        list of them), ``"matrix"`` (a square matrix of them), ``"int"`` or ``"bool"``; a
+        default of ``None`` means "computed from d".
     requires : callable, optional
         ``requires(n, d, params) -> str | None``: the problem with the shapes, if any.
     summary : str
@@ -202,6 +203,19 @@ def _v_eigenvalues(rng, d, params, B):
     return _conjugated(rng, D) if params["conjugate"] else D
 
 
+def _given_matrix(n, d, p) -> str | None:
+    if p["matrix"] is None:
+        return "needs its matrix: matrix = [[...], ...]"
+    return None if len(p["matrix"]) == d else \
+        f"needs a {d}×{d} matrix (got {len(p['matrix'])}×{len(p['matrix'])})"
+
+
+@_register(V_GENERATORS, "matrix", "V = the given matrix (exact): a search may list several.",
+           {"matrix": ("matrix", None)}, _given_matrix, deterministic=True)
+def _v_matrix(rng, d, params, B):
+    return np.array([[Fraction(v) for v in row] for row in params["matrix"]], dtype=object)
+
+
 @_register(V_GENERATORS, "complex-leading",
            "V = [[a, -b], [b, a]] ⊕ diag(μ_k), a uniform in [-1, 1], b in [1/4, 1], μ_k uniform "
            "in [-b/2, b/2]: the leading eigenvalues are the pair a ± ib.", requires=_need_d2)
@@ -229,6 +243,13 @@ def _qk_spd(rng, d, params):
         if exact_det(N) != 0:
             return N.T.copy(), N.T.copy()
     raise InvalidArgument("QK = 'spd-NNt': no invertible N found; this should not happen.")
+
+
+@_register(QK_GENERATORS, "matrix", "Q = I, K = the given matrix B = QᵀK (exact).",
+           {"matrix": ("matrix", None)}, _given_matrix, deterministic=True)
+def _qk_matrix(rng, d, params):
+    return _eye(d), np.array([[Fraction(v) for v in row] for row in params["matrix"]],
+                             dtype=object)
 
 
 @_register(QK_GENERATORS, "random-uniform",

@@ -92,6 +92,8 @@ _ENTRY_TESTS: dict[tuple[str, str], Callable[[np.ndarray, dict], bool]] = {
     ("V", "symmetric-MMt"): lambda M, p: _psd(M),
     ("V", "integer"): _integer,
     ("V", "eigenvalues"): _has_eigenvalues,
+    ("V", "matrix"): lambda M, p: M.tolist() == [list(row) for row in p["matrix"]],
+    ("QK", "matrix"): lambda M, p: M.tolist() == [list(row) for row in p["matrix"]],
     ("V", "integer-diagonal"): lambda M, p: _integer(M, p) and all(
         M[i, j] == 0 for i in range(M.shape[0]) for j in range(M.shape[0]) if i != j),
     ("QK", "identity"): lambda M, p: _eye(M),

@@ -461,3 +461,32 @@ def test_a_search_lists_explicit_matrices():
                      "c.toml")
     with pytest.raises(InvalidArgument, match=r"search\.V\.matrix: .* must be a square matrix"):
         parse_search({"d": 2, "V": {"generator": "matrix", "matrix": [[1, 0]]}}, "c.toml")
+
+
+def test_simplex_is_exactly_equiangular():
+    X = TOKEN_DISTRIBUTIONS["simplex"].draw(None, 4, 5, {"unit": False})
+    G = X.dot(X.T)
+    n = 4
+    assert all(G[i, j] == (Fraction(n - 1, n) if i == j else Fraction(-1, n))
+               for i in range(n) for j in range(n))
+    assert TOKEN_DISTRIBUTIONS["simplex"].requires(4, 3, {"unit": False}) == \
+        "needs d ≥ n (got n = 4, d = 3)"
+
+
+def test_repeated_and_perturbed_tokens():
+    R = draw_tokens("repeated", 7, 2, k=3)
+    assert [tuple(R[i]) == tuple(R[i % 3]) for i in range(7)] == [True] * 7
+    assert len({tuple(row) for row in R}) == 3
+    fam = parse_family({"name": "p", "kind": "random", "count": 1, "seed": 2, "n": 2, "d": 2,
+                        "V": "identity", "horizon": 1,
+                        "tokens": {"distribution": "perturbed", "points": [[1, 0], ["1/3", 1]],
+                                   "eps": "1/1000"}}, 0, "<t>")
+    X = fam.instance(0).x0
+    base = [[1, 0], [Fraction(1, 3), 1]]
+    assert all(0 < abs(X[i][j] - base[i][j]) <= Fraction(1, 1000)
+               for i in range(2) for j in range(2))
+    with pytest.raises(InvalidArgument, match="needs 3 points of dimension 2"):
+        parse_family({"name": "p", "kind": "random", "count": 1, "seed": 2, "n": 3, "d": 2,
+                      "V": "identity", "horizon": 1,
+                      "tokens": {"distribution": "perturbed", "points": [[1, 0], [0, 1]]}},
+                     0, "<t>")

@@ -19,6 +19,10 @@ it says so.
   coordinates with a given denominator): exactly of norm 1;
 * ``hemisphere`` — the same, in the open hemisphere ``{x_d ≥ margin}``;
 * ``circle-angles`` — ``d = 2``: the points at the given rational angles (in turns);
+* ``simplex`` — the regular simplex ``e_i − (1/n)·1`` (``d ≥ n``; exact rational, Gram matrix
+  exactly equiangular);
+* ``repeated`` — ``k`` distinct uniform points, token ``i`` an exact copy of point ``i mod k``;
+* ``perturbed`` — a given configuration plus offsets uniform in ``[-eps, eps]^d``;
 * ``regular-polygon`` — ``d = 2``: the ``n`` vertices ``(cos 2πj/n, sin 2πj/n)``.  Integer only
   for ``n = 4`` (and ``n = 3`` is not); otherwise float64 values entering exactly.  The
   vertices are built from the first octant by exact sign changes and swaps, so the polygon's
@@ -253,3 +257,47 @@ def _tokens_hemisphere(rng, n, d, params):
 def _tokens_circle_angles(rng, n, d, params):
     angles = params["angles"] or [Fraction(j, n) for j in range(n)]
     return exact_array(np.array([_polygon_vertex(Fraction(a) % 1) for a in angles]))
+
+
+@_register(TOKEN_DISTRIBUTIONS, "simplex",
+           "the regular simplex e_i − (1/n)·1 in the first n coordinates (d ≥ n, zeros after; "
+           "exact rationals: ⟨x_i, x_j⟩ = −1/n, |x_i|² = (n−1)/n); with unit = true, normalised "
+           "in float64 (|x| = 1 up to rounding, for tokens on the sphere).",
+           {"unit": ("bool", False)},
+           lambda n, d, p: None if n is None or d >= n else f"needs d ≥ n (got n = {n}, d = {d})",
+           deterministic=True)
+def _tokens_simplex(rng, n, d, params):
+    rows = [[Fraction(int(i == j)) - Fraction(1, n) if j < n else Fraction(0) for j in range(d)]
+            for i in range(n)]
+    if params["unit"]:
+        X = np.array([[float(v) for v in row] for row in rows])
+        return exact_array(X / np.linalg.norm(X, axis=1, keepdims=True))
+    return np.array(rows, dtype=object)
+
+
+@_register(TOKEN_DISTRIBUTIONS, "repeated",
+           "k distinct points uniform in [low, high]^d; token i is an exact copy of point "
+           "i mod k (repeated tokens).", dict(_LOW_HIGH, k=("int", 2)),
+           lambda n, d, p: _low_high(n, d, p) or (
+               None if p["k"] >= 1 and (n is None or p["k"] <= n) else
+               f"needs 1 ≤ k ≤ n (got k = {p['k']}, n = {n})"))
+def _tokens_repeated(rng, n, d, params):
+    points = _uniform(rng, params, (params["k"], d))
+    return np.array([points[i % params["k"]] for i in range(n)], dtype=object)
+
+
+@_register(TOKEN_DISTRIBUTIONS, "perturbed",
+           "the given configuration `points` (one row per token, exact) plus offsets uniform in "
+           "[-eps, eps]^d (exact at their binary values).",
+           {"points": ("rows", None), "eps": ("number", Fraction(1, 100))},
+           lambda n, d, p: ("needs its configuration: points = [[...], ...]"
+                            if p["points"] is None else
+                            None if (n is None or len(p["points"]) == n)
+                            and len(p["points"][0]) == d else
+                            f"needs {n} points of dimension {d} (got {len(p['points'])} of "
+                            f"dimension {len(p['points'][0])})") or (
+               None if p["eps"] >= 0 else "needs eps ≥ 0"))
+def _tokens_perturbed(rng, n, d, params):
+    base = np.array([[Fraction(v) for v in row] for row in params["points"]], dtype=object)
+    eps = float(params["eps"])
+    return base + exact_array(rng.uniform(-eps, eps, size=(n, d)))

@@ -108,6 +108,14 @@ def _generator(value, registry: dict, what: str, where: str, source: str) -> Gen
             params[param] = tuple(tuple(_number(v, f"{where}.{param}[{i}][{j}]", source)
                                         for j, v in enumerate(row))
                                   for i, row in enumerate(value))
+        elif kind == "rows":
+            if not isinstance(value, list) or not value or not all(
+                    isinstance(row, list) and row and len(row) == len(value[0]) for row in value):
+                fail(source, f"{where}.{param}", f"{value!r} must be a list of rows of equal "
+                     "length (one row per token).")
+            params[param] = tuple(tuple(_number(v, f"{where}.{param}[{i}][{j}]", source)
+                                        for j, v in enumerate(row))
+                                  for i, row in enumerate(value))
         elif kind == "numbers":
             if not isinstance(value, list) or not value:
                 fail(source, f"{where}.{param}", f"{value!r} must be a non-empty list of numbers.")

@@ -49,7 +49,8 @@ class Generator:
         tokens: ``draw(rng, n, d, params) -> n×d``.  Arrays are exact (Fractions).
     params : dict
         ``name -> (type, default)`` with type ``"number"`` (exact rational), ``"numbers"`` (a
-        list of them), ``"matrix"`` (a square matrix of them), ``"int"`` or ``"bool"``; a
+        list of them), ``"matrix"`` (a square matrix of them), ``"rows"`` (one row of them per
+        token), ``"int"`` or ``"bool"``; a
         default of ``None`` means "computed from d".
     requires : callable, optional
         ``requires(n, d, params) -> str | None``: the problem with the shapes, if any.

@@ -490,3 +490,27 @@ def test_repeated_and_perturbed_tokens():
                       "V": "identity", "horizon": 1,
                       "tokens": {"distribution": "perturbed", "points": [[1, 0], [0, 1]]}},
                      0, "<t>")
+
+
+def test_a_search_draws_among_several_model_variants():
+    space = parse_search({"n": 3, "d": 2, "V": "identity", "QK": "identity",
+                          "model": [{"form": "x", "normalisation": "sphere"},
+                                    {"form": "x", "normalisation": "sphere", "mask": "causal"}]},
+                         "c.toml")
+    assert len(space.models) == 2 and {t.name for t in space.tokens} <= {
+        "sphere", "sphere-exact", "cross-polytope", "regular-polygon"}  # unit tokens for both
+    assert "normalisation=sphere | form=x" in space.describe()
+    draws, stats = record(space, 3, max_examples=16)
+    masks = set()
+    for k, dr in enumerate(draws):
+        inst = build_instance(space, dr, f"v#{k}")
+        masks.add(inst.model.mask)
+        assert space.contains(inst) is None
+    assert masks == {"full", "causal"} and set(stats.covered["model"]) == {"variant 1",
+                                                                            "variant 2"}
+    from verify.model import Instance, Model
+    hardmax = Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere",
+                             attention="hardmax"), [[1, 0], [0, 1], [-1, 0]])
+    assert "attention" in space.contains(hardmax)
+    with pytest.raises(InvalidArgument, match=r"search\.model\[1\]"):
+        parse_search({"model": [{"form": "x"}, {"form": "y"}]}, "c.toml")

@@ -103,6 +103,9 @@ class SearchSpace:
     model : dict
         Fixed model options (``form``, ``attention``, ``mask``, ``normalisation``, ``h``,
         ``mlp``), validated as in a family's ``model`` table.
+    variants : tuple of dict
+        Further model variants (``model = [{...}, {...}]`` in the file): the search draws one
+        of :attr:`models`.
     horizon : Fraction
     checkpoints : int or tuple of Fraction
     precision : "float64", "auto" or int
@@ -123,6 +126,12 @@ class SearchSpace:
     precision: str | int = "float64"
     heads: int = 1
     defaults: tuple[str, ...] = ()
+    variants: tuple = ()
+
+    @property
+    def models(self) -> tuple:
+        """Every model variant of the space (the first is :attr:`model`)."""
+        return (self.model, *self.variants)
 
     def contains(self, instance) -> str | None:
         """Why ``instance`` is outside this space (``n``, ``d``, the heads, ``beta``, the fixed
@@ -156,19 +165,10 @@ class SearchSpace:
         return None
 
     def _model_options_differ(self, model) -> str | None:
-        for key, value in self.model.items():
-            if key == "mlp":
-                given = (value or {}).get("activation", "relu") if value else None
-                have = None if model.mlp is None else model.mlp.activation
-                if given != have:
-                    return f"the MLP activation {have} is not the space's {given}"
-                continue
-            have = getattr(model, key, None)
-            same = bool(np.array_equal(np.asarray(have), np.asarray(value))) \
-                if isinstance(have, np.ndarray) else have == value
-            if not same:
-                return f"model.{key} = {have!r} is not the space's {value!r}"
-        return None
+        """Why ``model`` is none of the space's variants (the first variant's reason), or
+        ``None``."""
+        reasons = [_options_differ(options, model) for options in self.models]
+        return None if None in reasons else reasons[0]
 
     def _in_some_class(self, axis: str, matrix, instance) -> bool:
         from verify.claim import check_hypotheses
@@ -195,8 +195,8 @@ class SearchSpace:
             return f"{key}: " + ", ".join(spec_label(s, REGISTRIES[key])
                                           for s in getattr(self, key)) + mark(key)
 
-        options = ", ".join(f"{k}={_show(v)}" for k, v in self.model.items()) or \
-            "defaults (form=z, softmax, full attention)"
+        options = " | ".join(", ".join(f"{k}={_show(v)}" for k, v in m.items()) or
+                             "defaults (form=z, softmax, full attention)" for m in self.models)
         heads = "single head" if self.heads == 1 else f"{self.heads} heads"
         return "\n".join([
             rng("n") + mark("n"), rng("d") + mark("d"), specs("V"), specs("QK"),
@@ -288,13 +288,38 @@ _NULL_SETS = {"no_exact_symmetry": ("cross-polytope", "hypercube", "antipodal",
               "distinct_tokens": ()}
 
 
-def _default_tokens(hypotheses, model) -> list:
+#: The model options a variant has when its table does not give them (as :class:`Model`).
+_MODEL_DEFAULTS = {"form": "z", "attention": "softmax", "mask": "full", "normalisation": "none",
+                   "h": None, "mlp": None}
+
+
+def _options_differ(options: dict, model) -> str | None:
+    """Why ``model`` differs from the options of one variant (absent ones at their defaults),
+    or ``None``."""
+    for key, value in {**_MODEL_DEFAULTS, **options}.items():
+        if key == "mlp":
+            given = (value or {}).get("activation", "relu") if value else None
+            have = None if model.mlp is None else model.mlp.activation
+            if given != have:
+                return f"the MLP activation {have} is not the space's {given}"
+            continue
+        have = getattr(model, key, None)
+        same = bool(np.array_equal(np.asarray(have), np.asarray(value))) \
+            if isinstance(have, np.ndarray) else have == value
+        if not same:
+            return f"model.{key} = {have!r} is not the space's {value!r}"
+    return None
+
+
+def _default_tokens(hypotheses, models) -> list:
+    """Token distributions that suit every model variant and the hypotheses."""
     if "above_escape_threshold" in hypotheses:
         return [{"distribution": "gaussian", "scale": 3},
                 {"distribution": "uniform", "low": -4, "high": 4}]
-    if model.get("normalisation") == "sphere":  # the tokens must have unit norm
+    norms = {m.get("normalisation") for m in models}
+    if "sphere" in norms:  # the tokens must have unit norm
         tokens = ["sphere", "sphere-exact", "cross-polytope", "regular-polygon"]
-    elif model.get("normalisation") == "pre-ln":  # the tokens must be nonzero
+    elif "pre-ln" in norms:  # the tokens must be nonzero
         tokens = [t for t in BROAD_TOKENS if t != "lattice"]
     else:
         tokens = list(BROAD_TOKENS)
@@ -344,8 +369,15 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                   QK_GENERATORS, HYPOTHESIS_QK_CLASSES, "QK class", "QK", source)
     beta = _betas(table.get("beta", [1]), source)
     heads = _int(table.get("heads", 1), "search.heads", source, 1)
-    model = _model(table.get("model", {}), n, d, heads, beta, source)
-    tokens = _classes(table.get("tokens", _default_tokens(hypotheses, model)),
+    given = table.get("model", {})
+    if isinstance(given, list):  # several variants: the search draws one of them
+        if not given:
+            fail(source, "search.model", "is an empty list; give a table or a list of tables.")
+        models = [_model(m, n, d, heads, beta, source, f"search.model[{i}]")
+                  for i, m in enumerate(given)]
+    else:
+        models = [_model(given, n, d, heads, beta, source)]
+    tokens = _classes(table.get("tokens", _default_tokens(hypotheses, models)),
                       TOKEN_DISTRIBUTIONS, (), "token distribution", "tokens", source)
     horizon = _number(table.get("horizon", 10), "search.horizon", source)
     if horizon <= 0:
@@ -357,8 +389,8 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                                                  isinstance(precision, bool) and precision >= 16)):
         fail(source, "search.precision", f"{precision!r} must be 'float64', 'auto' or a number "
              "of digits ≥ 16.")
-    space = SearchSpace(n, d, V, QK, beta, tokens, model, horizon, checkpoints, precision, heads,
-                        defaults)
+    space = SearchSpace(n, d, V, QK, beta, tokens, models[0], horizon, checkpoints, precision,
+                        heads, defaults, tuple(models[1:]))
     space = _drop_unfit_defaults(space)
     _check_feasible(space, source)
     return space
@@ -410,14 +442,14 @@ def _betas(value, source):
     return tuple(dict.fromkeys(betas))
 
 
-def _model(value, n, d, heads, beta, source):
+def _model(value, n, d, heads, beta, source, where: str = "search.model"):
     if isinstance(value, dict) and "beta" in value:
-        fail(source, "search.model.beta", "beta is an axis of the search: give it as "
+        fail(source, f"{where}.beta", "beta is an axis of the search: give it as "
              "search.beta (a list of choices).")
     if isinstance(value, dict):
         for i, b in enumerate(beta[1:], 1):  # each beta once, with the smallest shapes
             try:
-                _model_options(dict(value, beta=b), d[0], n[0], heads, "search.model", source)
+                _model_options(dict(value, beta=b), d[0], n[0], heads, where, source)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"{exc} (with search.beta[{i}] = {b})") from None
     options = None
@@ -425,7 +457,7 @@ def _model(value, n, d, heads, beta, source):
         for nn in range(n[0], n[1] + 1):
             try:
                 checked = _model_options(dict(value, beta=beta[0]) if isinstance(value, dict)
-                                         else value, dd, nn, heads, "search.model", source)
+                                         else value, dd, nn, heads, where, source)
             except InvalidArgument as exc:
                 if options is None:
                     raise

@@ -58,7 +58,7 @@ from verify.search._space import (
 __all__ = ["Draw", "SearchStats", "draw_strategy", "build_family", "build_instance", "search"]
 
 IntMatrix = tuple  # tuple of tuples of int
-AXES = ("n", "d", "V", "QK", "beta", "tokens")
+AXES = ("n", "d", "V", "QK", "beta", "tokens", "model")
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class Draw:
         Seed of ``numpy.random.default_rng`` for every array drawn by a generator.
     V_matrix, K_matrix : tuple of tuples of int or None
         The integer matrices drawn by Hypothesis.
+    model : int
+        Index of the model variant (:attr:`SearchSpace.models`).
     """
 
     n: int
@@ -87,12 +89,14 @@ class Draw:
     seed: int
     V_matrix: IntMatrix | None = None
     K_matrix: IntMatrix | None = None
+    model: int = 0
 
     def labels(self) -> dict:
         """The value of each axis, as counted in :attr:`SearchStats.covered`."""
         return {"n": self.n, "d": self.d, "V": spec_label(self.V, V_GENERATORS),
                 "QK": spec_label(self.QK, QK_GENERATORS), "beta": str(self.beta),
-                "tokens": spec_label(self.tokens, TOKEN_DISTRIBUTIONS)}
+                "tokens": spec_label(self.tokens, TOKEN_DISTRIBUTIONS),
+                "model": f"variant {self.model + 1}"}
 
     def describe(self) -> str:
         """One line, e.g. ``'n=4, d=2, V=identity, QK=integer K=[[2, 0], [0, 0]], …'``."""
@@ -107,7 +111,8 @@ class Draw:
         """A plain dict (exact numbers as ints or ``"p/q"`` strings)."""
         out = {"n": self.n, "d": self.d, "V": _spec(self.V, "generator"),
                "QK": _spec(self.QK, "generator"), "beta": to_plain(self.beta),
-               "tokens": _spec(self.tokens, "distribution"), "seed": self.seed}
+               "tokens": _spec(self.tokens, "distribution"), "seed": self.seed,
+               "model": self.model}
         if self.V_matrix is not None:
             out["V_matrix"] = [list(row) for row in self.V_matrix]
         if self.K_matrix is not None:
@@ -185,7 +190,7 @@ def draw_strategy(space: SearchSpace) -> st.SearchStrategy:
         raise InvalidArgument("the search space has no (n, d) that suits a V class, a QK class "
                               "and a token distribution at once; widen n or d.")
 
-    random_mlp = (space.model.get("mlp") or {}).get("W") == "random"
+    random_mlp = any((m.get("mlp") or {}).get("W") == "random" for m in space.models)
 
     @st.composite
     def draws(draw):
@@ -196,6 +201,7 @@ def draw_strategy(space: SearchSpace) -> st.SearchStrategy:
         d = draw(st.sampled_from(sorted({s[0] for s in shapes})))
         n = draw(st.sampled_from([s[1] for s in shapes if s[0] == d]))
         beta = draw(st.sampled_from(space.beta))
+        model = draw(st.integers(0, len(space.models) - 1)) if space.variants else 0
         V, QK = space.V[v], space.QK[q]
         seed = draw(st.integers(0, 2**32 - 1)) if random_mlp or any(
             _random(REGISTRIES[key], spec) for key, spec in
@@ -212,7 +218,7 @@ def draw_strategy(space: SearchSpace) -> st.SearchStrategy:
         if QK.name in HYPOTHESIS_QK_CLASSES:
             entry = st.integers(-QK.params["bound"], QK.params["bound"])
             K_matrix = _square(draw(st.lists(entry, min_size=d * d, max_size=d * d)), d)
-        return Draw(n, d, V, QK, beta, space.tokens[t], seed, V_matrix, K_matrix)
+        return Draw(n, d, V, QK, beta, space.tokens[t], seed, V_matrix, K_matrix, model)
 
     return draws()
 
@@ -247,7 +253,7 @@ def build_family(space: SearchSpace, draw: Draw, name: str = "search") -> Family
     V = tuple(tuple(Fraction(x) for x in row) for row in draw.V_matrix) if exact["V"] else draw.V
     K = tuple(tuple(Fraction(x) for x in row) for row in draw.K_matrix) if exact["QK"] else None
     QK = None if exact["QK"] else draw.QK
-    model = dict(space.model, beta=draw.beta)
+    model = dict(space.models[draw.model], beta=draw.beta)
     random = any(isinstance(s, GeneratorSpec) and _random(registry, s) for s, registry in (
         (V, V_GENERATORS), (QK, QK_GENERATORS), (draw.tokens, TOKEN_DISTRIBUTIONS))) or \
         (model.get("mlp") or {}).get("W") == "random"

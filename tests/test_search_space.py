@@ -514,3 +514,16 @@ def test_a_search_draws_among_several_model_variants():
     assert "attention" in space.contains(hardmax)
     with pytest.raises(InvalidArgument, match=r"search\.model\[1\]"):
         parse_search({"model": [{"form": "x"}, {"form": "y"}]}, "c.toml")
+
+
+def test_a_hemisphere_hypothesis_draws_hemisphere_tokens_that_satisfy_it():
+    from verify.claim import check_hypotheses
+
+    space = parse_search({"n": [3, 5], "d": [2, 3], "V": "identity", "QK": "identity",
+                          "model": {"form": "x", "normalisation": "sphere"}}, "c.toml",
+                         ["in_open_hemisphere"])
+    assert [t.name for t in space.tokens] == ["hemisphere"]
+    draws, _ = record(space, 5, max_examples=6)
+    for k, dr in enumerate(draws):
+        inst = build_instance(space, dr, f"h#{k}")
+        assert check_hypotheses(["in_open_hemisphere"], inst).holds is True

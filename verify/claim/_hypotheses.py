@@ -208,6 +208,42 @@ def _no_antipodal_pair(instance: Instance) -> PredicateResult:
     return PredicateResult(True, "no two initial tokens point in opposite directions.")
 
 
+@register_hypothesis("in_open_hemisphere")
+def _in_open_hemisphere(instance: Instance) -> PredicateResult:
+    """All initial tokens lie in one open half-space through the origin (on the sphere: an
+    open hemisphere): some ``w`` has ``<w, x_i> > 0`` for every ``i``. Equivalently the origin
+    is not in the convex hull of the tokens. Decided exactly with a certificate either way: a
+    rational ``w`` checked in exact arithmetic, or convex weights ``λ`` with ``Σ λ_i x_i = 0``
+    solved exactly on the support a linear program finds; ``None`` if neither verifies."""
+    import sympy
+    from scipy.optimize import linprog
+
+    X = [[Fraction(v) for v in row] for row in instance.x0]
+    n, d = len(X), len(X[0])
+    A = np.array([[float(v) for v in row] for row in X])
+    found = linprog(np.zeros(d), A_ub=-A, b_ub=-np.ones(n), bounds=[(None, None)] * d)
+    if found.status == 0:
+        w = [Fraction(v).limit_denominator(10**12) for v in found.x]
+        if all(sum(a * b for a, b in zip(row, w, strict=True)) > 0 for row in X):
+            return PredicateResult(True, "a rational w has <w, x_i> > 0 for every token.")
+    hull = linprog(np.zeros(n), A_eq=np.vstack([A.T, np.ones(n)]),
+                   b_eq=np.r_[np.zeros(d), 1.0], bounds=[(0, None)] * n)
+    if hull.status == 0:
+        support = [i for i in range(n) if hull.x[i] > 1e-12]
+        M = sympy.Matrix([[X[i][a] for i in support] for a in range(d)]
+                         + [[1] * len(support)])
+        try:  # exact rationals; free parameters (if any) set to 0
+            solution, free = M.gauss_jordan_solve(sympy.Matrix([0] * d + [1]))
+            weights = list(solution.subs({p: 0 for p in free}))
+        except ValueError:  # the support found in floating point is not exact
+            weights = None
+        if weights is not None and all(v >= 0 for v in weights):
+            return PredicateResult(False, "the origin is a convex combination of tokens "
+                                   f"{[i + 1 for i in support]} (exact weights): no open "
+                                   "hemisphere holds them all.")
+    return PredicateResult(None, "neither a separating w nor exact convex weights verified.")
+
+
 @register_hypothesis("scalar_positive")
 def _scalar_positive(instance: Instance) -> PredicateResult:
     """Theorem 2.1: ``d = 1``, ``V > 0`` and ``β Q K > 0``."""

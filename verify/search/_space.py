@@ -316,6 +316,8 @@ def _default_tokens(hypotheses, models) -> list:
     if "above_escape_threshold" in hypotheses:
         return [{"distribution": "gaussian", "scale": 3},
                 {"distribution": "uniform", "low": -4, "high": 4}]
+    if "in_open_hemisphere" in hypotheses:  # exact unit points, all with x_d >= 1/10
+        return ["hemisphere"]
     norms = {m.get("normalisation") for m in models}
     if "sphere" in norms:  # the tokens must have unit norm
         tokens = ["sphere", "sphere-exact", "cross-polytope", "regular-polygon"]

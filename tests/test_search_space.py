@@ -527,3 +527,15 @@ def test_a_hemisphere_hypothesis_draws_hemisphere_tokens_that_satisfy_it():
     for k, dr in enumerate(draws):
         inst = build_instance(space, dr, f"h#{k}")
         assert check_hypotheses(["in_open_hemisphere"], inst).holds is True
+
+
+def test_beta_choices_must_satisfy_the_hypotheses():
+    assert parse_search({"beta": ["1/2", 1]}, "c.toml", ["0 < beta <= 1"]).beta == (
+        Fraction(1, 2), 1)
+    with pytest.raises(InvalidArgument, match=r"search\.beta\[1\]: 2 but the hypotheses need "
+                                              r"0 < beta <= 1"):
+        parse_search({"beta": ["1/2", 2]}, "c.toml", ["n >= 2 and 0 < beta <= 1"])
+    with pytest.raises(InvalidArgument, match="the default beta = 1 is excluded"):
+        parse_search({}, "c.toml", ["beta > 1"])
+    # under "or" nothing is read off: the draw is judged (and may be out of scope)
+    assert parse_search({"beta": [0]}, "c.toml", ["is_identity or beta > 0"]).beta == (0,)

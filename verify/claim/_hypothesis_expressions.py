@@ -36,7 +36,8 @@ from fractions import Fraction
 
 from verify.errors import InvalidArgument
 
-__all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "QUANTITIES"]
+__all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "beta_excluded",
+           "QUANTITIES"]
 
 #: The numbers an expression may name, read exactly off the instance.
 QUANTITIES = {"n": lambda inst: inst.n, "d": lambda inst: inst.d,
@@ -235,3 +236,32 @@ def size_bounds(texts) -> dict[str, tuple[int | None, int | None]]:
         except ValueError:  # a registered name that is not an expression says nothing here
             continue
     return {name: (lo, hi) for name, (lo, hi) in bounds.items()}
+
+
+def _conjuncts(node: ast.AST):
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        for child in node.values:
+            yield from _conjuncts(child)
+    else:
+        yield node
+
+
+def beta_excluded(texts, beta) -> str | None:
+    """The first conjunct about ``beta`` alone (e.g. ``0 < beta <= 4``) that the value
+    ``beta`` violates, or ``None``: a search does not draw a beta its hypotheses exclude.
+
+    >>> beta_excluded(["d == 2 and 0 < beta <= 4"], Fraction(5))
+    '0 < beta <= 4'
+    >>> beta_excluded(["0 < beta <= 4"], 4) is None
+    True
+    """
+    for text in texts:
+        try:
+            tree = _parse(text)
+        except ValueError:
+            continue
+        for node in _conjuncts(tree.body):
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if names == {"beta"} and _value(node, None, {"beta": Fraction(beta)}, text) is False:
+                return ast.unparse(node)
+    return None

@@ -52,7 +52,7 @@ from verify.claim._family_file import (
     _number,
 )
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
-from verify.claim._hypothesis_expressions import size_bounds
+from verify.claim._hypothesis_expressions import beta_excluded, size_bounds
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
@@ -370,6 +370,15 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
     QK = _classes(table.get("QK", list(_default_classes(hypotheses, _QK_FOR) or BROAD_QK)),
                   QK_GENERATORS, HYPOTHESIS_QK_CLASSES, "QK class", "QK", source)
     beta = _betas(table.get("beta", [1]), source)
+    for i, b in enumerate(beta):
+        excluded = beta_excluded(hypotheses, b)
+        if excluded and "beta" not in table:
+            fail(source, "search.beta", f"the default beta = {b} is excluded by the hypotheses "
+                 f"({excluded}); give the choices, e.g. search.beta = [...].")
+        if excluded:
+            fail(source, f"search.beta[{i}]" if isinstance(table["beta"], list)
+                 else "search.beta", f"{b} but the hypotheses need {excluded}; the search "
+                 "draws only what they allow.")
     heads = _int(table.get("heads", 1), "search.heads", source, 1)
     given = table.get("model", {})
     if isinstance(given, list):  # several variants: the search draws one of them

@@ -244,6 +244,35 @@ def _in_open_hemisphere(instance: Instance) -> PredicateResult:
     return PredicateResult(None, "neither a separating w nor exact convex weights verified.")
 
 
+@register_hypothesis("not_at_equilibrium")
+def _not_at_equilibrium(instance: Instance) -> PredicateResult:
+    """The initial tokens are not an equilibrium of the dynamics as stated (its own form,
+    mask, normalisation, heads and MLP): the field at ``t = 0`` is certified nonzero in ball
+    arithmetic (256 bits). Exactly zero balls decide ``False``; balls that all contain 0
+    without being exactly 0 leave it undecided (an equilibrium up to 10^-70 cannot be told
+    from one). Not for discrete layers."""
+    from verify.dynamics import VectorField
+    from verify.numerics import Arb
+
+    model = instance.model
+    if model.form == "discrete":
+        return PredicateResult(None, "discrete layers have no vector field at a point.")
+    backend = Arb(bits=256)
+    field = VectorField(model, instance.n, backend)
+    with backend.working_precision():
+        F = field(0, backend.from_exact(instance.x0))
+        entries = [F[i, j] for i in range(F.nrows()) for j in range(F.ncols())]
+        nonzero = [k for k, v in enumerate(entries) if not v.contains(0)]
+        if nonzero:
+            i, j = divmod(nonzero[0], F.ncols())
+            return PredicateResult(True, f"the field at x(0) is certified nonzero (token "
+                                   f"{i + 1}, coordinate {j + 1}: {float(entries[nonzero[0]].mid()):.5g}).")
+        if all(v.is_exact() and v == 0 for v in entries):
+            return PredicateResult(False, "the field at x(0) is exactly 0: an equilibrium.")
+    return PredicateResult(None, "every entry of the field at x(0) is within its ball of 0: "
+                           "x(0) may be an equilibrium.")
+
+
 @register_hypothesis("scalar_positive")
 def _scalar_positive(instance: Instance) -> PredicateResult:
     """Theorem 2.1: ``d = 1``, ``V > 0`` and ``β Q K > 0``."""

@@ -265,8 +265,9 @@ def _not_at_equilibrium(instance: Instance) -> PredicateResult:
         nonzero = [k for k, v in enumerate(entries) if not v.contains(0)]
         if nonzero:
             i, j = divmod(nonzero[0], F.ncols())
+            value = float(entries[nonzero[0]].mid())
             return PredicateResult(True, f"the field at x(0) is certified nonzero (token "
-                                   f"{i + 1}, coordinate {j + 1}: {float(entries[nonzero[0]].mid()):.5g}).")
+                                   f"{i + 1}, coordinate {j + 1}: {value:.5g}).")
         if all(v.is_exact() and v == 0 for v in entries):
             return PredicateResult(False, "the field at x(0) is exactly 0: an equilibrium.")
     return PredicateResult(None, "every entry of the field at x(0) is within its ball of 0: "

@@ -94,7 +94,7 @@ def test_count_oracle_stops_at_exactly_three_tokens(messy):
     check_chain(result, fails)
     assert result.instance.n == 3 and result.instance.d == 1
     assert result.stopped == "minimal"
-    assert result.moves[0] == "drop tokens 0-1"                 # a block before single tokens
+    assert result.moves[0] == "drop tokens 1-2"                 # a block before single tokens
 
 
 def test_every_candidate_is_smaller_valid_and_keeps_options(messy):
@@ -106,7 +106,7 @@ def test_every_candidate_is_smaller_valid_and_keeps_options(messy):
         assert size[:3] < base[:3] or (size[:3] == base[:3] and size[3] < base[3])
         assert options(candidate) == options(messy) and candidate.name == "messy"
     assert len(seen) == len(set(seen))
-    assert "drop row 0 of Q and K" in seen and "V -> I" in seen and "beta -> 1" in seen
+    assert "drop row 1 of Q and K" in seen and "V -> I" in seen and "beta -> 1" in seen
     for D in DENOMINATORS[:-1]:
         assert f"round x0 (denominators <= {D})" in seen
     # every denominator of x0 (100, 3, 20, 7, 11, ...) is <= 100: that rounding changes nothing
@@ -132,7 +132,7 @@ def test_rectangular_qk_reparametrised_with_the_same_bilinear_form():
 
 def test_dropping_a_coordinate_of_rectangular_qk(messy):
     head = messy.model.heads[0]
-    dropped = dict(shrink_candidates(messy))["drop coordinate 1"]
+    dropped = dict(shrink_candidates(messy))["drop coordinate 2"]
     assert dropped.model.Q.shape == (2, 2) and dropped.model.V.shape == (2, 2)
     assert dropped.model.Q.tolist() == head.Q[:, [0, 2]].tolist()
     assert dropped.model.V.tolist() == head.V[np.ix_([0, 2], [0, 2])].tolist()
@@ -151,7 +151,7 @@ def test_sphere_tokens_stay_exactly_on_the_sphere():
             assert sum(f * f for f in row) == 1 or row.tolist() == inst.x0[0].tolist()
     rounded = dict(candidates)["round x0 (denominators <= 100)"].x0
     assert sum(f * f for f in rounded[0]) == 1 and max(abs(rounded[0] - inst.x0[0])) < 1e-3
-    exact = dict(candidates)["drop coordinate 2"].x0
+    exact = dict(candidates)["drop coordinate 3"].x0
     # |(2/3, 2/3)| is irrational: the token goes to a rational point of the circle near it
     assert np.allclose([float(f) for f in exact[2]], [2 ** -0.5] * 2, atol=1e-5)
     # |(0.6, 0)| = 0.6 is rational: that token is normalised exactly to (1, 0)
@@ -173,8 +173,8 @@ def test_adjacency_mask_loses_the_rows_and_columns_of_dropped_tokens():
     inst = Instance(Model(V=[[1]], mask=adjacency, form="x"), [[1], [2], [3], [4]], name="adj")
     texts = [text for text, _ in shrink_candidates(inst)]
     # token 3 attends only to token 1: dropping token 1 would leave it without neighbours
-    assert "drop token 1" not in texts and "drop tokens 0-1" not in texts
-    assert "drop token 0" in texts
+    assert "drop token 2" not in texts and "drop tokens 1-2" not in texts
+    assert "drop token 1" in texts
 
     def fails(c):
         return {Fraction(1), Fraction(3)} <= set(c.x0.flat)
@@ -193,8 +193,8 @@ def test_several_heads_and_mlp_survive():
     inst = Instance(model, [["0.3", 1], [0, "0.7"], ["-1", "0.2"]], name="multi")
     texts = [text for text, _ in shrink_candidates(inst)]
     # pre-ln divides by |x|: dropping coordinate 1 puts token 1 at the origin, so it is skipped
-    assert "drop coordinate 1" not in texts and "drop coordinate 0" in texts
-    assert {"drop head 0", "drop head 1", "mlp.W -> I", "mlp.bias -> 0"} <= set(texts)
+    assert "drop coordinate 2" not in texts and "drop coordinate 1" in texts
+    assert {"drop head 1", "drop head 2", "mlp.W -> I", "mlp.bias -> 0"} <= set(texts)
 
     def fails(c):
         return len(c.model.heads) == 2 and c.model.mlp.bias[0] != 0
@@ -213,8 +213,8 @@ def test_discrete_form_skips_moves_that_make_i_plus_hv_singular():
     inst = Instance(Model(V=V, form="discrete", h="1/2"), [[1, "0.3"], ["0.2", -1]], name="d")
     texts = [text for text, _ in shrink_candidates(inst)]
     assert "V -> diag(V)" not in texts                     # diag(-2, 1): I + hV singular
-    assert "drop coordinate 1" not in texts                # V = [[-2]]: singular
-    assert "drop coordinate 0" in texts and "V -> I" in texts
+    assert "drop coordinate 2" not in texts                # V = [[-2]]: singular
+    assert "drop coordinate 1" in texts and "V -> I" in texts
     result = shrink(inst, lambda c: True)
     check_chain(result, lambda c: True)
     assert result.instance.model.form == "discrete" and result.instance.model.h == HALF

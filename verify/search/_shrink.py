@@ -44,7 +44,7 @@ Examples
 >>> result.instance.x0.tolist(), result.instance.model.V.tolist(), result.stopped
 ([[Fraction(1, 1)]], [[Fraction(1, 1)]], 'minimal')
 >>> result.moves[:3]
-['drop token 1', 'drop token 1', 'drop coordinate 1']
+['drop token 2', 'drop token 2', 'drop coordinate 2']
 """
 
 from __future__ import annotations
@@ -225,9 +225,10 @@ def _blocks(m: int) -> Iterator[tuple[int, ...]]:
 
 
 def _named(what: str, block: tuple[int, ...]) -> str:
+    """The move's name, with 1-based indices as in the paper."""
     if len(block) == 1:
-        return f"drop {what} {block[0]}"
-    return f"drop {what}s {block[0]}-{block[-1]}"
+        return f"drop {what} {block[0] + 1}"
+    return f"drop {what}s {block[0] + 1}-{block[-1] + 1}"
 
 
 def _drop_tokens(parts: _Parts, block: tuple[int, ...]) -> _Parts:
@@ -266,22 +267,23 @@ def _moves(parts: _Parts, instance: Instance) -> Iterator[tuple[str, Callable[[]
     if 4 <= n <= MAX_PAIR_SEARCH:  # a pair that fails alone (e.g. an antipodal pair) is often
         for i, j in combinations(range(n), 2):  # not reachable one token at a time
             others = tuple(k for k in range(n) if k not in (i, j))
-            yield f"keep only tokens {i}, {j}", partial(_drop_tokens, parts, others)
+            yield f"keep only tokens {i + 1}, {j + 1}", partial(_drop_tokens, parts, others)
     for block in (b for b in blocks if len(b) == 1):
         yield _named("token", block), partial(_drop_tokens, parts, block)
     for block in _blocks(d):
         yield _named("coordinate", block), partial(_drop_coordinates, parts, instance, block)
     several = len(parts.heads) > 1
     for j in range(len(parts.heads)) if several else ():
-        yield f"drop head {j}", partial(replace, parts, heads=parts.heads[:j] + parts.heads[j + 1:])
+        yield f"drop head {j + 1}", partial(replace, parts,
+                                            heads=parts.heads[:j] + parts.heads[j + 1:])
     for j, (_, Q, K) in enumerate(parts.heads):
-        label = f"_{j}" if several else ""
+        label = f"_{j + 1}" if several else ""
         for r in range(Q.shape[0]) if Q.shape[0] > 1 else ():
             rows = [i for i in range(Q.shape[0]) if i != r]
-            yield (f"drop row {r} of Q{label} and K{label}",
+            yield (f"drop row {r + 1} of Q{label} and K{label}",
                    partial(_set_head, parts, j, Q=Q[rows], K=K[rows]))
     for j, (V, Q, K) in enumerate(parts.heads):
-        label = f"_{j}" if several else ""
+        label = f"_{j + 1}" if several else ""
         eye = _eye(d)
         yield f"V{label} -> I", partial(_set_head, parts, j, V=eye)
         yield f"V{label} -> diag(V{label})", partial(_set_head, parts, j,
@@ -317,7 +319,7 @@ def _moves(parts: _Parts, instance: Instance) -> Iterator[tuple[str, Callable[[]
                lambda D=D: replace(parts, x0=_tokens(parts, instance, range(n), D)))
     for i in range(n) if n > 1 else ():
         for D in DENOMINATORS:
-            yield (f"round token {i} (denominators <= {D})",
+            yield (f"round token {i + 1} (denominators <= {D})",
                    lambda i=i, D=D: replace(parts, x0=_tokens(parts, instance, [i], D)))
 
 
@@ -340,7 +342,7 @@ def shrink_candidates(instance: Instance) -> Iterator[tuple[str, Instance]]:
     >>> from verify.model import Instance, Model
     >>> inst = Instance(Model(V=[[2]], mask="causal"), [["1/3"], [1]])
     >>> [(text, c.n, c.x0.tolist()) for text, c in shrink_candidates(inst)][:3]
-    [('drop token 0', 1, [[Fraction(1, 1)]]), ('drop token 1', 1, [[Fraction(1, 3)]]), \
+    [('drop token 1', 1, [[Fraction(1, 1)]]), ('drop token 2', 1, [[Fraction(1, 3)]]), \
 ('V -> I', 2, [[Fraction(1, 3)], [Fraction(1, 1)]])]
     """
     base = complexity(instance)
@@ -431,7 +433,7 @@ def shrink(instance: Instance, fails: Callable[[Instance], bool], *,
     >>> inst = Instance(Model(V=[[1]]), [[k] for k in range(8)])
     >>> result = shrink(inst, lambda i: i.n >= 3)
     >>> result.instance.n, result.moves[:2], result.stopped
-    (3, ['drop tokens 0-3', 'drop token 0'], 'minimal')
+    (3, ['drop tokens 1-4', 'drop token 1'], 'minimal')
     >>> shrink(inst, lambda i: i.n >= 3, max_evaluations=1).stopped
     'budget'
     >>> kept = shrink(inst, lambda i: i.n >= 3, outside=lambda i: "n < 5" if i.n < 5 else None)

@@ -36,7 +36,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.dynamics import VectorField
+from verify.continuation import HardmaxCertifier, continuation_unavailable
+from verify.dynamics import VectorField, attention_weights
 from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
 from verify.exponential import ValueExponential
@@ -101,7 +102,8 @@ def scaled_checkpoints(checkpoints: int | list | tuple | None, factor: object
 def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | None = None,
              precision: str | int | Backend = "float64", rtol: float | None = None,
              atol: float | None = None, error_estimate: bool = True, symmetry: str = "auto",
-             max_steps: int = 200_000, throw: bool = False) -> Trajectory:
+             max_steps: int = 200_000, throw: bool = False,
+             continuation: bool = True) -> Trajectory:
     """Integrate ``instance`` from 0 to ``horizon`` and return its :class:`Trajectory`.
 
     Parameters
@@ -124,6 +126,11 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     max_steps : int
     throw : bool
         Raise :class:`~verify.errors.IntegrationError` instead of returning a failed trajectory.
+    continuation : bool
+        float64 runs of the rescaled softmax form: once every scaled score margin minus its
+        error bound certifies a 0/1 attention, continue with the exact flow of the linear field
+        (:mod:`verify.continuation`), checking the leader map up to the horizon and falling back
+        to integration if a margin closes. ``Trajectory.continuation`` records where it was used.
     """
     times = checkpoint_times(horizon, checkpoints)
     backend = _backend_for(precision, instance, float(times[-1]))
@@ -138,11 +145,11 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         raise InvalidArgument(f"symmetry={symmetry!r} must be 'auto' or 'off'.")
     group = _symmetry_group(instance) if symmetry == "auto" else None
 
-    traj = _run(instance, times, backend, rtol, atol, group, max_steps)
+    traj = _run(instance, times, backend, rtol, atol, group, max_steps, continuation)
     if traj.success and error_estimate:
         ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
         ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
-                   4 * max_steps)
+                   4 * max_steps, continuation)
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -153,6 +160,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                                              np.abs(traj.margins - ref.margins))
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
+            _confirm_continuation(traj)
         else:
             traj.reference["message"] = ref.message
     if throw and not traj.success:
@@ -161,6 +169,26 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
 
 
 # ---------------------------------------------------------------------------------------------
+def _confirm_continuation(traj: Trajectory) -> None:
+    """Check a posteriori the state error the hardmax certification assumed: at the checkpoints
+    up to each switch time, the distance to the reference run must be below it."""
+    info = traj.continuation
+    if not info or not info["legs"]:
+        return
+    t = traj.t
+    for leg in info["legs"]:
+        entry = leg["state_error_assumed"] / math.sqrt(traj.d)
+        upto = [k for k in range(len(t)) if t[k] <= leg["t0"]] or [0]
+        before = upto[-1]
+        after = min(before + 1, len(t) - 1)
+        seen = float(np.max(traj.error[[before, after]]))
+        leg["state_error_seen"] = seen
+        leg["state_error_confirmed"] = bool(seen <= entry)
+        if not leg["state_error_confirmed"]:
+            traj.message += (f"; note: the hardmax switch at t={leg['t0']:.4g} assumed a state "
+                             f"error <= {entry:.1e}, the reference run shows {seen:.1e} near it")
+
+
 def _state_difference(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarray:
     """``max_c |traj − ref|`` per checkpoint and token, computed at ``bits`` bits when either run
     kept more digits than float64 (so that agreement beyond 16 digits is measured, not rounded)."""
@@ -215,8 +243,9 @@ def _symmetry_group(instance: Instance):
 
 
 def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
-         group, max_steps: int) -> Trajectory:
+         group, max_steps: int, continuation: bool = True) -> Trajectory:
     model = instance.model
+    on_leg: dict = {}
     field = VectorField(model, instance.n, backend)
     with backend.working_precision():
         y0 = backend.from_exact(instance.x0)
@@ -229,7 +258,11 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
         if model.form == "discrete":
             states, status, message, stats = _run_discrete(field, times, y0, backend, project)
         elif isinstance(backend, Float64) and project is None:
-            states, status, message, stats = _run_dop853(field, times, y0, rtol, atol, max_steps)
+            certifier = None
+            if continuation and continuation_unavailable(model) is None:
+                certifier = HardmaxCertifier(field, rtol, atol)
+            states, status, message, stats, on_leg = _run_dop853(
+                field, times, y0, rtol, atol, max_steps, certifier)
         else:
             from verify.numerics import integrate_extrapolation
 
@@ -240,7 +273,7 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
             stats = {"solver": "GraggBulirschStoer", **{
                 key: str(value) if isinstance(value, Fraction) else value
                 for key, value in result.stats.items()}}
-        traj = _record(field, times[:len(states)], states, backend)
+        traj = _record(field, times[:len(states)], states, backend, on_leg)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,
                       "digits": round(backend.digits, 2)}
@@ -267,43 +300,85 @@ class _ReducedField:
         return getattr(self.field, name)
 
 
-def _run_dop853(field, times, y0, rtol, atol, max_steps):
+def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None):
+    """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
+    (:class:`~verify.continuation.HardmaxCertifier`), every accepted step is tested for a
+    certified hardmax and, once certified, the run continues on the closed-form
+    :class:`~verify.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853 from
+    the last time that passed if a margin closes."""
     from scipy.integrate import DOP853
 
     shape = y0.shape
     t_float = [float(t) for t in times]
-    solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_float[0], y0.ravel(),
-                    t_float[-1], rtol=rtol, atol=atol)
-    states, steps, index = [y0.copy()], 0, 1
+    states, steps, nfev, index = [y0.copy()], 0, 0, 1
     status, message = "success", "reached the horizon"
-    window_start = (0, t_float[0])
+    legs, on_leg, fallbacks = [], {}, []
+    t_start, y_start, no_switch_before = t_float[0], y0, -math.inf
     while index < len(t_float):
-        if steps >= max_steps:
-            status, message = "max_steps", (f"max_steps={max_steps} reached at t={solver.t:.6g};"
-                                            " raise max_steps or loosen rtol.")
-            break
-        if steps - window_start[0] == STALL_WINDOW:
-            rate = (solver.t - window_start[1]) / STALL_WINDOW  # time advanced per step
-            if rate * (max_steps - steps) < t_float[-1] - solver.t:
-                status, message = "stalled", (
-                    f"float64 steps shrank to ~{rate:.1e} at t={solver.t:.6g}: at this pace "
-                    f"max_steps={max_steps} cannot reach T={t_float[-1]:g}. Typically float64 no "
-                    "longer resolves the score differences that decide the attention (they are "
-                    "multiplied by e^(2 mu t)); rerun with precision='auto'.")
+        solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_start,
+                        y_start.ravel(), t_float[-1], rtol=rtol, atol=atol)
+        window_start, leg = (steps, solver.t), None
+        while index < len(t_float):
+            if steps >= max_steps:
+                status, message = "max_steps", (
+                    f"max_steps={max_steps} reached at t={solver.t:.6g}; raise max_steps or "
+                    "loosen rtol.")
                 break
-            window_start = (steps, solver.t)
-        outcome = solver.step()
-        steps += 1
-        if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
-            status = "nonfinite" if not np.all(np.isfinite(solver.y)) else "step_failure"
-            message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
+            if steps - window_start[0] == STALL_WINDOW:
+                rate = (solver.t - window_start[1]) / STALL_WINDOW  # time advanced per step
+                if rate * (max_steps - steps) < t_float[-1] - solver.t:
+                    status, message = "stalled", (
+                        f"float64 steps shrank to ~{rate:.1e} at t={solver.t:.6g}: at this pace "
+                        f"max_steps={max_steps} cannot reach T={t_float[-1]:g}. Typically float64 "
+                        "no longer resolves the score differences that decide the attention "
+                        "(they are multiplied by e^(2 mu t)); rerun with precision='auto'.")
+                    break
+                window_start = (steps, solver.t)
+            outcome = solver.step()
+            steps += 1
+            if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
+                status = "nonfinite" if not np.all(np.isfinite(solver.y)) else "step_failure"
+                message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
+                break
+            if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
+                dense = solver.dense_output()
+                while index < len(t_float) and t_float[index] <= solver.t:
+                    states.append(dense(t_float[index]).reshape(shape))
+                    index += 1
+            if certifier is not None and index < len(t_float) and solver.t > no_switch_before:
+                leg = certifier.certify(solver.t, solver.y.reshape(shape))
+                if leg is not None:
+                    break
+        nfev += solver.nfev
+        if leg is None:
             break
-        if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
-            dense = solver.dense_output()
-            while index < len(t_float) and t_float[index] <= solver.t:
-                states.append(dense(t_float[index]).reshape(shape))
-                index += 1
-    return states, status, message, {"solver": "DOP853", "steps": steps, "rhs_evals": solver.nfev}
+        legs.append(leg)
+        failed_at = None
+        for t, k in leg.grid(t_float):
+            if not leg.check(t):
+                failed_at = t
+                break
+            if k is not None:
+                z = leg.state(t)
+                if not np.all(np.isfinite(z)):
+                    status, message = "nonfinite", f"non-finite state at t={t:.6g} (closed form)."
+                    failed_at = None
+                    break
+                states.append(z)
+                on_leg[k] = leg
+                index = k + 1
+        if status != "success":
+            break
+        if failed_at is not None:  # a margin closed: integrate again from the last good time
+            fallbacks.append({"at": failed_at, "restart": leg.t_last})
+            t_start, y_start, no_switch_before = leg.t_last, leg.state(leg.t_last), failed_at
+    stats = {"solver": "DOP853", "steps": steps, "rhs_evals": nfev}
+    if certifier is not None:
+        stats["continuation"] = {"certification_tests": certifier.checks,
+                                 "legs": [leg.describe() for leg in legs],
+                                 "fallbacks": fallbacks,
+                                 "t_switch": legs[0].t0 if legs else None}
+    return states, status, message, stats, on_leg
 
 
 def _run_discrete(field, times, y0, backend, project):
@@ -332,11 +407,21 @@ def _run_discrete(field, times, y0, backend, project):
     return states, "success", "reached the last layer", {"layers": k}
 
 
-def _record(field: VectorField, times, states, backend) -> Trajectory:
+def _record(field: VectorField, times, states, backend, on_leg=None) -> Trajectory:
+    """The recorded quantities at the checkpoints; a checkpoint reached on a hardmax leg
+    (``on_leg[k]``) takes its scores, margins and ``x`` from the leg's cancellation-free form."""
     arb = isinstance(backend, Arb)
+    on_leg = on_leg or {}
     scaled, logs, attention, margins = [], [], [], []
-    for t, y in zip(times, states, strict=True):
+    for k, (t, y) in enumerate(zip(times, states, strict=True)):
         tb = backend.scalar(t)
+        if k in on_leg:
+            S, L = on_leg[k].scores(float(t))
+            scaled.append(S)
+            attention.append(attention_weights(S, L, field.model.attention, field.mask))
+            margins.append(on_leg[k].margins(float(t)))
+            logs.append(float(L))
+            continue
         S, L = field.scores(tb, y)
         A = field.attention(tb, y)
         if arb:
@@ -356,6 +441,9 @@ def _record(field: VectorField, times, states, backend) -> Trajectory:
         precision={}, tolerances={}, model={},
         state_text=np.array([backend.to_strings(y) for y in states]) if arb else None)
     _derived_forms(field, traj)
+    if on_leg and traj.x_state is not None:
+        for k, leg in on_leg.items():
+            traj.x_state[k] = leg.x_state(float(times[k]))
     return traj
 
 

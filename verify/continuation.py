@@ -113,14 +113,20 @@ class HardmaxCertifier:
         entry = STATE_SAFETY * (self.rtol * float(np.max(np.abs(z))) + self.atol)
         return math.sqrt(z.shape[1]) * entry
 
-    def certify(self, t: float, z: np.ndarray) -> HardmaxLeg | None:
+    def certify(self, t: float, z: np.ndarray | None = None, *, w: np.ndarray | None = None,
+                eigen=None) -> HardmaxLeg | None:
         """The leg starting at ``(t, z)`` if every row's hardmax is certified there and the leader
-        map is idempotent; else ``None``. Costs about one evaluation of the field."""
+        map is idempotent; else ``None``. Costs about one evaluation of the field. A run in
+        eigen-coordinates passes ``w = z Φ`` and its :class:`~verify.dynamics.EigenRescaledField`
+        instead of ``z``: the quick test then needs no ``Ẽ(t)`` and no change of basis."""
         self.checks += 1
-        E, growth = self.exponential.scaled_float(t)
-        L = 2.0 * growth
-        Y = z @ E.T
-        S = Y @ self.B @ Y.T
+        if eigen is not None:
+            S, L = eigen.scores(t, w)
+        else:
+            E, growth = self.exponential.scaled_float(t)
+            L = 2.0 * growth
+            Y = z @ E.T
+            S = Y @ self.B @ Y.T
         if self.mask is not None:
             S = np.where(self.mask, S, -np.inf)
         if S.shape[1] < 2:
@@ -129,6 +135,8 @@ class HardmaxCertifier:
         gap = float(np.min(top2[:, 0] - top2[:, 1]))
         if not gap > 0 or L + math.log(gap) < LOG_HARDMAX:  # cheap: not even uncertified-close
             return None
+        if z is None:
+            z = w @ eigen.basis.T
         leaders = np.argmax(S, axis=1)
         if not np.all(leaders[leaders] == leaders):
             return None

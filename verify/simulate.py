@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from verify.continuation import HardmaxCertifier, continuation_unavailable
-from verify.dynamics import VectorField, attention_weights
+from verify.dynamics import EigenRescaledField, VectorField, attention_weights
 from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
 from verify.exponential import ValueExponential
@@ -261,8 +261,11 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
             certifier = None
             if continuation and continuation_unavailable(model) is None:
                 certifier = HardmaxCertifier(field, rtol, atol)
+            eigen = EigenRescaledField(model, instance.n) \
+                if EigenRescaledField.applies(model) else None
             states, status, message, stats, on_leg = _run_dop853(
-                field, times, y0, rtol, atol, max_steps, certifier)
+                field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
+                None if eigen is None else eigen.basis)
         else:
             from verify.numerics import integrate_extrapolation
 
@@ -300,20 +303,28 @@ class _ReducedField:
         return getattr(self.field, name)
 
 
-def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None):
+def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=None):
     """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
     (:class:`~verify.continuation.HardmaxCertifier`), every accepted step is tested for a
     certified hardmax and, once certified, the run continues on the closed-form
     :class:`~verify.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853 from
-    the last time that passed if a margin closes."""
+    the last time that passed if a margin closes. With an orthogonal ``basis`` ``Φ`` the solver
+    state is ``w = z Φ`` (``field`` is then the :class:`~verify.dynamics.EigenRescaledField`);
+    checkpoints and the certifier see ``z = w Φᵀ``."""
     from scipy.integrate import DOP853
+
+    def to_z(w):
+        return w if basis is None else w @ basis.T
+
+    def from_z(z):
+        return z if basis is None else z @ basis
 
     shape = y0.shape
     t_float = [float(t) for t in times]
     states, steps, nfev, index = [y0.copy()], 0, 0, 1
     status, message = "success", "reached the horizon"
     legs, on_leg, fallbacks = [], {}, []
-    t_start, y_start, no_switch_before = t_float[0], y0, -math.inf
+    t_start, y_start, no_switch_before = t_float[0], from_z(y0), -math.inf
     while index < len(t_float):
         solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_start,
                         y_start.ravel(), t_float[-1], rtol=rtol, atol=atol)
@@ -343,10 +354,12 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None):
             if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
                 dense = solver.dense_output()
                 while index < len(t_float) and t_float[index] <= solver.t:
-                    states.append(dense(t_float[index]).reshape(shape))
+                    states.append(to_z(dense(t_float[index]).reshape(shape)))
                     index += 1
             if certifier is not None and index < len(t_float) and solver.t > no_switch_before:
-                leg = certifier.certify(solver.t, solver.y.reshape(shape))
+                y = solver.y.reshape(shape)
+                leg = certifier.certify(solver.t, w=y, eigen=field) if basis is not None \
+                    else certifier.certify(solver.t, y)
                 if leg is not None:
                     break
         nfev += solver.nfev
@@ -371,8 +384,11 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None):
             break
         if failed_at is not None:  # a margin closed: integrate again from the last good time
             fallbacks.append({"at": failed_at, "restart": leg.t_last})
-            t_start, y_start, no_switch_before = leg.t_last, leg.state(leg.t_last), failed_at
+            t_start, y_start = leg.t_last, from_z(leg.state(leg.t_last))
+            no_switch_before = failed_at
     stats = {"solver": "DOP853", "steps": steps, "rhs_evals": nfev}
+    if basis is not None:
+        stats["coordinates"] = "eigen"
     if certifier is not None:
         stats["continuation"] = {"certification_tests": certifier.checks,
                                  "legs": [leg.describe() for leg in legs],

@@ -226,8 +226,11 @@ def test_unstable_invariant_point_does_not_stall_the_integrator():
     assert np.all(traj.state[:, 4, :] == 0.0)  # the centre never moves
 
 
-@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parent.parent.glob(
-    "claims/examples/*.toml")), ids=lambda p: p.stem)
+LARGE_EXAMPLES = ("high-dimension",)  # checked by tests/test_continuation.py, without the CLI
+
+
+@pytest.mark.parametrize("path", [p for p in sorted(Path(__file__).resolve().parent.parent.glob(
+    "claims/examples/*.toml")) if p.stem not in LARGE_EXAMPLES], ids=lambda p: p.stem)
 def test_bundled_examples_simulate(path, capsys):
     """Every bundled instance file loads and runs (short horizon) with a clean summary."""
     assert main(["simulate", str(path), "--horizon", "1", "--checkpoints", "3", "--json"]) == 0

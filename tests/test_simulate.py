@@ -236,3 +236,16 @@ def test_bundled_examples_simulate(path, capsys):
     assert main(["simulate", str(path), "--horizon", "1", "--checkpoints", "3", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["run"]["status"] == "success" and summary["spectral_class"]
+
+
+@pytest.mark.parametrize("precision", ["float64", 30])
+def test_wall_clock_budget_ends_with_an_honest_partial_result(precision):
+    """budget=0: the run stops at its first step with status 'budget', keeps the checkpoints it
+    reached (only t = 0) and says why; progress lines go to the given sink."""
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/3"]])
+    lines = []
+    traj = simulate(inst, 5, checkpoints=6, precision=precision, budget=0.0,
+                    progress=lines.append)
+    assert traj.status == "budget" and not traj.success
+    assert "wall-clock budget of 0 s used up" in traj.message
+    assert [str(t) for t in traj.times] == ["0"]

@@ -32,6 +32,7 @@ True
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -43,6 +44,7 @@ from verify.exact.inputs import as_float_array, to_rational
 from verify.exponential import ValueExponential
 from verify.model import Instance
 from verify.numerics import Arb, Backend, Float64
+from verify.numerics._monitor import RunMonitor, stderr_progress
 from verify.precision import (
     DEFAULT_DIGITS,
     choose_bits,
@@ -103,7 +105,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
              precision: str | int | Backend = "float64", rtol: float | None = None,
              atol: float | None = None, error_estimate: bool = True, symmetry: str = "auto",
              max_steps: int = 200_000, throw: bool = False,
-             continuation: bool = True) -> Trajectory:
+             continuation: bool = True, progress=None,
+             budget: float | None = None) -> Trajectory:
     """Integrate ``instance`` from 0 to ``horizon`` and return its :class:`Trajectory`.
 
     Parameters
@@ -131,6 +134,12 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         error bound certifies a 0/1 attention, continue with the exact flow of the linear field
         (:mod:`verify.continuation`), checking the leader map up to the horizon and falling back
         to integration if a margin closes. ``Trajectory.continuation`` records where it was used.
+    progress : callable or True, optional
+        Called with a line (``t`` reached, share of ``T``, steps, elapsed time, ETA) at most
+        every 10 s of a long run; ``True`` writes the lines to standard error.
+    budget : float, optional
+        Wall-clock seconds for the whole call (run and reference); when used up the run stops
+        with status ``"budget"`` and the checkpoints reached (an honest partial result).
     """
     times = checkpoint_times(horizon, checkpoints)
     backend = _backend_for(precision, instance, float(times[-1]))
@@ -145,11 +154,20 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         raise InvalidArgument(f"symmetry={symmetry!r} must be 'auto' or 'off'.")
     group = _symmetry_group(instance) if symmetry == "auto" else None
 
-    traj = _run(instance, times, backend, rtol, atol, group, max_steps, continuation)
+    if progress is True:
+        progress = stderr_progress("verify simulate")
+    started = time.monotonic()
+
+    def monitor(label: str, steps: int) -> RunMonitor:
+        return RunMonitor(0.0, float(times[-1]), max_steps=steps, window=STALL_WINDOW,
+                          progress=progress, budget=budget, label=label, started=started)
+
+    traj = _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
+                monitor("run", max_steps))
     if traj.success and error_estimate:
         ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
         ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
-                   4 * max_steps, continuation)
+                   4 * max_steps, continuation, monitor("reference run", 4 * max_steps))
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -243,7 +261,8 @@ def _symmetry_group(instance: Instance):
 
 
 def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
-         group, max_steps: int, continuation: bool = True) -> Trajectory:
+         group, max_steps: int, continuation: bool = True,
+         monitor: RunMonitor | None = None) -> Trajectory:
     model = instance.model
     on_leg: dict = {}
     field = VectorField(model, instance.n, backend)
@@ -265,13 +284,13 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
                 if EigenRescaledField.applies(model) else None
             states, status, message, stats, on_leg = _run_dop853(
                 field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
-                None if eigen is None else eigen.basis)
+                None if eigen is None else eigen.basis, monitor)
         else:
             from verify.numerics import integrate_extrapolation
 
             result = integrate_extrapolation(
                 field, times, y0, backend=backend, rtol=rtol, atol=atol, max_steps=max_steps,
-                project=project)
+                project=project, monitor=monitor)
             states, status, message = result.ys, result.status, result.message
             stats = {"solver": "GraggBulirschStoer", **{
                 key: str(value) if isinstance(value, Fraction) else value
@@ -303,7 +322,8 @@ class _ReducedField:
         return getattr(self.field, name)
 
 
-def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=None):
+def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=None,
+                monitor=None):
     """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
     (:class:`~verify.continuation.HardmaxCertifier`), every accepted step is tested for a
     certified hardmax and, once certified, the run continues on the closed-form
@@ -328,23 +348,21 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=N
     while index < len(t_float):
         solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_start,
                         y_start.ravel(), t_float[-1], rtol=rtol, atol=atol)
-        window_start, leg = (steps, solver.t), None
+        leg = None
         while index < len(t_float):
             if steps >= max_steps:
                 status, message = "max_steps", (
                     f"max_steps={max_steps} reached at t={solver.t:.6g}; raise max_steps or "
                     "loosen rtol.")
                 break
-            if steps - window_start[0] == STALL_WINDOW:
-                rate = (solver.t - window_start[1]) / STALL_WINDOW  # time advanced per step
-                if rate * (max_steps - steps) < t_float[-1] - solver.t:
-                    status, message = "stalled", (
-                        f"float64 steps shrank to ~{rate:.1e} at t={solver.t:.6g}: at this pace "
-                        f"max_steps={max_steps} cannot reach T={t_float[-1]:g}. Typically float64 "
-                        "no longer resolves the score differences that decide the attention "
-                        "(they are multiplied by e^(2 mu t)); rerun with precision='auto'.")
-                    break
-                window_start = (steps, solver.t)
+            stop = None if monitor is None else monitor.check(solver.t, steps)
+            if stop is not None:
+                status, message = stop
+                if status == "stalled":
+                    message = (f"float64 {message} Typically float64 no longer resolves the "
+                               "score differences that decide the attention (they are "
+                               "multiplied by e^(2 mu t)); rerun with precision='auto'.")
+                break
             outcome = solver.step()
             steps += 1
             if solver.status == "failed" or not np.all(np.isfinite(solver.y)):

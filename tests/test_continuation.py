@@ -29,7 +29,8 @@ def _assert_agree(on, off):
 @pytest.mark.parametrize("V", [
     [[1, 0], [0, "-1/2"]],                                 # z diverges along e_2
     [["0.64709742", "0.81911926"], ["0.61210449", "0.63263484"]],  # the paper's 2-D triple
-], ids=["diag-1,-1/2", "hyperplanes-2d"])
+    [[1, 1], [0, 1]],                                      # defective: expm, Jordan scores
+], ids=["diag-1,-1/2", "hyperplanes-2d", "jordan"])
 def test_continuation_matches_direct_integration(V):
     """Tight tolerance: continuation and direct DOP853 agree to their error estimates at every
     checkpoint (the estimates come from an arb reference that integrates all the way); the

@@ -105,7 +105,7 @@ class HardmaxCertifier:
         self.B_norm = float(np.linalg.norm(self.B, 2))
         self.mask = field.mask
         self.rtol, self.atol = rtol, atol
-        self.V = as_float_array(model.V)
+        self.model = model
         self.checks = 0
 
     def state_error(self, z: np.ndarray) -> float:
@@ -180,7 +180,7 @@ class HardmaxLeg:
             return M if exponential.kind == "symmetric" else M.real
         from scipy.linalg import expm
 
-        return expm(tau * self.c.V)
+        return expm(tau * as_float_array(self.c.model.V))
 
     def state(self, t: float) -> np.ndarray:
         """``z(t) = z_{l(i)} + e^{-(t − t0)V} (z_i(t0) − z_{l(i)})``."""

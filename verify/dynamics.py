@@ -353,8 +353,8 @@ class EigenRescaledField:
     True
     """
 
-    def __init__(self, model: Model, n: int) -> None:
-        Vf, Bf = model.float_heads()[0]
+    def __init__(self, model: Model, n: int, heads: list | None = None) -> None:
+        Vf, Bf = (heads or model.float_heads())[0]  # heads: (V, βQᵀK) in float64, if at hand
         self.model, self.n, self.mask, self.nfev = model, n, model.mask_for(n), 0
         lam, Phi = np.linalg.eigh(Vf)
         self.lam, self.basis, self.mu = lam, Phi, float(lam.max())

@@ -13,6 +13,14 @@ r"""Simulate an instance: compose the vector field, a backend and an integrator 
 higher precision (:func:`reference_settings`) and every checkpoint records how far the two runs
 are apart (``Trajectory.error``) and on how many digits they agree (``Trajectory.digits``).
 
+**Certified hardmax continuation** (float64, rescaled softmax form; ``continuation=False`` turns
+it off). After every DOP853 step the scores are tested; once every row's scaled margin minus its
+error bound makes the float64 attention exactly 0/1 and the leader map ``l`` is idempotent, the
+run follows the exact flow of the linear field, ``z_i(t) = z_{l(i)} + e^{-(t-t0)V}(z_i(t0) -
+z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and falls back to DOP853
+where a margin closes (:mod:`verify.continuation`). For symmetric ``V`` the float64 run integrates
+in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
+
 **Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
 initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the
 state is projected back onto the fixed subspace after every step (exactly, in the backend's
@@ -280,7 +288,7 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
             certifier = None
             if continuation and continuation_unavailable(model) is None:
                 certifier = HardmaxCertifier(field, rtol, atol)
-            eigen = EigenRescaledField(model, instance.n) \
+            eigen = EigenRescaledField(model, instance.n, [(Vt.T, B) for Vt, B in field._heads]) \
                 if EigenRescaledField.applies(model) else None
             states, status, message, stats, on_leg = _run_dop853(
                 field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,

@@ -300,6 +300,10 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
                 field, times, y0, backend=backend, rtol=rtol, atol=atol, max_steps=max_steps,
                 project=project, monitor=monitor)
             states, status, message = result.ys, result.status, result.message
+            if status == "stalled":
+                message = (f"{message} At {backend.bits} bits the score differences that decide "
+                           "the attention (multiplied by e^(2 mu t)) may be below the working "
+                           "precision; precision='auto' sizes the bits from that growth.")
             stats = {"solver": "GraggBulirschStoer", **{
                 key: str(value) if isinstance(value, Fraction) else value
                 for key, value in result.stats.items()}}

@@ -136,3 +136,22 @@ def test_long_horizon_float64_no_overflow():
     assert np.all(np.isfinite(traj.z)) and np.all(np.isfinite(traj.attention))
     assert np.allclose(traj.attention.sum(axis=2), 1.0, atol=1e-14)
     assert traj.log_scale[-1] == pytest.approx(2 * ValueExponential(inst.model.V).mu * T)
+
+
+@pytest.mark.parametrize("mask", ["full", "causal"])
+def test_eigen_coordinates_field_is_the_rescaled_field(mask):
+    """EigenRescaledField (w = z Φ for symmetric V) against VectorField, with a general QᵀK and a
+    mask, at a time where the attention is partly saturated: the same field to round-off."""
+    from verify.dynamics import EigenRescaledField
+
+    rng = np.random.default_rng(3)
+    M = rng.integers(-3, 4, (3, 3))
+    V = (M + M.T).tolist()
+    Q, K = rng.integers(-2, 3, (3, 3)).tolist(), rng.integers(-2, 3, (3, 3)).tolist()
+    model = Model(V=V, Q=Q, K=K, mask=mask)
+    f, g = EigenRescaledField(model, 5), VectorField(model, 5, Float64())
+    z = rng.uniform(-1, 1, (5, 3))
+    for t in (0.0, 0.4, 1.5):
+        expected = g(t, z)
+        got = f(t, z @ f.basis) @ f.basis.T
+        assert np.allclose(got, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())

@@ -226,10 +226,26 @@ def test_unstable_invariant_point_does_not_stall_the_integrator():
     assert np.all(traj.state[:, 4, :] == 0.0)  # the centre never moves
 
 
-@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parent.parent.glob(
-    "claims/examples/*.toml")), ids=lambda p: p.stem)
+LARGE_EXAMPLES = ("high-dimension",)  # checked by tests/test_continuation.py, without the CLI
+
+
+@pytest.mark.parametrize("path", [p for p in sorted(Path(__file__).resolve().parent.parent.glob(
+    "claims/examples/*.toml")) if p.stem not in LARGE_EXAMPLES], ids=lambda p: p.stem)
 def test_bundled_examples_simulate(path, capsys):
     """Every bundled instance file loads and runs (short horizon) with a clean summary."""
     assert main(["simulate", str(path), "--horizon", "1", "--checkpoints", "3", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["run"]["status"] == "success" and summary["spectral_class"]
+
+
+@pytest.mark.parametrize("precision", ["float64", 30])
+def test_wall_clock_budget_ends_with_an_honest_partial_result(precision):
+    """budget=0: the run stops at its first step with status 'budget', keeps the checkpoints it
+    reached (only t = 0) and says why; progress lines go to the given sink."""
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/3"]])
+    lines = []
+    traj = simulate(inst, 5, checkpoints=6, precision=precision, budget=0.0,
+                    progress=lines.append)
+    assert traj.status == "budget" and not traj.success
+    assert "wall-clock budget of 0 s used up" in traj.message
+    assert [str(t) for t in traj.times] == ["0"]

@@ -203,6 +203,7 @@ def _simulate(args: argparse.Namespace) -> int:
     tolerance = args.cluster_tolerance or settings.pop("cluster_tolerance", 1e-3)
     settings.pop("cluster_tolerance", None)
     horizon = settings.pop("horizon", 10)
+    settings.setdefault("progress", True)  # a line on stderr every 10 s of a long run
     traj = simulate(loaded.instance, horizon, **settings)
     if args.save:
         traj.save(args.save)

@@ -23,6 +23,7 @@ Numbers are read exactly: TOML floats are parsed as decimals (``0.64709742`` mea
     horizon = 10
     checkpoints = 41
     precision = "float64"         # "auto" or a number of digits
+    continuation = true           # float64: follow a certified hardmax in closed form
     cluster_tolerance = 1e-6
 
 Errors name the file, the field and the problem, and suggest the nearest known field for a typo.
@@ -50,7 +51,7 @@ MODEL_KEYS = {"V", "Q", "K", "beta", "form", "attention", "mask", "normalisation
 TOKEN_KEYS = {"x0", "random"}
 RANDOM_KEYS = {"distribution", "low", "high", "n", "seed", "scale"}
 SIMULATION_KEYS = {"horizon", "checkpoints", "precision", "rtol", "atol", "error_estimate",
-                   "symmetry", "cluster_tolerance", "max_steps"}
+                   "symmetry", "cluster_tolerance", "max_steps", "continuation"}
 DISTRIBUTIONS = ("uniform", "gaussian", "sphere")
 
 

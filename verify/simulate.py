@@ -13,6 +13,14 @@ r"""Simulate an instance: compose the vector field, a backend and an integrator 
 higher precision (:func:`reference_settings`) and every checkpoint records how far the two runs
 are apart (``Trajectory.error``) and on how many digits they agree (``Trajectory.digits``).
 
+**Certified hardmax continuation** (float64, rescaled softmax form; ``continuation=False`` turns
+it off). After every DOP853 step the scores are tested; once every row's scaled margin minus its
+error bound makes the float64 attention exactly 0/1 and the leader map ``l`` is idempotent, the
+run follows the exact flow of the linear field, ``z_i(t) = z_{l(i)} + e^{-(t-t0)V}(z_i(t0) -
+z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and falls back to DOP853
+where a margin closes (:mod:`verify.continuation`). For symmetric ``V`` the float64 run integrates
+in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
+
 **Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
 initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the
 state is projected back onto the fixed subspace after every step (exactly, in the backend's
@@ -32,16 +40,19 @@ True
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
 
-from verify.dynamics import VectorField
+from verify.continuation import HardmaxCertifier, continuation_unavailable
+from verify.dynamics import EigenRescaledField, VectorField, attention_weights
 from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
 from verify.exponential import ValueExponential
 from verify.model import Instance
 from verify.numerics import Arb, Backend, Float64
+from verify.numerics._monitor import RunMonitor, stderr_progress
 from verify.precision import (
     DEFAULT_DIGITS,
     choose_bits,
@@ -101,7 +112,9 @@ def scaled_checkpoints(checkpoints: int | list | tuple | None, factor: object
 def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | None = None,
              precision: str | int | Backend = "float64", rtol: float | None = None,
              atol: float | None = None, error_estimate: bool = True, symmetry: str = "auto",
-             max_steps: int = 200_000, throw: bool = False) -> Trajectory:
+             max_steps: int = 200_000, throw: bool = False,
+             continuation: bool = True, progress=None,
+             budget: float | None = None) -> Trajectory:
     """Integrate ``instance`` from 0 to ``horizon`` and return its :class:`Trajectory`.
 
     Parameters
@@ -124,6 +137,17 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     max_steps : int
     throw : bool
         Raise :class:`~verify.errors.IntegrationError` instead of returning a failed trajectory.
+    continuation : bool
+        float64 runs of the rescaled softmax form: once every scaled score margin minus its
+        error bound certifies a 0/1 attention, continue with the exact flow of the linear field
+        (:mod:`verify.continuation`), checking the leader map up to the horizon and falling back
+        to integration if a margin closes. ``Trajectory.continuation`` records where it was used.
+    progress : callable or True, optional
+        Called with a line (``t`` reached, share of ``T``, steps, elapsed time, ETA) at most
+        every 10 s of a long run; ``True`` writes the lines to standard error.
+    budget : float, optional
+        Wall-clock seconds for the whole call (run and reference); when used up the run stops
+        with status ``"budget"`` and the checkpoints reached (an honest partial result).
     """
     times = checkpoint_times(horizon, checkpoints)
     backend = _backend_for(precision, instance, float(times[-1]))
@@ -138,11 +162,20 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         raise InvalidArgument(f"symmetry={symmetry!r} must be 'auto' or 'off'.")
     group = _symmetry_group(instance) if symmetry == "auto" else None
 
-    traj = _run(instance, times, backend, rtol, atol, group, max_steps)
+    if progress is True:
+        progress = stderr_progress("verify simulate")
+    started = time.monotonic()
+
+    def monitor(label: str, steps: int) -> RunMonitor:
+        return RunMonitor(0.0, float(times[-1]), max_steps=steps, window=STALL_WINDOW,
+                          progress=progress, budget=budget, label=label, started=started)
+
+    traj = _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
+                monitor("run", max_steps))
     if traj.success and error_estimate:
         ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
         ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
-                   4 * max_steps)
+                   4 * max_steps, continuation, monitor("reference run", 4 * max_steps))
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -153,6 +186,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                                              np.abs(traj.margins - ref.margins))
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
+            _confirm_continuation(traj)
         else:
             traj.reference["message"] = ref.message
     if throw and not traj.success:
@@ -161,6 +195,26 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
 
 
 # ---------------------------------------------------------------------------------------------
+def _confirm_continuation(traj: Trajectory) -> None:
+    """Check a posteriori the state error the hardmax certification assumed: at the checkpoints
+    up to each switch time, the distance to the reference run must be below it."""
+    info = traj.continuation
+    if not info or not info["legs"]:
+        return
+    t = traj.t
+    for leg in info["legs"]:
+        entry = leg["state_error_assumed"] / math.sqrt(traj.d)
+        upto = [k for k in range(len(t)) if t[k] <= leg["t0"]] or [0]
+        before = upto[-1]
+        after = min(before + 1, len(t) - 1)
+        seen = float(np.max(traj.error[[before, after]]))
+        leg["state_error_seen"] = seen
+        leg["state_error_confirmed"] = bool(seen <= entry)
+        if not leg["state_error_confirmed"]:
+            traj.message += (f"; note: the hardmax switch at t={leg['t0']:.4g} assumed a state "
+                             f"error <= {entry:.1e}, the reference run shows {seen:.1e} near it")
+
+
 def _state_difference(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarray:
     """``max_c |traj − ref|`` per checkpoint and token, computed at ``bits`` bits when either run
     kept more digits than float64 (so that agreement beyond 16 digits is measured, not rounded)."""
@@ -215,8 +269,10 @@ def _symmetry_group(instance: Instance):
 
 
 def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
-         group, max_steps: int) -> Trajectory:
+         group, max_steps: int, continuation: bool = True,
+         monitor: RunMonitor | None = None) -> Trajectory:
     model = instance.model
+    on_leg: dict = {}
     field = VectorField(model, instance.n, backend)
     with backend.working_precision():
         y0 = backend.from_exact(instance.x0)
@@ -229,18 +285,29 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
         if model.form == "discrete":
             states, status, message, stats = _run_discrete(field, times, y0, backend, project)
         elif isinstance(backend, Float64) and project is None:
-            states, status, message, stats = _run_dop853(field, times, y0, rtol, atol, max_steps)
+            certifier = None
+            if continuation and continuation_unavailable(model) is None:
+                certifier = HardmaxCertifier(field, rtol, atol)
+            eigen = EigenRescaledField(model, instance.n, [(Vt.T, B) for Vt, B in field._heads]) \
+                if EigenRescaledField.applies(model) else None
+            states, status, message, stats, on_leg = _run_dop853(
+                field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
+                None if eigen is None else eigen.basis, monitor)
         else:
             from verify.numerics import integrate_extrapolation
 
             result = integrate_extrapolation(
                 field, times, y0, backend=backend, rtol=rtol, atol=atol, max_steps=max_steps,
-                project=project)
+                project=project, monitor=monitor)
             states, status, message = result.ys, result.status, result.message
+            if status == "stalled":
+                message = (f"{message} At {backend.bits} bits the score differences that decide "
+                           "the attention (multiplied by e^(2 mu t)) may be below the working "
+                           "precision; precision='auto' sizes the bits from that growth.")
             stats = {"solver": "GraggBulirschStoer", **{
                 key: str(value) if isinstance(value, Fraction) else value
                 for key, value in result.stats.items()}}
-        traj = _record(field, times[:len(states)], states, backend)
+        traj = _record(field, times[:len(states)], states, backend, on_leg)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,
                       "digits": round(backend.digits, 2)}
@@ -267,43 +334,97 @@ class _ReducedField:
         return getattr(self.field, name)
 
 
-def _run_dop853(field, times, y0, rtol, atol, max_steps):
+def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=None,
+                monitor=None):
+    """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
+    (:class:`~verify.continuation.HardmaxCertifier`), every accepted step is tested for a
+    certified hardmax and, once certified, the run continues on the closed-form
+    :class:`~verify.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853 from
+    the last time that passed if a margin closes. With an orthogonal ``basis`` ``Φ`` the solver
+    state is ``w = z Φ`` (``field`` is then the :class:`~verify.dynamics.EigenRescaledField`);
+    checkpoints and the certifier see ``z = w Φᵀ``."""
     from scipy.integrate import DOP853
+
+    def to_z(w):
+        return w if basis is None else w @ basis.T
+
+    def from_z(z):
+        return z if basis is None else z @ basis
 
     shape = y0.shape
     t_float = [float(t) for t in times]
-    solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_float[0], y0.ravel(),
-                    t_float[-1], rtol=rtol, atol=atol)
-    states, steps, index = [y0.copy()], 0, 1
+    states, steps, nfev, index = [y0.copy()], 0, 0, 1
     status, message = "success", "reached the horizon"
-    window_start = (0, t_float[0])
+    legs, on_leg, fallbacks = [], {}, []
+    t_start, y_start, no_switch_before = t_float[0], from_z(y0), -math.inf
     while index < len(t_float):
-        if steps >= max_steps:
-            status, message = "max_steps", (f"max_steps={max_steps} reached at t={solver.t:.6g};"
-                                            " raise max_steps or loosen rtol.")
-            break
-        if steps - window_start[0] == STALL_WINDOW:
-            rate = (solver.t - window_start[1]) / STALL_WINDOW  # time advanced per step
-            if rate * (max_steps - steps) < t_float[-1] - solver.t:
-                status, message = "stalled", (
-                    f"float64 steps shrank to ~{rate:.1e} at t={solver.t:.6g}: at this pace "
-                    f"max_steps={max_steps} cannot reach T={t_float[-1]:g}. Typically float64 no "
-                    "longer resolves the score differences that decide the attention (they are "
-                    "multiplied by e^(2 mu t)); rerun with precision='auto'.")
+        solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_start,
+                        y_start.ravel(), t_float[-1], rtol=rtol, atol=atol)
+        leg = None
+        while index < len(t_float):
+            if steps >= max_steps:
+                status, message = "max_steps", (
+                    f"max_steps={max_steps} reached at t={solver.t:.6g}; raise max_steps or "
+                    "loosen rtol.")
                 break
-            window_start = (steps, solver.t)
-        outcome = solver.step()
-        steps += 1
-        if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
-            status = "nonfinite" if not np.all(np.isfinite(solver.y)) else "step_failure"
-            message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
+            stop = None if monitor is None else monitor.check(solver.t, steps)
+            if stop is not None:
+                status, message = stop
+                if status == "stalled":
+                    message = (f"float64 {message} Typically float64 no longer resolves the "
+                               "score differences that decide the attention (they are "
+                               "multiplied by e^(2 mu t)); rerun with precision='auto'.")
+                break
+            outcome = solver.step()
+            steps += 1
+            if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
+                status = "nonfinite" if not np.all(np.isfinite(solver.y)) else "step_failure"
+                message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
+                break
+            if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
+                dense = solver.dense_output()
+                while index < len(t_float) and t_float[index] <= solver.t:
+                    states.append(to_z(dense(t_float[index]).reshape(shape)))
+                    index += 1
+            if certifier is not None and index < len(t_float) and solver.t > no_switch_before:
+                y = solver.y.reshape(shape)
+                leg = certifier.certify(solver.t, w=y, eigen=field) if basis is not None \
+                    else certifier.certify(solver.t, y)
+                if leg is not None:
+                    break
+        nfev += solver.nfev
+        if leg is None:
             break
-        if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
-            dense = solver.dense_output()
-            while index < len(t_float) and t_float[index] <= solver.t:
-                states.append(dense(t_float[index]).reshape(shape))
-                index += 1
-    return states, status, message, {"solver": "DOP853", "steps": steps, "rhs_evals": solver.nfev}
+        legs.append(leg)
+        failed_at = None
+        for t, k in leg.grid(t_float):
+            if not leg.check(t):
+                failed_at = t
+                break
+            if k is not None:
+                z = leg.state(t)
+                if not np.all(np.isfinite(z)):
+                    status, message = "nonfinite", f"non-finite state at t={t:.6g} (closed form)."
+                    failed_at = None
+                    break
+                states.append(z)
+                on_leg[k] = leg
+                index = k + 1
+        if status != "success":
+            break
+        if failed_at is not None:  # a margin closed: integrate again from the last good time
+            fallbacks.append({"at": failed_at, "restart": leg.t_last})
+            t_start, y_start = leg.t_last, from_z(leg.state(leg.t_last))
+            no_switch_before = failed_at
+    stats = {"solver": "DOP853", "steps": steps, "rhs_evals": nfev}
+    if basis is not None:
+        stats["coordinates"] = "eigen"
+    if certifier is not None:
+        stats["continuation"] = {"certification_tests": certifier.checks,
+                                 "legs": [leg.describe() for leg in legs],
+                                 "fallbacks": fallbacks,
+                                 "t_switch": legs[0].t0 if legs else None}
+    return states, status, message, stats, on_leg
 
 
 def _run_discrete(field, times, y0, backend, project):
@@ -332,11 +453,21 @@ def _run_discrete(field, times, y0, backend, project):
     return states, "success", "reached the last layer", {"layers": k}
 
 
-def _record(field: VectorField, times, states, backend) -> Trajectory:
+def _record(field: VectorField, times, states, backend, on_leg=None) -> Trajectory:
+    """The recorded quantities at the checkpoints; a checkpoint reached on a hardmax leg
+    (``on_leg[k]``) takes its scores, margins and ``x`` from the leg's cancellation-free form."""
     arb = isinstance(backend, Arb)
+    on_leg = on_leg or {}
     scaled, logs, attention, margins = [], [], [], []
-    for t, y in zip(times, states, strict=True):
+    for k, (t, y) in enumerate(zip(times, states, strict=True)):
         tb = backend.scalar(t)
+        if k in on_leg:
+            S, L = on_leg[k].scores(float(t))
+            scaled.append(S)
+            attention.append(attention_weights(S, L, field.model.attention, field.mask))
+            margins.append(on_leg[k].margins(float(t)))
+            logs.append(float(L))
+            continue
         S, L = field.scores(tb, y)
         A = field.attention(tb, y)
         if arb:
@@ -356,6 +487,9 @@ def _record(field: VectorField, times, states, backend) -> Trajectory:
         precision={}, tolerances={}, model={},
         state_text=np.array([backend.to_strings(y) for y in states]) if arb else None)
     _derived_forms(field, traj)
+    if on_leg and traj.x_state is not None:
+        for k, leg in on_leg.items():
+            traj.x_state[k] = leg.x_state(float(times[k]))
     return traj
 
 

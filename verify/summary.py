@@ -95,8 +95,15 @@ def _stats_text(stats: dict) -> str:
     if "layers" in stats:
         return f"{stats['layers']} layers"
     rejected = f", {stats['rejected']} rejected" if "rejected" in stats else ""
-    return (f"{solver}: {stats.get('accepted', stats.get('steps'))} steps{rejected}, "
+    text = (f"{solver}: {stats.get('accepted', stats.get('steps'))} steps{rejected}, "
             f"{stats.get('rhs_evals')} field evaluations")
+    continuation = stats.get("continuation") or {}
+    if continuation.get("t_switch") is not None:
+        legs = continuation["legs"]
+        text += (f"; certified hardmax in closed form from t={continuation['t_switch']:.4g} "
+                 f"({len(legs)} leg{'s' if len(legs) > 1 else ''}, "
+                 f"{len(continuation['fallbacks'])} fallback(s) to integration)")
+    return text
 
 
 def _matrix_text(rows: list[list[float]], fmt: str = "{:>10.4g}") -> list[str]:

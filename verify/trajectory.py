@@ -19,6 +19,8 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
     tighter tolerance and higher precision, and the number of decimal digits that agree;
 ``symmetry``
     the exact symmetry group used to keep the run on an invariant subspace, if any.
+``continuation``
+    (in ``stats``) where the run followed the certified hardmax in closed form, if it did.
 ``reference_run``
     the reference :class:`Trajectory` itself (in memory only, not saved): a quantity ``q`` of
     the run gets the error estimate ``|q(run) − q(reference_run)|`` by the same second route.
@@ -137,6 +139,14 @@ class Trajectory:
             return None
         scale = np.max(np.abs(self.state), axis=(1, 2))
         return agreeing_digits(np.max(self.error, axis=1), scale)
+
+    @property
+    def continuation(self) -> dict | None:
+        """Where the certified hardmax continuation (:mod:`verify.continuation`) was used:
+        ``t_switch`` (first switch time or ``None``), the ``legs`` (start ``t0``, last checked
+        time, leaders, checks, smallest log scaled margin, assumed and seen state error) and the
+        ``fallbacks`` to integration; ``None`` when the run could not use it."""
+        return self.stats.get("continuation") if self.stats else None
 
     @property
     def error_estimate(self) -> float | None:

@@ -150,7 +150,8 @@ class IntegrationResult:
     ts : list of Fraction
         The exact checkpoint times matching ``ys``.
     status : str
-        ``"success"``, ``"max_steps"``, ``"step_size_underflow"`` or ``"nonfinite"``.
+        ``"success"``, ``"max_steps"``, ``"step_size_underflow"``, ``"nonfinite"``, or (with a
+        monitor) ``"stalled"`` or ``"budget"``.
     message : str
         What happened, and on failure what to change.
     stats : dict
@@ -173,7 +174,7 @@ class IntegrationResult:
 def integrate_extrapolation(
     field: Callable, t_eval: Sequence, y0, *, backend: Backend, rtol: float, atol: float,
     solver: GraggBulirschStoer | None = None, first_step=None, max_steps: int = 100_000,
-    project: Callable | None = None, fixed_step=None,
+    project: Callable | None = None, fixed_step=None, monitor=None,
 ) -> IntegrationResult:
     r"""Integrate :math:`\dot y = f(t, y)` through the checkpoints ``t_eval``.
 
@@ -220,6 +221,10 @@ def integrate_extrapolation(
     fixed_step : rational, optional
         Take steps of exactly this size (the last one before a checkpoint may be shorter)
         with ``solver.fixed_columns`` columns and no error control.
+    monitor : RunMonitor, optional
+        Checked after every attempted step (:mod:`verify.numerics._monitor`): progress lines,
+        a stall (status ``"stalled"``) or a used-up wall-clock budget (status ``"budget"``) end
+        the run with the checkpoints reached.
 
     Returns
     -------
@@ -267,6 +272,7 @@ def integrate_extrapolation(
     # Non-finite values are reported through the status, so NumPy's warnings would be noise.
     with backend.working_precision(), np.errstate(over="ignore", invalid="ignore"):
         run = _Run(field, backend, solver, float(rtol), float(atol), project)
+        run.monitor = monitor
         return run.integrate(times, y0, steps["first_step"], steps["fixed_step"], max_steps)
 
 
@@ -294,6 +300,7 @@ class _Run:
     def __init__(self, field, backend, solver, rtol, atol, project) -> None:
         self.field, self.backend, self.solver = field, backend, solver
         self.rtol, self.atol, self.project = rtol, atol, project
+        self.monitor = None
         self.kmax = solver.fixed_columns or max(
             (k for k in range(3, solver.max_columns + 1)
              if ROUNDOFF_MARGIN * float(lebesgue(k)) * backend.epsilon <= rtol), default=3)
@@ -453,6 +460,10 @@ class _Run:
                     H_try = remaining if H >= remaining else (
                         remaining / 2 if 2 * H > remaining else H)
                 stats["steps"] += 1
+                if self.monitor is not None:
+                    stop = self.monitor.check(float(t), stats["steps"])
+                    if stop is not None:
+                        return finish(*stop)
                 verdict, y_new, j, errs = self.attempt(t, y, f0, H_try, k, fixed)
                 if fixed_step is not None:
                     verdict = "accept" if verdict == "reject" else verdict

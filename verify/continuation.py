@@ -1,0 +1,280 @@
+r"""Certified hardmax continuation: the exact flow of the rescaled field once the attention is 0/1.
+
+In the rescaled form (3.1) the scores are ``S_ij = e^{L} S̃_ij`` with ``L = 2 μ t`` and
+``S̃_ij = <Ẽ(t) z_i, B Ẽ(t) z_j>`` (:mod:`verify.exponential`). When, for every row ``i``,
+
+.. math:: e^{L}\,\big(\tilde S_{i l(i)} - \max_{j \ne l(i)} \tilde S_{ij} - r_{ij}\big) \ge 746,
+
+with ``r_ij`` a bound on the error of the two scores, the float64 softmax weights are exactly 0
+and 1 (``e^{-746}`` underflows): the float64 field *is* the linear field
+``ż_i = V z_{l(i)} − V z_i``. If the leader map ``l`` is idempotent (``l(l(i)) = l(i)``: leaders
+follow themselves, so they do not move), this field has the closed form
+
+.. math:: z_i(t) = z_{l(i)} + e^{-(t - t_0) V}\,(z_i(t_0) - z_{l(i)}),\qquad
+          x_i(t) = e^{tV} z_{l(i)} + e^{t_0 V}(z_i(t_0) - z_{l(i)}).
+
+:class:`HardmaxLeg` evaluates it, with the scores in a cancellation-free form: writing
+``s = e^{-μ(t - t_0)}``, ``a_i(t) = Ẽ(t) z_{l(i)}`` and ``c_i = Ẽ(t_0)(z_i(t_0) − z_{l(i)})``
+(constant), ``Ẽ(t) z_i(t) = a_i(t) + s c_i`` and the gaps are
+
+.. math:: \tilde S_{i l(i)} - \tilde S_{ij} = \big\langle a_i + s c_i,\;
+          B\,\big((a_{l(i)} - a_{l(j)}) - s c_j\big)\big\rangle,
+
+where ``a_{l(i)} − a_{l(j)}`` is exactly 0 for two followers of the same leader: no difference
+of two large nearly equal numbers is ever formed, even when ``z`` has diverging coordinates along
+negative eigen-directions of ``V``. The leg is checked on a grid (every checkpoint and
+:data:`CHECKS_PER_UNIT` points per unit time); at the first grid time where a margin closes the
+run falls back to integration from the last time that passed (:func:`verify.simulate.simulate`).
+
+The state error used in the bound is ``δ = STATE_SAFETY·(rtol·max|z| + atol)`` per entry (an
+a-priori figure: the integrator's local tolerance, with a safety factor); ``simulate`` checks it
+a posteriori against the reference run and records the outcome.
+
+Examples
+--------
+>>> import numpy as np
+>>> from verify.model import Model
+>>> from verify.numerics import Float64
+>>> from verify.dynamics import VectorField
+>>> field = VectorField(Model(V=[[1, 0], [0, 1]]), 3, Float64())
+>>> cert = HardmaxCertifier(field, rtol=1e-10, atol=1e-12)
+>>> z = np.array([[2.0, 0.0], [0.0, 2.0], [1.9, 0.1]])
+>>> cert.certify(1.0, z) is None               # e^2 · gap is far below 746 at t = 1
+True
+>>> leg = cert.certify(5.0, z)
+>>> leg.leaders.tolist()
+[0, 1, 0]
+>>> np.round(leg.state(6.0)[2], 6)           # z_3 → z_1 like e^{-(t - 5)}
+array([1.963212, 0.036788])
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from verify.exact.inputs import as_float_array
+
+__all__ = ["HardmaxCertifier", "HardmaxLeg", "continuation_unavailable", "LOG_HARDMAX",
+           "STATE_SAFETY", "CHECKS_PER_UNIT"]
+
+LOG_HARDMAX = math.log(746.0)  # e^{-746} underflows to 0 in float64
+STATE_SAFETY = 100.0  # a-priori state error: STATE_SAFETY·(rtol·max|z| + atol) per entry
+CHECKS_PER_UNIT = 20  # leader-map checks per unit time after the switch ...
+MAX_CHECKS = 4000  # ... but no more than this many per leg (the grid coarsens on long legs)
+_EPS = np.finfo(float).eps
+
+
+def continuation_unavailable(model) -> str | None:
+    """Why the hardmax continuation does not apply to ``model`` (``None`` when it does): it
+    needs the rescaled continuous form with one softmax head and no MLP.
+
+    >>> from verify.model import Model
+    >>> continuation_unavailable(Model(V=[[1]])) is None
+    True
+    >>> continuation_unavailable(Model(V=[[1]], form="x"))
+    "form='x': the continuation works on the rescaled tokens z (form='z')."
+    """
+    if model.form != "z":
+        return f"form={model.form!r}: the continuation works on the rescaled tokens z (form='z')."
+    if len(model.heads) != 1 or model.mlp is not None or model.normalisation != "none":
+        return "several heads, an MLP or a normalisation: the hardmax field is not linear."
+    if model.attention != "softmax":
+        return f"attention={model.attention!r}: only softmax attention is continued."
+    return None
+
+
+class HardmaxCertifier:
+    """Decides, at a state ``(t, z)`` of a float64 run, whether the hardmax is certified, and
+    then returns the :class:`HardmaxLeg` that continues it.
+
+    Parameters
+    ----------
+    field : VectorField
+        The float64 field of the run (its exponential, bilinear form and mask are reused).
+    rtol, atol : float
+        Tolerances of the run (they size the a-priori state error).
+    """
+
+    def __init__(self, field, rtol: float, atol: float) -> None:
+        model = field.model
+        self.exponential = field.exponential
+        self.mu = float(self.exponential.mu)
+        self.B = field._heads[0][1]                               # β QᵀK in float64
+        self.B_norm = float(np.linalg.norm(self.B, 2))
+        self.mask = field.mask
+        self.rtol, self.atol = rtol, atol
+        self.model = model
+        self.checks = 0
+
+    def state_error(self, z: np.ndarray) -> float:
+        """A-priori 2-norm bound of the error of one row of ``z``."""
+        entry = STATE_SAFETY * (self.rtol * float(np.max(np.abs(z))) + self.atol)
+        return math.sqrt(z.shape[1]) * entry
+
+    def certify(self, t: float, z: np.ndarray | None = None, *, w: np.ndarray | None = None,
+                eigen=None) -> HardmaxLeg | None:
+        """The leg starting at ``(t, z)`` if every row's hardmax is certified there and the leader
+        map is idempotent; else ``None``. Costs about one evaluation of the field. A run in
+        eigen-coordinates passes ``w = z Φ`` and its :class:`~verify.dynamics.EigenRescaledField`
+        instead of ``z``: the quick test then needs no ``Ẽ(t)`` and no change of basis."""
+        self.checks += 1
+        if eigen is not None:
+            S, L = eigen.scores(t, w)
+        else:
+            E, growth = self.exponential.scaled_float(t)
+            L = 2.0 * growth
+            Y = z @ E.T
+            S = Y @ self.B @ Y.T
+        if self.mask is not None:
+            S = np.where(self.mask, S, -np.inf)
+        if S.shape[1] < 2:
+            return None
+        top2 = -np.partition(-S, 1, axis=1)[:, :2]
+        gap = float(np.min(top2[:, 0] - top2[:, 1]))
+        if not gap > 0 or L + math.log(gap) < LOG_HARDMAX:  # cheap: not even uncertified-close
+            return None
+        if z is None:
+            z = w @ eigen.basis.T
+        leaders = np.argmax(S, axis=1)
+        if not np.all(leaders[leaders] == leaders):
+            return None
+        leg = HardmaxLeg(self, t, z, leaders, self.state_error(z))
+        return leg if leg.check(t) else None
+
+
+class HardmaxLeg:
+    """The closed-form flow from ``(t0, z0)`` under the leader map ``leaders`` (see the module
+    docstring), with a state error ``delta`` (2-norm per row) at ``t0``."""
+
+    def __init__(self, certifier: HardmaxCertifier, t0: float, z0: np.ndarray,
+                 leaders: np.ndarray, delta: float) -> None:
+        self.c, self.t0, self.delta = certifier, float(t0), delta
+        self.leaders = np.asarray(leaders)
+        self.heads = np.unique(self.leaders)                      # the distinct leaders
+        self.slot = np.searchsorted(self.heads, self.leaders)     # row → index in heads
+        self.z_lead = z0[self.heads].copy()                       # fixed for t ≥ t0
+        self.D0 = z0 - z0[self.leaders]                           # z_i(t0) − z_{l(i)}
+        E0, _ = certifier.exponential.scaled_float(self.t0)
+        self.C = self.D0 @ E0.T                                   # c_i = Ẽ(t0) D_i
+        self.E0_norm = self._norm(E0)
+        self.worst = math.inf           # smallest log scaled margin seen on the checks
+        self.checked = 0
+        self.t_last = self.t0           # last time the check passed
+
+    def _norm(self, E: np.ndarray) -> float:
+        """A bound on ``‖Ẽ(t)‖_2`` (exactly 1 for symmetric ``V``: ``e^{(λ_k − μ)t} ≤ 1``)."""
+        if self.c.exponential.kind == "symmetric":
+            return 1.0
+        return _norm_bound(E)
+
+    # -- the closed form ---------------------------------------------------------------------
+    def _exp(self, tau: float) -> np.ndarray:
+        """``e^{τ V}`` in float64 (eigen-decomposition when diagonalisable, else ``expm``)."""
+        exponential = self.c.exponential
+        lam, P, Pinv, blocks = exponential._float
+        if blocks is None:
+            with np.errstate(over="ignore"):
+                M = (P * np.exp(lam * tau)) @ Pinv
+            return M if exponential.kind == "symmetric" else M.real
+        from scipy.linalg import expm
+
+        return expm(tau * as_float_array(self.c.model.V))
+
+    def state(self, t: float) -> np.ndarray:
+        """``z(t) = z_{l(i)} + e^{-(t − t0)V} (z_i(t0) − z_{l(i)})``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.z_lead[self.slot] + self.D0 @ self._exp(self.t0 - t).T
+
+    def x_state(self, t: float) -> np.ndarray:
+        """``x(t) = e^{tV} z_{l(i)} + e^{t0 V}(z_i(t0) − z_{l(i)})`` (no cancellation)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.z_lead[self.slot] @ self._exp(t).T + self.D0 @ self._exp(self.t0).T
+
+    def _parts(self, t: float):
+        E, growth = self.c.exponential.scaled_float(t)
+        s = math.exp(-self.c.mu * (t - self.t0))
+        A = self.z_lead @ E.T                                     # a for each leader
+        Y = A[self.slot] + s * self.C                             # Ẽ(t) z_i(t)
+        return E, 2.0 * growth, s, A, Y
+
+    def scores(self, t: float) -> tuple[np.ndarray, float]:
+        """``(S̃, L)`` at ``t`` from the cancellation-free ``Ẽ(t) z_i(t) = a_i + s c_i``."""
+        _, L, _, _, Y = self._parts(t)
+        return Y @ self.c.B @ Y.T, L
+
+    def gaps(self, t: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(G, R, L)``: ``G_ij = S̃_{i l(i)} − S̃_ij`` (``+inf`` at ``j = l(i)`` and where
+        masked), a bound ``R_ij`` on its error, and ``L``."""
+        E, L, s, A, Y = self._parts(t)
+        n = Y.shape[0]
+        B, Bn = self.c.B, self.c.B_norm
+        G = np.empty((n, n))
+        R = np.empty((n, n))
+        E_norm = self._norm(E)
+        # Propagated state error (δ on z_lead, 2δ on D0) and float64 rounding. For two
+        # followers of one leader a_{l(i)} − a_{l(j)} is exactly 0 in the flow too: only the
+        # error of s·c_j enters, and it decays with s like the gap itself.
+        e_y = self.delta * (E_norm + 2 * s * self.E0_norm)
+        e_same = 2 * self.delta * s * self.E0_norm
+        e_other = e_same + 2 * self.delta * E_norm
+        y_norm = np.linalg.norm(Y, axis=1)
+        d = Y.shape[1]
+        for a in range(len(self.heads)):
+            rows = np.flatnonzero(self.slot == a)
+            other = self.slot != a
+            diff = (A[a] - A[self.slot]) - s * self.C              # a_{l(i)} − a_{l(j)} − s c_j
+            G[rows] = (Y[rows] @ B) @ diff.T
+            diff_norm = np.linalg.norm(diff, axis=1)
+            e_d = np.where(other, e_other, e_same)
+            rounding = 8 * d * _EPS * (diff_norm + other * np.linalg.norm(A[a]))
+            R[rows] = Bn * (e_y * diff_norm[None, :] + y_norm[rows, None] * e_d[None, :]
+                            + e_y * e_d[None, :]) \
+                + Bn * y_norm[rows, None] * rounding[None, :]
+            G[rows, self.heads[a]] = np.inf
+        if self.c.mask is not None:
+            G = np.where(self.c.mask, G, np.inf)
+        return G, R, L
+
+    def margins(self, t: float) -> np.ndarray:
+        """Per row, ``min_j G_ij`` (``inf`` for a row with a single allowed entry)."""
+        G, _, _ = self.gaps(t)
+        return G.min(axis=1)
+
+    def check(self, t: float) -> bool:
+        """Is the leader map still certified at ``t``? (Every ``e^L (G_ij − R_ij) ≥ 746``.)"""
+        G, R, L = self.gaps(t)
+        self.checked += 1
+        worst = float(np.min(G - R)) if G.size else math.inf
+        log_margin = L + math.log(worst) if worst > 0 else -math.inf
+        if not np.isfinite(worst):
+            log_margin = math.inf if worst == math.inf else -math.inf
+        self.worst = min(self.worst, log_margin)
+        ok = log_margin >= LOG_HARDMAX
+        if ok:
+            self.t_last = max(self.t_last, float(t))
+        return ok
+
+    def grid(self, checkpoints: list[float]) -> list[tuple[float, int | None]]:
+        """Check times after ``t0``: every checkpoint (with its index in ``checkpoints``) and a
+        uniform grid of :data:`CHECKS_PER_UNIT` per unit time (at most :data:`MAX_CHECKS`)."""
+        later = [(t, k) for k, t in enumerate(checkpoints) if t > self.t0]
+        if not later:
+            return []
+        end = later[-1][0]
+        count = min(MAX_CHECKS, int(math.ceil((end - self.t0) * CHECKS_PER_UNIT)))
+        extra = [(self.t0 + (end - self.t0) * m / count, None) for m in range(1, count)]
+        merged = sorted(later + extra, key=lambda item: (item[0], item[1] is None))
+        return merged
+
+    def describe(self) -> dict:
+        return {"t0": self.t0, "t_end": self.t_last, "leaders": sorted(int(v) for v in self.heads),
+                "checks": self.checked, "min_log_scaled_margin": float(self.worst),
+                "state_error_assumed": self.delta}
+
+
+def _norm_bound(M: np.ndarray) -> float:
+    """``‖M‖_2 ≤ sqrt(‖M‖_1 ‖M‖_∞)`` (cheap)."""
+    A = np.abs(M)
+    return math.sqrt(float(A.sum(axis=0).max()) * float(A.sum(axis=1).max()))

@@ -28,7 +28,7 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from verify import __version__
-from verify.errors import InvalidArgument, VerifyError
+from verify.errors import Interrupted, InvalidArgument, VerifyError
 
 __all__ = ["main", "build_parser"]
 
@@ -293,9 +293,17 @@ def _run(args: argparse.Namespace) -> int:
                               "give the directory of the claim files.")
     if not args.resume:
         out_dir = Path(args.out) / new_run_id({"ids": ids})
-    run = run_claims(selected, instances=args.instances, seed=args.seed,
-                     precision=args.precision, horizon=args.horizon, out_dir=out_dir,
-                     resume=bool(args.resume), run_id=None if args.resume else out_dir.name)
+    try:
+        run = run_claims(selected, instances=args.instances, seed=args.seed,
+                         precision=args.precision, horizon=args.horizon, out_dir=out_dir,
+                         resume=bool(args.resume),
+                         run_id=None if args.resume else out_dir.name)
+    except BrokenPipeError:  # the reader of stdout went away: nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt as exc:
+        exc.hint = _resume_hint(out_dir, args)
+        raise
     paths = write_reports(run, figures=not args.no_figures)
     if args.json:
         data = build_results(run)
@@ -311,6 +319,23 @@ def _run(args: argparse.Namespace) -> int:
         print(f"report: {paths['report.html']}  ({run.seconds:.1f} s"
               + (f", {run.resumed} instances resumed" if run.resumed else "") + ")")
     return run.exit_code
+
+
+def _resume_hint(out_dir, args: argparse.Namespace) -> str:
+    """``"; 3 instances are stored in DIR. Finish the run with: verify run --resume DIR"``."""
+    import shlex
+
+    from verify.run import ResultStore
+
+    try:
+        stored = len(ResultStore(out_dir).load())
+    except (OSError, VerifyError, ValueError):
+        stored = "?"
+    command = ["verify", "run", "--resume", str(out_dir)]
+    if args.claims_dir != "claims":
+        command += ["--claims-dir", str(args.claims_dir)]
+    return (f"; {stored} instances are stored in {out_dir}. Finish the run with: "
+            + shlex.join(command))
 
 
 def _newest_verdicts(reports: str) -> tuple[str | None, dict]:
@@ -366,19 +391,50 @@ _COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show,
              "check": _check}
 
 
+def _raise_interrupted(signum, frame) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # once: the clean-up is not interrupted again
+    raise Interrupted(signum)
+
+
+def _interrupt_handlers() -> dict:
+    """SIGTERM raises :class:`Interrupted` like SIGINT raises ``KeyboardInterrupt``, so both
+    unwind through the clean-up (``verify run`` stops its workers, keeps what is stored).
+    Returns the previous handlers (empty outside the main thread, where none can be set)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, _raise_interrupted)
+            for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
 def main(argv: list[str] | None = None) -> int:
-    if hasattr(signal, "SIGPIPE"):  # `verify ... | head` ends quietly
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    # `verify ... | head` ends quietly. Not for `run`: with the default action a write to the
+    # pipe of a worker that died (an interruption, a crash) would kill the whole run.
+    if hasattr(signal, "SIGPIPE") and args.command != "run":
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    previous = _interrupt_handlers()
     try:
         return _COMMANDS[args.command](args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout went away: nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"verify: interrupted ({signal.Signals(signum).name})"
+              + getattr(exc, "hint", "."), file=sys.stderr)
+        return 128 + signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

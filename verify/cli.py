@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 # Small matrices (d ≤ a few hundred) on a few cores: a multithreaded BLAS costs more in
 # synchronisation than it gains, badly so on a loaded 2-core machine (measured 0.16 ms vs 31 ms
@@ -30,7 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from verify import __version__
 from verify.errors import Interrupted, InvalidArgument, VerifyError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "default_claims_dir"]
 
 
 def _precision(text: str) -> str | int:
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "variant, horizon, precision) with error control, and print the final "
                     "tokens, their clusters, the final attention matrix and how many digits "
                     "agree with a tighter, higher-precision re-run.")
-    sim.add_argument("file", help="instance file, e.g. claims/examples/polytope-2d.toml")
+    sim.add_argument("file", help="instance file, e.g. claims/examples/polytope-identity.toml")
     sim.add_argument("--horizon", help="final time T (overrides the file)")
     sim.add_argument("--checkpoints", type=int, help="number of checkpoints on [0, T]")
     sim.add_argument("--precision", type=_precision,
@@ -137,16 +138,15 @@ def _add_check_command(sub) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from verify.report.results import build_results, write_reports
-    from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
-
     if args.budget is not None and not args.budget > 0:
         raise InvalidArgument(f"--budget={args.budget} must be a positive number of seconds.")
     if args.instances is not None and args.instances < 1:
         raise InvalidArgument(f"--instances={args.instances} must be a positive integer.")
+    from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
+
     conjecture = load_conjecture(args.file)
+    from verify.report.results import build_results, write_reports  # matplotlib: after the checks
+
     out_dir = Path(args.out) / new_run_id({"file": args.file, "seed": args.seed})
 
     def show(key: str, record: dict) -> None:
@@ -189,10 +189,11 @@ def _check(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from verify.instance_file import load_instance_file
-    from verify.simulate import simulate
-    from verify.summary import format_summary, simulation_summary
 
     loaded = load_instance_file(args.file)
+    from verify.simulate import simulate  # heavy imports after the file is known to be good
+    from verify.summary import format_summary, simulation_summary
+
     settings = dict(loaded.simulation)
     for key in ("horizon", "checkpoints", "precision", "rtol"):
         if getattr(args, key) is not None:
@@ -211,8 +212,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _add_claim_commands(sub) -> None:
-    claims_dir = {"default": "claims", "metavar": "DIR",
-                  "help": "directory of claim files (default: ./claims)"}
+    claims_dir = {"metavar": "DIR",
+                  "help": "directory of claim files (default: ./claims when it exists, else "
+                          "the claims installed with verify)"}
     run = sub.add_parser(
         "run", help="check claims of the paper on their instances and write a report",
         description="Check every claim in the claims directory (or the given ids) on its "
@@ -256,15 +258,30 @@ def _select(claims: list, ids: list[str]) -> list:
     return [by_id[cid] for cid in dict.fromkeys(ids)] if ids else claims
 
 
+def default_claims_dir(cwd: str | os.PathLike | None = None) -> Path:
+    """Where the claim files are when ``--claims-dir`` is not given: ``./claims`` when it is a
+    directory, else the copy installed with the package (``verify/claims``), else the
+    ``claims/`` of the source checkout ``verify`` is imported from (an editable install).
+
+    >>> default_claims_dir().name
+    'claims'
+    """
+    here = Path(cwd or ".") / "claims"
+    package = Path(__file__).resolve().parent
+    for candidate in (here, package / "claims", package.parent / "claims"):
+        if candidate.is_dir():
+            return candidate
+    raise InvalidArgument("no claim files: ./claims is not a directory and none were installed "
+                          "with verify; give --claims-dir DIR.")
+
+
 def _load_claims(directory):
     from verify.claim import load_claims
 
-    return load_claims(directory)
+    return load_claims(default_claims_dir() if directory is None else directory)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from verify.report.results import build_results, write_reports
     from verify.run import ResultStore, new_run_id, run_claims
 
@@ -289,7 +306,8 @@ def _run(args: argparse.Namespace) -> int:
         ids = ids or [c for c in stored["claims"] if c in {x.id for x in claims}]
     selected = _select(claims, ids)
     if not selected:
-        raise InvalidArgument(f"--claims-dir={args.claims_dir!r} holds no claim files (*.toml); "
+        raise InvalidArgument(f"--claims-dir={str(args.claims_dir or default_claims_dir())!r} "
+                              "holds no claim files (*.toml); "
                               "give the directory of the claim files.")
     if not args.resume:
         out_dir = Path(args.out) / new_run_id({"ids": ids})
@@ -332,15 +350,13 @@ def _resume_hint(out_dir, args: argparse.Namespace) -> str:
     except (OSError, VerifyError, ValueError):
         stored = "?"
     command = ["verify", "run", "--resume", str(out_dir)]
-    if args.claims_dir != "claims":
+    if args.claims_dir is not None:
         command += ["--claims-dir", str(args.claims_dir)]
     return (f"; {stored} instances are stored in {out_dir}. Finish the run with: "
             + shlex.join(command))
 
 
 def _newest_verdicts(reports: str) -> tuple[str | None, dict]:
-    from pathlib import Path
-
     for path in sorted(Path(reports).glob("*/results.json"), reverse=True):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -31,6 +31,7 @@ from verify.run._workers import new_pool, stop_workers
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS"]
 
 DEFAULT_WORKERS = 2
+_TICK_SECONDS = 5.0  # how often the progress lines of a non-terminal may be written
 
 
 class InlineExecutor(Executor):
@@ -175,7 +176,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         (its workers must be able to import ``verify``).  :class:`InlineExecutor` runs
         everything in this process.
     progress : bool or callable, optional
-        ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true;
+        ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true,
+        else a progress line every 30 s (:class:`~verify.run._progress.Progress`);
         ``False``: silent; a callable ``progress(key, record)`` is called per finished instance.
     resume : bool
         Read the finished instances of ``out_dir`` back and run only the others.  Parameters
@@ -227,18 +229,23 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     finished = False
     try:
         futures = {pool.submit(run_task, task): task for task in todo}
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                record = future.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
-                record = _lost_record(task, exc)
-            record = _write_counterexample(record, out_dir)
-            store.append(record)
-            records[task.key] = record
-            bar.update(task.key, record["result"]["verdict"])
-            if callable(progress):
-                progress(task.key, record)
+        order = {future: i for i, future in enumerate(futures)}
+        pending = set(futures)
+        while pending:
+            ready, pending = wait(pending, timeout=_TICK_SECONDS, return_when=FIRST_COMPLETED)
+            for future in sorted(ready, key=order.__getitem__):
+                task = futures[future]
+                try:
+                    record = future.result()
+                except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
+                    record = _lost_record(task, exc)
+                record = _write_counterexample(record, out_dir)
+                store.append(record)
+                records[task.key] = record
+                bar.update(task.key, record["result"]["verdict"])
+                if callable(progress):
+                    progress(task.key, record)
+            bar.tick()
         finished = True
     finally:
         bar.close()

@@ -52,6 +52,9 @@ RANDOM_KEYS = {"distribution", "low", "high", "n", "seed", "scale"}
 SIMULATION_KEYS = {"horizon", "checkpoints", "precision", "rtol", "atol", "error_estimate",
                    "symmetry", "cluster_tolerance", "max_steps"}
 DISTRIBUTIONS = ("uniform", "gaussian", "sphere")
+#: At most this many random coordinates n·d are drawn (the memory of the dynamics is checked
+#: later, from n, d and the precision: :mod:`verify.resources`).
+MAX_RANDOM_ENTRIES = 10**8
 
 
 @dataclass
@@ -92,8 +95,15 @@ def random_tokens(spec: dict, d: int, source: str = "<instance>") -> np.ndarray:
     if distribution not in DISTRIBUTIONS:
         raise InvalidArgument(f"{source}: tokens.random.distribution={distribution!r} must be "
                               f"one of {', '.join(DISTRIBUTIONS)}.")
-    rng = np.random.default_rng(spec["seed"])
     n = spec["n"]
+    if not 1 <= n <= MAX_RANDOM_ENTRIES // max(d, 1):
+        raise InvalidArgument(f"{source}: tokens.random.n={n} must be between 1 and "
+                              f"{MAX_RANDOM_ENTRIES // max(d, 1)} (at most {MAX_RANDOM_ENTRIES} "
+                              "coordinates).")
+    if spec["seed"] < 0:
+        raise InvalidArgument(f"{source}: tokens.random.seed={spec['seed']} must be "
+                              "non-negative (a NumPy seed).")
+    rng = np.random.default_rng(spec["seed"])
     if distribution == "uniform":
         low, high = float(spec.get("low", -1)), float(spec.get("high", 1))
         return rng.uniform(low, high, size=(n, d))
@@ -139,9 +149,14 @@ def load_instance_file(path: str | Path) -> InstanceFile:
     """Read an instance TOML file (see the module docstring for the format)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise InvalidArgument(f"Cannot read instance file {str(path)!r}: {exc.strerror}.") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(f"{path}: not an instance file: not UTF-8 text ({exc.reason} at "
+                              f"byte {exc.start}); instance files are TOML.") from None
     try:
         data = tomllib.loads(text, parse_float=Decimal)
     except tomllib.TOMLDecodeError as exc:

@@ -58,6 +58,10 @@ def files(tmp_path):
     (reports / "20260101T000000Z-abcdef").mkdir(parents=True)
     (reports / "20260101T000000Z-abcdef" / "results.json").write_text('{"run_id": "x", "verd')
     paths["corrupt_reports"] = reports
+    bad_run = tmp_path / "bad-run"
+    bad_run.mkdir()
+    (bad_run / "run.json").write_text("{")
+    paths["bad_run"] = bad_run
     paths["conjecture"] = DATA.parents[2] / "claims" / "conjectures" / "polytope-restated.toml"
     return paths
 
@@ -72,6 +76,10 @@ CASES = [
     ("run out is a file", "run --claims-dir {claims} --out {a_file}", ["--out=", "is a file"]),
     ("run out unwritable", "run --claims-dir {claims} --out {a_file}/sub",
      ["--out=", "cannot write there"]),
+    ("run resume corrupt", "run --resume {bad_run} --claims-dir {claims}",
+     ["--resume=", "run.json"]),
+    ("run resume not a run", "run --resume {a_dir} --claims-dir {claims}",
+     ["--resume=", "not a run directory"]),
     ("run huge family", "run --claims-dir {big_claims} --out {tmp}/r",
      ["tiny-holds.toml", "family 'uniform'", "n=300000", "memory", "--allow-large"]),
     ("check negative seed", "check {conjecture} --seed -1 --out {tmp}/r", ["--seed=-1"]),

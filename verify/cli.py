@@ -341,8 +341,12 @@ def _run(args: argparse.Namespace) -> int:
     ids = list(args.ids)
     if args.resume:
         out_dir = Path(args.resume)
-        stored = ResultStore(out_dir).read_run() if out_dir.is_dir() else None
-        if stored is None:
+        try:
+            stored = ResultStore(out_dir).read_run() if out_dir.is_dir() else None
+        except (OSError, ValueError) as exc:
+            raise InvalidArgument(f"--resume={args.resume!r}: its run.json is unreadable "
+                                  f"({exc}); start a new run.") from None
+        if not isinstance(stored, dict) or not isinstance(stored.get("claims"), list):
             raise InvalidArgument(f"--resume={args.resume!r} is not a run directory (no "
                                   "run.json); give reports/<run-id>.")
         ids = ids or [c for c in stored["claims"] if c in {x.id for x in claims}]
@@ -362,9 +366,6 @@ def _run(args: argparse.Namespace) -> int:
                          precision=args.precision, horizon=args.horizon, out_dir=out_dir,
                          resume=bool(args.resume),
                          run_id=None if args.resume else out_dir.name)
-    except BrokenPipeError:  # the reader of stdout went away: nothing left to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
     except KeyboardInterrupt as exc:
         exc.hint = _resume_hint(out_dir, args)
         raise

@@ -94,7 +94,8 @@ def mutated_instances(draw) -> dict:
     for _ in range(draw(st.integers(1, 3))):
         table = draw(st.sampled_from(["model", "tokens", "simulation", "random", None]))
         if table == "random":
-            target = data["tokens"].get("random")
+            tokens = data.get("tokens")
+            target = tokens.get("random") if isinstance(tokens, dict) else None
             if not isinstance(target, dict):
                 continue
         elif table is None:

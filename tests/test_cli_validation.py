@@ -62,6 +62,14 @@ def files(tmp_path):
     bad_run.mkdir()
     (bad_run / "run.json").write_text("{")
     paths["bad_run"] = bad_run
+    conjecture = (DATA.parents[2] / "claims" / "conjectures" / "polytope-restated.toml").read_text()
+    start = conjecture.index("[conclusion]")
+    end = conjecture.index("\n[", start + 1)
+    for name, function in (("no_file", "nowhere.py:f"), ("no_name", "preds.py:g")):
+        paths[name] = tmp_path / f"{name}.toml"
+        paths[name].write_text(conjecture[:start] + '[conclusion]\ntype = "predicate"\n'
+                               f'function = "{function}"\n' + conjecture[end:])
+    (tmp_path / "preds.py").write_text("def f(trajectory, instance):\n    return True\n")
     paths["conjecture"] = DATA.parents[2] / "claims" / "conjectures" / "polytope-restated.toml"
     return paths
 
@@ -87,6 +95,10 @@ CASES = [
      ["--instances=1000000000", "--allow-large"]),
     ("check out is a file", "check {conjecture} --instances 1 --out {a_file}",
      ["--out=", "is a file"]),
+    ("check predicate without file", "check {no_file} --instances 1 --out {tmp}/r",
+     ["no_file.toml", "conclusion.function", "no file"]),
+    ("check predicate without function", "check {no_name} --instances 1 --out {tmp}/r",
+     ["no_name.toml", "conclusion.function", "defines no function 'g'", "defines f"]),
     ("check binary file", "check {binary} --out {tmp}/r", ["binary.toml", "UTF-8"]),
     ("simulate binary file", "simulate {binary}", ["binary.toml", "UTF-8"]),
     ("simulate overflowing V", "simulate {huge_v}", ["huge-v.toml", "T·|V|", "--precision auto"]),

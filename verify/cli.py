@@ -159,6 +159,7 @@ def _check(args: argparse.Namespace) -> int:
     from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
 
     conjecture = load_conjecture(args.file)
+    _check_predicates(conjecture, args.file)
     _check_families_memory([conjecture.claim], None, args.allow_large)
     space = conjecture.search
     if space is not None:
@@ -384,6 +385,20 @@ def _run(args: argparse.Namespace) -> int:
         print(f"report: {paths['report.html']}  ({run.seconds:.1f} s"
               + (f", {run.resumed} instances resumed" if run.resumed else "") + ")")
     return run.exit_code
+
+
+def _check_predicates(conjecture, source: str) -> None:
+    """Load the function of every ``predicate`` conclusion now: a missing file, a module that
+    fails to import or a missing name is a usage error, not an inconclusive verdict per
+    instance after the budget is spent."""
+    for spec in conjecture.conclusions:
+        if spec.type == "predicate":
+            from verify.judge._predicate import load_function
+
+            try:
+                load_function(spec.parameters["function"], source)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"{source}: conclusion.function: {exc}") from None
 
 
 def _check_seed(seed: int | None) -> None:

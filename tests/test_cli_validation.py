@@ -99,6 +99,8 @@ CASES = [
      ["no_file.toml", "conclusion.function", "no file"]),
     ("check predicate without function", "check {no_name} --instances 1 --out {tmp}/r",
      ["no_name.toml", "conclusion.function", "defines no function 'g'", "defines f"]),
+    ("check endless budget", "check {conjecture} --budget inf", ["--budget=inf", "--allow-large"]),
+    ("check nan budget", "check {conjecture} --budget nan", ["--budget=nan", "positive"]),
     ("check binary file", "check {binary} --out {tmp}/r", ["binary.toml", "UTF-8"]),
     ("simulate binary file", "simulate {binary}", ["binary.toml", "UTF-8"]),
     ("simulate overflowing V", "simulate {huge_v}", ["huge-v.toml", "T·|V|", "--precision auto"]),

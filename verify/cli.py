@@ -85,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ALLOW_LARGE_HELP = ("lift the sanity limits: more than 10 000 instances, a horizon beyond "
-                    "1000, an instance estimated to need more than half of the memory, "
-                    "T·|V| too large for the precision")
+                    "1000, a budget beyond a day, an instance estimated to need more than half "
+                    "of the memory, T·|V| too large for the precision")
+MAX_BUDGET = 86_400  # seconds of `verify check --budget` without --allow-large
 
 #: The conclusion types, for the help text (a test keeps it equal to verify.conclusions).
 CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
@@ -151,6 +152,9 @@ def _add_check_command(sub) -> None:
 def _check(args: argparse.Namespace) -> int:
     if args.budget is not None and not args.budget > 0:
         raise InvalidArgument(f"--budget={args.budget} must be a positive number of seconds.")
+    if args.budget is not None and args.budget > MAX_BUDGET and not args.allow_large:
+        raise InvalidArgument(f"--budget={args.budget} seconds is more than a day; add "
+                              "--allow-large if you mean it.")
     from verify.resources import check_instances
 
     if args.instances is not None:

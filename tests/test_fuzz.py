@@ -39,7 +39,7 @@ BASE = {
               "beta": 1, "form": "z", "attention": "softmax"},
     "tokens": {"x0": [[1, 0], [0, 1], ["1/2", "1/2"]]},
     "simulation": {"horizon": 1, "checkpoints": 3, "precision": "float64",
-                   "error_estimate": False},
+                   "error_estimate": False, "max_steps": 2000},  # slow mutations end soon
 }
 RANDOM_TOKENS = {"random": {"distribution": "uniform", "low": -1, "high": 1, "n": 3, "seed": 1}}
 

@@ -176,8 +176,43 @@ def test_progress_bar_only_on_a_terminal_outside_ci(monkeypatch):
     bar.close()
     assert stream.getvalue().startswith("\r[") and "1/2" in stream.getvalue()
     monkeypatch.setenv("CI", "true")
-    assert not Progress(2, stream=Tty()).enabled
-    assert not Progress(2, stream=io.StringIO(), enabled=None).enabled
+    assert Progress(2, stream=Tty()).mode == "lines"
+    assert Progress(2, stream=io.StringIO(), enabled=None).mode == "lines"
+    assert not Progress(2, stream=Tty(), enabled=False).enabled
+
+
+def test_progress_lines_on_a_non_terminal_show_life_every_interval():
+    now, log = [0.0], io.StringIO()
+    bar = Progress(4, stream=log, clock=lambda: now[0], interval=30)
+    assert log.getvalue() == "progress: 0/4 instances\n"  # at once, before any result
+    now[0] = 29.0
+    bar.tick()  # nothing finished and < 30 s: quiet
+    now[0] = 31.0
+    bar.tick()  # nothing finished, 31 s: a line says it is alive
+    now[0] = 40.0
+    bar.update("c/f#0", "holds")  # the first result: a line
+    now[0] = 50.0
+    bar.update("c/f#1", "violated")  # 10 s later: quiet
+    bar.tick()
+    now[0] = 75.0
+    bar.update("c/f#2", "holds")  # 35 s after the last line
+    now[0] = 76.0
+    bar.update("c/f#3", "inconclusive")
+    bar.close()  # the final count
+    assert log.getvalue().splitlines() == [
+        "progress: 0/4 instances",
+        "progress: 0/4 instances, 0:31 elapsed",
+        "progress: 1/4 instances (1 ok), 0:40 elapsed, about 2:00 left",
+        "progress: 3/4 instances (2 ok, 1 violated), 1:15 elapsed, about 0:25 left",
+        "progress: 4/4 instances (2 ok, 1 ?, 1 violated), 1:16 elapsed"]
+
+
+def test_a_piped_cli_run_logs_progress_lines(tmp_path, capsys):
+    folder = cli_dir(tmp_path, "tiny-holds")
+    assert main(["run", "--claims-dir", str(folder), "--out", str(tmp_path / "r"),
+                 "--no-figures"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "progress: 0/3 instances" and err[-1].startswith("progress: 3/3 instances")
 
 
 def test_run_ids_are_timestamped_and_distinct():

@@ -9,6 +9,11 @@
     verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
                  [--instance INSTANCE_FILE]
 
+Every flag, file and output path is checked before work starts (exit 2, naming it); sanity
+limits (instances, horizon, memory, T·|V|: :mod:`verify.resources`) are lifted by
+``--allow-large``.  SIGINT/SIGTERM stop ``verify run`` keeping what is stored (exit 128 + the
+signal number) and print the ``--resume`` command.
+
 Exit codes: 0 success (``run``: no claim expected to hold is refuted), 1 the simulation failed
 or a claim expected to hold is refuted, 2 bad usage or a malformed file. ``check``: 0 the
 conjecture is supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
@@ -22,6 +27,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 # Small matrices (d ≤ a few hundred) on a few cores: a multithreaded BLAS costs more in
 # synchronisation than it gains, badly so on a loaded 2-core machine (measured 0.16 ms vs 31 ms
@@ -29,9 +35,9 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from verify import __version__
-from verify.errors import InvalidArgument, VerifyError
+from verify.errors import Interrupted, InvalidArgument, VerifyError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "default_claims_dir"]
 
 
 def _precision(text: str) -> str | int:
@@ -60,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "variant, horizon, precision) with error control, and print the final "
                     "tokens, their clusters, the final attention matrix and how many digits "
                     "agree with a tighter, higher-precision re-run.")
-    sim.add_argument("file", help="instance file, e.g. claims/examples/polytope-2d.toml")
+    sim.add_argument("file", help="instance file, e.g. claims/examples/polytope-identity.toml")
     sim.add_argument("--horizon", help="final time T (overrides the file)")
     sim.add_argument("--checkpoints", type=int, help="number of checkpoints on [0, T]")
     sim.add_argument("--precision", type=_precision,
@@ -73,10 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip the re-run that measures the error (faster, less trustworthy)")
     sim.add_argument("--save", metavar="PATH", help="also save the trajectory (.npz)")
     sim.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sim.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     _add_claim_commands(sub)
     _add_check_command(sub)
     return parser
 
+
+ALLOW_LARGE_HELP = ("lift the sanity limits: more than 10 000 instances, a horizon beyond "
+                    "1000, a budget beyond a day, an instance estimated to need more than half "
+                    "of the memory, T·|V| too large for the precision")
+MAX_BUDGET = 86_400  # seconds of `verify check --budget` without --allow-large
 
 #: The conclusion types, for the help text (a test keeps it equal to verify.conclusions).
 CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
@@ -135,19 +147,34 @@ def _add_check_command(sub) -> None:
                        help="judge only this instance file (e.g. a saved counterexample)")
     check.add_argument("--json", action="store_true", help="print the outcome as JSON")
     check.add_argument("--no-figures", action="store_true", help="HTML report without figures")
+    check.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from verify.report.results import build_results, write_reports
-    from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
-
     if args.budget is not None and not args.budget > 0:
         raise InvalidArgument(f"--budget={args.budget} must be a positive number of seconds.")
-    if args.instances is not None and args.instances < 1:
-        raise InvalidArgument(f"--instances={args.instances} must be a positive integer.")
+    if args.budget is not None and args.budget > MAX_BUDGET and not args.allow_large:
+        raise InvalidArgument(f"--budget={args.budget} seconds is more than a day; add "
+                              "--allow-large if you mean it.")
+    from verify.resources import check_instances
+
+    if args.instances is not None:
+        check_instances(args.instances, "--instances", args.allow_large)
+    _check_seed(args.seed)
+    from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
+
     conjecture = load_conjecture(args.file)
+    _check_predicates(conjecture, args.file)
+    _check_families_memory([conjecture.claim], None, args.allow_large)
+    space = conjecture.search
+    if space is not None:
+        from verify.resources import check_memory
+
+        check_memory(space.n[1], space.d[1], "float64", f"{args.file}: [search] n, d",
+                     args.allow_large)
+    _prepare_out_dir(args.out, "--out")
+    from verify.report.results import build_results, write_reports  # matplotlib: after the checks
+
     out_dir = Path(args.out) / new_run_id({"file": args.file, "seed": args.seed})
 
     def show(key: str, record: dict) -> None:
@@ -190,9 +217,18 @@ def _check(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from verify.instance_file import load_instance_file
-    from verify.simulate import simulate
-    from verify.summary import format_summary, simulation_summary
+    from verify.resources import check_memory
 
+    if args.save:
+        _check_save_path(args.save, "--save")
+    if args.cluster_tolerance is not None and not args.cluster_tolerance > 0:
+        raise InvalidArgument(f"--cluster-tolerance={args.cluster_tolerance} must be a positive "
+                              "distance (default 1e-3).")
+    if args.rtol is not None and not 0 < args.rtol < 1:
+        raise InvalidArgument(f"--rtol={args.rtol} must be between 0 and 1 (e.g. 1e-10).")
+    if args.checkpoints is not None and args.checkpoints < 2:
+        raise InvalidArgument(f"--checkpoints={args.checkpoints}: give at least 2 (0 and T).")
+    _check_precision(args.precision)
     loaded = load_instance_file(args.file)
     settings = dict(loaded.simulation)
     for key in ("horizon", "checkpoints", "precision", "rtol"):
@@ -203,8 +239,22 @@ def _simulate(args: argparse.Namespace) -> int:
     tolerance = args.cluster_tolerance or settings.pop("cluster_tolerance", 1e-3)
     settings.pop("cluster_tolerance", None)
     horizon = settings.pop("horizon", 10)
+    what = "--horizon" if args.horizon is not None else f"{args.file}: simulation.horizon"
+    precision = settings.get("precision", "float64")
+    n, d = loaded.instance.x0.shape
+    check_memory(n, d, precision, args.file, args.allow_large)
+    _check_growth(loaded.instance, _positive_horizon(horizon, what, args.allow_large), precision,
+                  args.file, args.allow_large)
+    from verify.simulate import simulate  # heavy imports after the input is known to be good
+    from verify.summary import format_summary, simulation_summary
+
     settings.setdefault("progress", True)  # a line on stderr every 10 s of a long run
-    traj = simulate(loaded.instance, horizon, **settings)
+    try:
+        traj = simulate(loaded.instance, horizon, **settings)
+    except ArithmeticError as exc:  # an overflow the checks above did not foresee
+        print(f"verify: the integration failed: {type(exc).__name__}: {exc} (entries too large "
+              "for the precision? try --precision auto or a shorter horizon).", file=sys.stderr)
+        return 1
     if args.save:
         traj.save(args.save)
     summary = simulation_summary(loaded, traj, tolerance)
@@ -213,8 +263,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _add_claim_commands(sub) -> None:
-    claims_dir = {"default": "claims", "metavar": "DIR",
-                  "help": "directory of claim files (default: ./claims)"}
+    claims_dir = {"metavar": "DIR",
+                  "help": "directory of claim files (default: ./claims when it exists, else "
+                          "the claims installed with verify)"}
     run = sub.add_parser(
         "run", help="check claims of the paper on their instances and write a report",
         description="Check every claim in the claims directory (or the given ids) on its "
@@ -236,12 +287,13 @@ def _add_claim_commands(sub) -> None:
     run.add_argument("--claims-dir", **claims_dir)
     run.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     run.add_argument("--no-figures", action="store_true", help="HTML report without figures")
+    run.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     lst = sub.add_parser("list", help="list the claims with their last verdict",
                          description="Ids, paper labels, kinds and the verdict of the newest "
                                      "report in the reports directory.")
     lst.add_argument("--claims-dir", **claims_dir)
-    lst.add_argument("--reports", default="reports", metavar="DIR",
-                     help="reports directory (default: ./reports)")
+    lst.add_argument("--reports", metavar="DIR",
+                     help="reports directory (default: ./reports, when it exists)")
     show = sub.add_parser("show", help="print a claim: statement, hypotheses, families")
     show.add_argument("id", metavar="ID")
     show.add_argument("--claims-dir", **claims_dir)
@@ -258,46 +310,72 @@ def _select(claims: list, ids: list[str]) -> list:
     return [by_id[cid] for cid in dict.fromkeys(ids)] if ids else claims
 
 
+def default_claims_dir(cwd: str | os.PathLike | None = None) -> Path:
+    """Where the claim files are when ``--claims-dir`` is not given: ``./claims`` when it is a
+    directory, else the copy installed with the package (``verify/claims``), else the
+    ``claims/`` of the source checkout ``verify`` is imported from (an editable install).
+
+    >>> default_claims_dir().name
+    'claims'
+    """
+    here = Path(cwd or ".") / "claims"
+    package = Path(__file__).resolve().parent
+    for candidate in (here, package / "claims", package.parent / "claims"):
+        if candidate.is_dir():
+            return candidate
+    raise InvalidArgument("no claim files: ./claims is not a directory and none were installed "
+                          "with verify; give --claims-dir DIR.")
+
+
 def _load_claims(directory):
     from verify.claim import load_claims
 
-    return load_claims(directory)
+    return load_claims(default_claims_dir() if directory is None else directory)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from verify.resources import check_instances
 
-    from verify.report.results import build_results, write_reports
+    if args.instances is not None:
+        check_instances(args.instances, "--instances", args.allow_large)
+    _check_seed(args.seed)
+    _check_precision(args.precision)
+    if args.horizon is not None:
+        _positive_horizon(args.horizon, "--horizon", args.allow_large)
     from verify.run import ResultStore, new_run_id, run_claims
 
-    if args.instances is not None and args.instances < 1:
-        raise InvalidArgument(f"--instances={args.instances} must be a positive integer.")
-    if isinstance(args.precision, int) and args.precision < 16:
-        raise InvalidArgument(f"--precision={args.precision} digits: use at least 16, or "
-                              "'float64'.")
-    if args.horizon is not None:
-        from verify.exact.inputs import to_rational
-
-        if to_rational(args.horizon, "--horizon")[0] <= 0:
-            raise InvalidArgument(f"--horizon={args.horizon} must be positive.")
     claims = _load_claims(args.claims_dir)
     ids = list(args.ids)
     if args.resume:
         out_dir = Path(args.resume)
-        stored = ResultStore(out_dir).read_run() if out_dir.is_dir() else None
-        if stored is None:
+        try:
+            stored = ResultStore(out_dir).read_run() if out_dir.is_dir() else None
+        except (OSError, ValueError) as exc:
+            raise InvalidArgument(f"--resume={args.resume!r}: its run.json is unreadable "
+                                  f"({exc}); start a new run.") from None
+        if not isinstance(stored, dict) or not isinstance(stored.get("claims"), list):
             raise InvalidArgument(f"--resume={args.resume!r} is not a run directory (no "
                                   "run.json); give reports/<run-id>.")
         ids = ids or [c for c in stored["claims"] if c in {x.id for x in claims}]
     selected = _select(claims, ids)
     if not selected:
-        raise InvalidArgument(f"--claims-dir={args.claims_dir!r} holds no claim files (*.toml); "
+        raise InvalidArgument(f"--claims-dir={str(args.claims_dir or default_claims_dir())!r} "
+                              "holds no claim files (*.toml); "
                               "give the directory of the claim files.")
+    _check_families_memory(selected, args.precision, args.allow_large)
+    _prepare_out_dir(args.resume or args.out, "--resume" if args.resume else "--out")
+    from verify.report.results import build_results, write_reports  # matplotlib: after checks
+
     if not args.resume:
         out_dir = Path(args.out) / new_run_id({"ids": ids})
-    run = run_claims(selected, instances=args.instances, seed=args.seed,
-                     precision=args.precision, horizon=args.horizon, out_dir=out_dir,
-                     resume=bool(args.resume), run_id=None if args.resume else out_dir.name)
+    try:
+        run = run_claims(selected, instances=args.instances, seed=args.seed,
+                         precision=args.precision, horizon=args.horizon, out_dir=out_dir,
+                         resume=bool(args.resume),
+                         run_id=None if args.resume else out_dir.name)
+    except KeyboardInterrupt as exc:
+        exc.hint = _resume_hint(out_dir, args)
+        raise
     started = time.monotonic()
     paths = write_reports(run, figures=not args.no_figures)
     report_seconds = time.monotonic() - started
@@ -318,22 +396,142 @@ def _run(args: argparse.Namespace) -> int:
     return run.exit_code
 
 
-def _newest_verdicts(reports: str) -> tuple[str | None, dict]:
-    from pathlib import Path
+def _check_predicates(conjecture, source: str) -> None:
+    """Load the function of every ``predicate`` conclusion now: a missing file, a module that
+    fails to import or a missing name is a usage error, not an inconclusive verdict per
+    instance after the budget is spent."""
+    for spec in conjecture.conclusions:
+        if spec.type == "predicate":
+            from verify.judge._predicate import load_function
 
+            try:
+                load_function(spec.parameters["function"], source)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"{source}: conclusion.function: {exc}") from None
+
+
+def _check_seed(seed: int | None) -> None:
+    if seed is not None and seed < 0:
+        raise InvalidArgument(f"--seed={seed} must be a non-negative integer (a NumPy seed).")
+
+
+def _check_precision(precision: object) -> None:
+    if isinstance(precision, int) and precision < 16:
+        raise InvalidArgument(f"--precision={precision} digits: use at least 16, or 'float64'.")
+
+
+def _positive_horizon(text: object, what: str, allow: bool) -> float:
+    """The horizon as a number, checked positive and at most the limit; ``what`` names it."""
+    from verify.exact.inputs import to_rational
+    from verify.resources import check_horizon
+
+    value = to_rational(text, what)[0]
+    check_horizon(value, what, allow)
+    return float(value)
+
+
+def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:
+    """Refuse T·‖V‖∞ beyond what the precision can carry: e^{T‖V‖} overflows float64 past
+    ~709, and "auto" picks about 2.9·T·‖V‖ bits."""
+    V = getattr(instance.model, "V", None)
+    if V is None or allow:
+        return
+    import numpy as np
+
+    norm = max(float(sum(abs(float(x)) for x in row)) for row in np.asarray(V))
+    growth = horizon * norm
+    bound = 700 if precision in (None, "float64") else 10_000
+    if not growth <= bound:
+        fix = "use --precision auto" if bound == 700 else "scale V down"
+        raise InvalidArgument(
+            f"{what}: T·|V| = {horizon:g} × {norm:.3g} = {growth:.3g} is beyond {bound} at "
+            f"precision {precision}: e^(T·V) would overflow or need about {2.9 * growth:.3g} "
+            f"bits; {fix}, shorten the horizon, or add --allow-large.")
+
+
+def _check_families_memory(claims: list, precision: object, allow: bool) -> None:
+    from verify.resources import check_memory
+
+    for claim in claims:
+        for family in claim.families:
+            check_memory(family.n, family.d, precision or family.precision,
+                         f"{claim.source}: family {family.name!r}", allow)
+
+
+def _prepare_out_dir(path: str, flag: str) -> None:
+    """Create the output folder ``path`` now and check that a file can be written in it, so
+    that a run does not fail at its end."""
+    import tempfile
+
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidArgument(f"{flag}={path!r} is a file; give a directory.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InvalidArgument(f"{flag}={path!r}: cannot write there ({exc.strerror}); give a "
+                              "writable directory.") from None
+
+
+def _check_save_path(path: str, flag: str) -> None:
+    """``path`` must end in .npz, not be a directory, and its folder must be writable."""
+    import tempfile
+
+    target = Path(path)
+    if target.suffix != ".npz":
+        raise InvalidArgument(f"{flag}={path!r}: trajectories are saved as .npz files; end the "
+                              "name with .npz.")
+    if target.is_dir():
+        raise InvalidArgument(f"{flag}={path!r} is a directory; give a file name ending in .npz.")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InvalidArgument(f"{flag}={path!r}: the folder {str(folder)!r} is not a directory.")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InvalidArgument(f"{flag}={path!r}: cannot write in {str(folder)!r} "
+                              f"({exc.strerror}).") from None
+
+
+def _resume_hint(out_dir, args: argparse.Namespace) -> str:
+    """``"; 3 instances are stored in DIR. Finish the run with: verify run --resume DIR"``."""
+    import shlex
+
+    from verify.run import ResultStore
+
+    try:
+        stored = len(ResultStore(out_dir).load())
+    except (OSError, VerifyError, ValueError):
+        stored = "?"
+    command = ["verify", "run", "--resume", str(out_dir)]
+    if args.claims_dir is not None:
+        command += ["--claims-dir", str(args.claims_dir)]
+    return (f"; {stored} instances are stored in {out_dir}. Finish the run with: "
+            + shlex.join(command))
+
+
+def _newest_verdicts(reports: str) -> tuple[str | None, dict]:
     for path in sorted(Path(reports).glob("*/results.json"), reverse=True):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             return data["run_id"], {v["claim"]: v["text"] for v in data["verdicts"]}
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problem = f"{type(exc).__name__}: {exc}" if not isinstance(exc, KeyError) else \
+                f"no field {exc}"
+            raise InvalidArgument(f"{path} is not a readable report ({problem}); delete or move "
+                                  "that run folder, or give another --reports DIR.") from None
     return None, {}
 
 
 def _list(args: argparse.Namespace) -> int:
-
+    if args.reports is not None and not Path(args.reports).is_dir():
+        raise InvalidArgument(f"--reports={args.reports!r} is not a directory; give the folder "
+                              "that holds the run folders (default: ./reports).")
     claims = _load_claims(args.claims_dir)
-    run_id, verdicts = _newest_verdicts(args.reports)
+    run_id, verdicts = _newest_verdicts(args.reports or "reports")
     rows = [(c.id, c.label, c.kind.value, verdicts.get(c.id, "–")) for c in claims]
     head = ("id", "label", "kind", f"last verdict ({run_id})" if run_id else "last verdict")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(3)]
@@ -371,19 +569,50 @@ _COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show,
              "check": _check}
 
 
+def _raise_interrupted(signum, frame) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # once: the clean-up is not interrupted again
+    raise Interrupted(signum)
+
+
+def _interrupt_handlers() -> dict:
+    """SIGTERM raises :class:`Interrupted` like SIGINT raises ``KeyboardInterrupt``, so both
+    unwind through the clean-up (``verify run`` stops its workers, keeps what is stored).
+    Returns the previous handlers (empty outside the main thread, where none can be set)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, _raise_interrupted)
+            for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
 def main(argv: list[str] | None = None) -> int:
-    if hasattr(signal, "SIGPIPE"):  # `verify ... | head` ends quietly
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    # `verify ... | head` ends quietly. Not for `run`: with the default action a write to the
+    # pipe of a worker that died (an interruption, a crash) would kill the whole run.
+    if hasattr(signal, "SIGPIPE") and args.command != "run":
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    previous = _interrupt_handlers()
     try:
         return _COMMANDS[args.command](args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout went away: nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"verify: interrupted ({signal.Signals(signum).name})"
+              + getattr(exc, "hint", "."), file=sys.stderr)
+        return 128 + signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

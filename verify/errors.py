@@ -5,7 +5,7 @@ One root, :class:`VerifyError`; bad input raises :class:`InvalidArgument`, which
 one pattern: *name=value (type), the rule, the fix*.
 """
 
-__all__ = ["VerifyError", "InvalidArgument", "IntegrationError"]
+__all__ = ["VerifyError", "InvalidArgument", "IntegrationError", "Interrupted"]
 
 
 class VerifyError(Exception):
@@ -18,3 +18,12 @@ class InvalidArgument(VerifyError, ValueError):
 
 class IntegrationError(VerifyError, RuntimeError):
     """An integration could not reach its horizon (raised only when ``throw=True``)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked the command to stop (the CLI raises it on SIGTERM; SIGINT raises
+    ``KeyboardInterrupt``).  ``signum`` is the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

@@ -32,6 +32,7 @@ Errors name the file, the field and the problem, and suggest the nearest known f
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -53,6 +54,9 @@ RANDOM_KEYS = {"distribution", "low", "high", "n", "seed", "scale"}
 SIMULATION_KEYS = {"horizon", "checkpoints", "precision", "rtol", "atol", "error_estimate",
                    "symmetry", "cluster_tolerance", "max_steps", "continuation"}
 DISTRIBUTIONS = ("uniform", "gaussian", "sphere")
+#: At most this many random coordinates n·d are drawn (the memory of the dynamics is checked
+#: later, from n, d and the precision: :mod:`verify.resources`).
+MAX_RANDOM_ENTRIES = 10**8
 
 
 @dataclass
@@ -63,6 +67,51 @@ class InstanceFile:
     simulation: dict = field(default_factory=dict)
     description: str = ""
     source: str = ""
+
+
+def _check_table(where: str, table: object, source: str) -> dict:
+    """``table`` must be a TOML table: returns a copy, else raises naming ``where``."""
+    if not isinstance(table, dict):
+        raise InvalidArgument(f"{source}: {where} must be a table ([{where}] or {where} = {{...}})"
+                              f", not {_describe(table)}.")
+    return dict(table)
+
+
+def _describe(value: object) -> str:
+    return f"{type(value).__name__} {value!r}"[:60]
+
+
+def _positive_number(value: object) -> bool:
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool) and \
+        math.isfinite(value) and value > 0
+
+
+#: The simulation settings: a test of the value and the rule it states.
+SIMULATION_RULES = {
+    "horizon": (lambda v: _positive_number(v) or isinstance(v, str), "a positive number"),
+    "checkpoints": (lambda v: (isinstance(v, int) and not isinstance(v, bool))
+                    or (isinstance(v, list) and len(v) >= 2 and all(
+                        isinstance(t, int | Decimal | str) and not isinstance(t, bool)
+                        for t in v)),
+                    "a count of at least 2, or a list of times from 0"),
+    "precision": (lambda v: v in ("float64", "auto")
+                  or (isinstance(v, int) and not isinstance(v, bool) and v >= 16),
+                  '"float64", "auto" or a number of decimal digits (at least 16)'),
+    "rtol": (lambda v: _positive_number(v) and v < 1, "a number between 0 and 1"),
+    "atol": (_positive_number, "a positive number"),
+    "cluster_tolerance": (_positive_number, "a positive distance"),
+    "error_estimate": (lambda v: isinstance(v, bool), "true or false"),
+    "symmetry": (lambda v: v in ("auto", "off"), '"auto" or "off"'),
+    "max_steps": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                  "a positive integer"),
+}
+
+
+def _check_simulation(simulation: dict, source: str) -> None:
+    for key, value in simulation.items():
+        test, rule = SIMULATION_RULES[key]
+        if not test(value):
+            raise InvalidArgument(f"{source}: simulation.{key} = {_describe(value)}: use {rule}.")
 
 
 def _check_keys(where: str, table: dict, allowed: set[str], source: str) -> None:
@@ -93,8 +142,15 @@ def random_tokens(spec: dict, d: int, source: str = "<instance>") -> np.ndarray:
     if distribution not in DISTRIBUTIONS:
         raise InvalidArgument(f"{source}: tokens.random.distribution={distribution!r} must be "
                               f"one of {', '.join(DISTRIBUTIONS)}.")
-    rng = np.random.default_rng(spec["seed"])
     n = spec["n"]
+    if not 1 <= n <= MAX_RANDOM_ENTRIES // max(d, 1):
+        raise InvalidArgument(f"{source}: tokens.random.n={n} must be between 1 and "
+                              f"{MAX_RANDOM_ENTRIES // max(d, 1)} (at most {MAX_RANDOM_ENTRIES} "
+                              "coordinates).")
+    if spec["seed"] < 0:
+        raise InvalidArgument(f"{source}: tokens.random.seed={spec['seed']} must be "
+                              "non-negative (a NumPy seed).")
+    rng = np.random.default_rng(spec["seed"])
     if distribution == "uniform":
         low, high = float(spec.get("low", -1)), float(spec.get("high", 1))
         return rng.uniform(low, high, size=(n, d))
@@ -109,7 +165,11 @@ def parse_instance(data: dict, source: str = "<instance>") -> InstanceFile:
     _check_keys("", data, TOP_KEYS, source)
     if "model" not in data:
         raise InvalidArgument(f"{source}: missing table [model] (at least V = [[...]]).")
-    model_table = dict(data["model"])
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise InvalidArgument(f"{source}: {key} must be a string, not "
+                                  f"{_describe(data[key])}.")
+    model_table = _check_table("model", data["model"], source)
     _check_keys("model.", model_table, MODEL_KEYS, source)
     try:
         model = Model(**model_table)
@@ -120,16 +180,19 @@ def parse_instance(data: dict, source: str = "<instance>") -> InstanceFile:
         raise InvalidArgument(
             f"{source}: missing table [tokens] with x0 = [[...]] or random = {{...}}."
         )
+    tokens = _check_table("tokens", tokens, source)
     _check_keys("tokens.", tokens, TOKEN_KEYS, source)
     if ("x0" in tokens) == ("random" in tokens):
         raise InvalidArgument(f"{source}: [tokens] needs exactly one of x0 or random.")
-    x0 = tokens["x0"] if "x0" in tokens else random_tokens(tokens["random"], model.d, source)
+    x0 = tokens["x0"] if "x0" in tokens else random_tokens(
+        _check_table("tokens.random", tokens["random"], source), model.d, source)
     try:
         instance = Instance(model, x0, name=str(data.get("name", Path(source).stem)))
     except InvalidArgument as exc:
         raise InvalidArgument(f"{source}: [tokens]: {exc}") from None
-    simulation = dict(data.get("simulation", {}))
+    simulation = _check_table("simulation", data.get("simulation", {}), source)
     _check_keys("simulation.", simulation, SIMULATION_KEYS, source)
+    _check_simulation(simulation, source)
     for key, value in simulation.items():
         if isinstance(value, Decimal):
             simulation[key] = str(value) if key == "horizon" else float(value)
@@ -140,9 +203,14 @@ def load_instance_file(path: str | Path) -> InstanceFile:
     """Read an instance TOML file (see the module docstring for the format)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise InvalidArgument(f"Cannot read instance file {str(path)!r}: {exc.strerror}.") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(f"{path}: not an instance file: not UTF-8 text ({exc.reason} at "
+                              f"byte {exc.start}); instance files are TOML.") from None
     try:
         data = tomllib.loads(text, parse_float=Decimal)
     except tomllib.TOMLDecodeError as exc:

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -26,10 +26,12 @@ from verify.errors import InvalidArgument
 from verify.run._progress import Progress
 from verify.run._store import ResultStore
 from verify.run._tasks import Task, run_task
+from verify.run._workers import new_pool, stop_workers
 
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS"]
 
 DEFAULT_WORKERS = 2
+_TICK_SECONDS = 5.0  # how often the progress lines of a non-terminal may be written
 
 
 class InlineExecutor(Executor):
@@ -166,12 +168,16 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     out_dir : path
         Where ``run.json``, ``instances.jsonl`` and ``counterexamples/`` go.
     executor : concurrent.futures.Executor, optional
-        Default: a :class:`~concurrent.futures.ProcessPoolExecutor` with 2 workers, shut down
-        at the end.  A given executor is left open; a Dask cluster works through
-        ``dask.distributed.Client(...).get_executor()`` (its workers must be able to import
-        ``verify``).  :class:`InlineExecutor` runs everything in this process.
+        Default: a :class:`~concurrent.futures.ProcessPoolExecutor` with 2 workers that die
+        with this process (:mod:`verify.run._workers`), shut down at the end; on an exception
+        (``KeyboardInterrupt``: SIGINT, or SIGTERM through the CLI) its workers are stopped at
+        once and the finished instances stay stored for ``resume``.  A given executor is left
+        open; a Dask cluster works through ``dask.distributed.Client(...).get_executor()``
+        (its workers must be able to import ``verify``).  :class:`InlineExecutor` runs
+        everything in this process.
     progress : bool or callable, optional
-        ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true;
+        ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true,
+        else a progress line every 30 s (:class:`~verify.run._progress.Progress`);
         ``False``: silent; a callable ``progress(key, record)`` is called per finished instance.
     resume : bool
         Read the finished instances of ``out_dir`` back and run only the others.  Parameters
@@ -219,25 +225,34 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     bar = Progress(len(todo), enabled=False if progress is False or callable(progress)
                    else None)
     own = executor is None and bool(todo)
-    pool = ProcessPoolExecutor(DEFAULT_WORKERS) if own else executor or InlineExecutor()
+    pool = new_pool(DEFAULT_WORKERS) if own else executor or InlineExecutor()
+    finished = False
     try:
         futures = {pool.submit(run_task, task): task for task in todo}
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                record = future.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
-                record = _lost_record(task, exc)
-            record = _write_counterexample(record, out_dir)
-            store.append(record)
-            records[task.key] = record
-            bar.update(task.key, record["result"]["verdict"])
-            if callable(progress):
-                progress(task.key, record)
+        order = {future: i for i, future in enumerate(futures)}
+        pending = set(futures)
+        while pending:
+            ready, pending = wait(pending, timeout=_TICK_SECONDS, return_when=FIRST_COMPLETED)
+            for future in sorted(ready, key=order.__getitem__):
+                task = futures[future]
+                try:
+                    record = future.result()
+                except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
+                    record = _lost_record(task, exc)
+                record = _write_counterexample(record, out_dir)
+                store.append(record)
+                records[task.key] = record
+                bar.update(task.key, record["result"]["verdict"])
+                if callable(progress):
+                    progress(task.key, record)
+            bar.tick()
+        finished = True
     finally:
         bar.close()
-        if own:
+        if own and finished:
             pool.shutdown(cancel_futures=True)
+        elif own:  # interrupted (SIGINT, SIGTERM) or failed: what is stored stays stored
+            stop_workers(pool)
     results = []
     for claim in claims:
         keys = [t.key for t in tasks if t.claim.id == claim.id]

@@ -4,11 +4,15 @@
 re-checking) with error estimate ``error``; ``run-test-raises`` raises. Neither is about
 ``t -> infinity``, so the engine judges them once, on the family's horizon.
 ``CALLS`` counts the calls made in this process (the resume test uses it).
+``run-test-gate`` (the interruption test) holds at once on instance ``#0``; on any other it
+records its process id in ``$VERIFY_TEST_GATE/pids/`` and waits for ``$VERIFY_TEST_GATE/release``.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import time
 from fractions import Fraction
 
 from verify.claim import CONCLUSIONS, register_conclusion
@@ -41,6 +45,19 @@ def raising_judge(evaluation):
     raise ZeroDivisionError("boom")
 
 
+def gate_judge(evaluation):
+    request = evaluation.request
+    gate = os.environ.get("VERIFY_TEST_GATE")
+    if gate and not request.instance.name.endswith("#0"):
+        os.makedirs(os.path.join(gate, "pids"), exist_ok=True)
+        open(os.path.join(gate, "pids", str(os.getpid())), "w").close()
+        for _ in range(6000):  # at most ~5 minutes, then give up
+            if os.path.exists(os.path.join(gate, "release")):
+                break
+            time.sleep(0.05)
+    return decide(request, Fraction(1), Fraction(0), "toy gate", unit="toy")
+
+
 def ensure_registered() -> None:
     if "run-test-margin" not in CONCLUSIONS:
         register_conclusion("run-test-margin", summary="a toy bound with a stated margin",
@@ -49,3 +66,6 @@ def ensure_registered() -> None:
     if "run-test-raises" not in CONCLUSIONS:
         register_conclusion("run-test-raises", summary="a broken judge", needs="nothing",
                             asymptotic=False)(raising_judge)
+    if "run-test-gate" not in CONCLUSIONS:
+        register_conclusion("run-test-gate", summary="waits for the test's release file",
+                            needs="nothing", asymptotic=False)(gate_judge)

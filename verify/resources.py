@@ -1,0 +1,100 @@
+"""Sanity limits checked before any work starts: memory of an instance, number of instances,
+horizon.  Each limit has one override, ``--allow-large`` on the command line
+(``allow=True`` here).
+
+The memory estimate is deliberately rough and errs high: the integrator holds a few ``n×n``
+matrices (logits, attention, their products) and a few dozen ``n×d`` stages, each entry a
+float64 (8 bytes) or an arb ball (48 bytes plus the mantissa beyond 128 bits).
+
+Examples
+--------
+>>> estimate_bytes(20, 2, "float64")
+33280
+>>> estimate_bytes(200_000, 2, "float64") / 2**30 > 1000
+True
+>>> check_memory(20, 2, "float64", "polytope.toml")        # fine: returns nothing
+>>> check_memory(200_000, 2, "float64", "big.toml")
+Traceback (most recent call last):
+...
+verify.errors.InvalidArgument: big.toml: n=200000, d=2 at precision float64 needs about ...
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from verify.errors import InvalidArgument
+
+__all__ = ["estimate_bytes", "memory_limit", "check_memory", "check_instances",
+           "check_horizon", "MAX_INSTANCES", "MAX_HORIZON", "OVERRIDE"]
+
+#: Instances per family (``verify run``) or search instances (``verify check``) above which
+#: ``--allow-large`` is needed.
+MAX_INSTANCES = 10_000
+#: Horizons above this need ``--allow-large`` (the paper's claims use T ≤ 40).
+MAX_HORIZON = 1000
+#: The flag that lifts the limits.
+OVERRIDE = "--allow-large"
+_FALLBACK_LIMIT = 8 * 2**30
+_AUTO_BITS = 256  # what "auto" precision is assumed to pick, for the estimate only
+
+
+def _entry_bytes(precision: object) -> int:
+    if precision in (None, "float64"):
+        return 8
+    bits = _AUTO_BITS if precision == "auto" else math.ceil(int(precision) * 3.33)
+    return 48 + 8 * max(0, math.ceil((bits - 128) / 64))
+
+
+def estimate_bytes(n: int, d: int, precision: object = "float64") -> int:
+    """Rough memory (bytes) of integrating ``n`` tokens in ``R^d`` at ``precision``
+    (``"float64"``, ``"auto"`` or a number of decimal digits): 4 ``n×n`` matrices and 64
+    ``n×d`` arrays."""
+    return (4 * n * n + 64 * n * d) * _entry_bytes(precision)
+
+
+def memory_limit() -> int:
+    """Half of this machine's physical memory (8 GiB when it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (AttributeError, ValueError, OSError):
+        return _FALLBACK_LIMIT
+
+
+def _size(count: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count / 1024:.1f} KiB"
+
+
+def check_memory(n: int, d: int, precision: object, what: str, allow: bool = False) -> None:
+    """Raise :class:`InvalidArgument` naming ``what`` when :func:`estimate_bytes` exceeds
+    :func:`memory_limit` (unless ``allow``)."""
+    need = estimate_bytes(n, d, precision)
+    limit = memory_limit()
+    if need > limit and not allow:
+        raise InvalidArgument(
+            f"{what}: n={n}, d={d} at precision {precision} needs about {_size(need)} of "
+            f"memory (the n×n attention matrices), more than the {_size(limit)} allowed (half "
+            f"of this machine's memory); use fewer tokens, or {OVERRIDE} to try anyway.")
+
+
+def check_instances(count: int, flag: str, allow: bool = False) -> None:
+    """``count`` must be a positive integer, at most :data:`MAX_INSTANCES` unless ``allow``."""
+    if count < 1:
+        raise InvalidArgument(f"{flag}={count} must be a positive integer.")
+    if count > MAX_INSTANCES and not allow:
+        raise InvalidArgument(f"{flag}={count} is more than {MAX_INSTANCES} instances; "
+                              f"add {OVERRIDE} if you mean it.")
+
+
+def check_horizon(horizon, what: str, allow: bool = False) -> None:
+    """``horizon`` (a number) must be positive, at most :data:`MAX_HORIZON` unless ``allow``."""
+    if not horizon > 0:
+        raise InvalidArgument(f"{what}={horizon} must be positive.")
+    if horizon > MAX_HORIZON and not allow:
+        raise InvalidArgument(f"{what}={horizon} is beyond T = {MAX_HORIZON} (the paper's claims "
+                              f"use T ≤ 40; the run could take hours); add {OVERRIDE} if you "
+                              "mean it.")

@@ -65,11 +65,13 @@ def files(tmp_path):
     conjecture = (DATA.parents[2] / "claims" / "conjectures" / "polytope-restated.toml").read_text()
     start = conjecture.index("[conclusion]")
     end = conjecture.index("\n[", start + 1)
-    for name, function in (("no_file", "nowhere.py:f"), ("no_name", "preds.py:g")):
+    for name, function in (("no_file", "nowhere.py:f"), ("no_name", "preds.py:g"),
+                           ("says_yes", "preds.py:yes")):
         paths[name] = tmp_path / f"{name}.toml"
         paths[name].write_text(conjecture[:start] + '[conclusion]\ntype = "predicate"\n'
                                f'function = "{function}"\n' + conjecture[end:])
-    (tmp_path / "preds.py").write_text("def f(trajectory, instance):\n    return True\n")
+    (tmp_path / "preds.py").write_text("def f(trajectory, instance):\n    return True\n\n\n"
+                                       "def yes(trajectory, instance):\n    return 'yes'\n")
     paths["conjecture"] = DATA.parents[2] / "claims" / "conjectures" / "polytope-restated.toml"
     return paths
 
@@ -99,6 +101,8 @@ CASES = [
      ["no_file.toml", "conclusion.function", "no file"]),
     ("check predicate without function", "check {no_name} --instances 1 --out {tmp}/r",
      ["no_name.toml", "conclusion.function", "defines no function 'g'", "defines f"]),
+    ("check predicate of the wrong type", "check {says_yes} --instances 1 --out {tmp}/r",
+     ["says_yes.toml", "conclusion.function", "returned 'yes'", "must return a bool"]),
     ("check endless budget", "check {conjecture} --budget inf", ["--budget=inf", "--allow-large"]),
     ("check nan budget", "check {conjecture} --budget nan", ["--budget=nan", "positive"]),
     ("check binary file", "check {binary} --out {tmp}/r", ["binary.toml", "UTF-8"]),

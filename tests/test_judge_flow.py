@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from verify.claim import CONCLUSIONS, CheckRequest, ConclusionSpec, parse_conclusions
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, UserFunctionError
 from verify.judge import Evaluation
 from verify.judge._flow import quantity_series
 from verify.judge._predicate import load_function
@@ -224,8 +224,8 @@ def test_predicate_failures_are_inconclusive_with_reasons(predicate_run):
     assert nofile.verdict.value == "inconclusive" and "no file" in nofile.reason
     boom = _judge(predicate_run, "predicate", function="preds.py:broken")
     assert "RuntimeError: boom" in boom.reason
-    words = _judge(predicate_run, "predicate", function="preds.py:words")
-    assert words.verdict.value == "inconclusive" and "must return a bool" in words.reason
+    with pytest.raises(UserFunctionError, match="returned 'yes' .str.; it must return a bool"):
+        _judge(predicate_run, "predicate", function="preds.py:words")  # the file is wrong
     nomodule = _judge(predicate_run, "predicate", function="no_such_package_xyz.mod:f")
     assert nomodule.verdict.value == "inconclusive" and "could not be loaded" in nomodule.reason
 

@@ -5,7 +5,8 @@ One root, :class:`VerifyError`; bad input raises :class:`InvalidArgument`, which
 one pattern: *name=value (type), the rule, the fix*.
 """
 
-__all__ = ["VerifyError", "InvalidArgument", "IntegrationError", "Interrupted"]
+__all__ = ["VerifyError", "InvalidArgument", "IntegrationError", "UserFunctionError",
+           "Interrupted"]
 
 
 class VerifyError(Exception):
@@ -14,6 +15,12 @@ class VerifyError(Exception):
 
 class InvalidArgument(VerifyError, ValueError):
     """An argument, a matrix or a file field breaks a documented rule."""
+
+
+class UserFunctionError(VerifyError, TypeError):
+    """A function named in a claim file (a ``predicate`` conclusion) breaks its documented
+    contract, e.g. returns ``"yes"``: a usage error of the file, raised through the runner
+    rather than turned into an inconclusive verdict."""
 
 
 class IntegrationError(VerifyError, RuntimeError):

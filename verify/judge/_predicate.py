@@ -19,7 +19,7 @@ import numpy as np
 
 from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, UserFunctionError
 from verify.judge._decision import decide, inconclusive
 from verify.judge._evaluation import quantity_error
 
@@ -129,7 +129,8 @@ def _classify(value) -> tuple[str, object]:
     required=("function",), validate=_validate_predicate)
 def judge_predicate(evaluation):
     """Judge ``predicate``. An error raised by loading or calling the function gives an
-    inconclusive result quoting it."""
+    inconclusive result quoting it; a value of the wrong type raises
+    :class:`~verify.errors.UserFunctionError` (a usage error of the file)."""
     request, traj = evaluation.request, evaluation.trajectory
     spec = evaluation.parameters["function"]
     source = getattr(request.claim, "source", None)
@@ -149,11 +150,15 @@ def judge_predicate(evaluation):
     (kind, value), (ref_kind, ref_value) = answers
     evidence = {"function": spec, "run": value if kind != "other" else repr(value)[:80],
                 "reference_run": ref_value if ref_kind != "other" else repr(ref_value)[:80]}
-    if kind == "other" or kind != ref_kind:
+    if "other" in (kind, ref_kind):  # the file is wrong, not the numerics: a usage error
+        bad = value if kind == "other" else ref_value
+        raise UserFunctionError(f"{source or 'the claim file'}: conclusion.function: {spec} "
+                                f"returned {bad!r:.60} ({type(bad).__name__}); it must return "
+                                "a bool, a number (a margin) or a pair (margin, error).")
+    if kind != ref_kind:
         return inconclusive(request, f"{spec} returned {value!r:.60} on the run and "
-                            f"{ref_value!r:.60} on its reference run; it must return a bool, a "
-                            "number (a margin) or a pair (margin, error) of the same kind on both.",
-                            evidence)
+                            f"{ref_value!r:.60} on its reference run; it must return the same "
+                            "kind (bool, number or pair) on both.", evidence)
     what = f"the predicate {spec}"
     if kind == "bool":
         if value != ref_value:

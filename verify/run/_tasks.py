@@ -31,6 +31,7 @@ from verify.claim import (
     recheck_record,
 )
 from verify.claim._plain import to_plain
+from verify.errors import UserFunctionError
 
 __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
            "higher_precision", "longer_checkpoints", "exact_inputs", "RECHECK_HORIZON_FACTOR",
@@ -113,7 +114,8 @@ def _judge(request: CheckRequest) -> InstanceResult:
 
 
 def run_task(task: Task) -> dict:
-    """Judge one instance; never raises.
+    """Judge one instance; never raises, except :class:`~verify.errors.UserFunctionError` (a
+    function named in the claim file breaks its contract: a usage error).
 
     Returns
     -------
@@ -172,7 +174,8 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                       checkpoints: object, precision: object,
                       recheck: bool = True) -> tuple[InstanceResult, dict]:
     """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`)
-    and re-check a violation; never raises.
+    and re-check a violation; never raises, except :class:`~verify.errors.UserFunctionError`
+    (a usage error of the claim file).
 
     ``recheck=False`` returns the first run's verdict as it is (the shrinker's oracle, whose
     final answer is re-checked by its caller).
@@ -194,6 +197,8 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                            dict(claim.parameters))
     try:
         result = _judge(request)
+    except UserFunctionError:  # the claim file is wrong: a usage error, not a verdict
+        raise
     except Exception as exc:  # noqa: BLE001
         failed = _error_result(name, family.name, seed, "judging the conclusions", exc)
         return failed.pop("result"), failed
@@ -219,6 +224,8 @@ def _recheck(result: InstanceResult, request: CheckRequest,
                     recheck=True)
     try:
         rerun = _judge(again)
+    except UserFunctionError:
+        raise
     except Exception as exc:  # noqa: BLE001
         rerun = _error_result(result.instance, result.family, result.seed,
                               "the re-check", exc)["result"]

@@ -32,8 +32,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2 as chi_square
-from scipy.stats import t as student_t
 
 from verify.errors import InvalidArgument
 
@@ -64,6 +62,8 @@ def coverage_factor(dof: int) -> float:
     """
     if dof < 1:
         return math.inf
+    from scipy.stats import t as student_t  # scipy.stats costs ~0.5 s to import: when needed
+
     return float(student_t.ppf(0.5 + CONFIDENCE / 2, dof))
 
 
@@ -215,6 +215,8 @@ def line_rejected(x: object, y: object, dy: object, scatter: float = 0.0) -> boo
     if len(x) < 3:
         return False
     chi2 = _wls(x, y, _variances(y, dy) + float(scatter) ** 2)[4]
+    from scipy.stats import chi2 as chi_square
+
     return bool(chi2 > chi_square.ppf(CONFIDENCE, len(x) - 2))
 
 

@@ -113,3 +113,4 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     proc.kill()
     proc.communicate(timeout=60)
     wait_for(lambda: not any(alive(pid) for pid in workers), "the orphaned workers to end", 30)
+    assert workers and not any(alive(pid) for pid in workers)

@@ -100,22 +100,8 @@ def _generator(value, registry: dict, what: str, where: str, source: str) -> Gen
             params[param] = _number(value, f"{where}.{param}", source)
         elif kind == "int":
             params[param] = _int(value, f"{where}.{param}", source, -2**62)
-        elif kind == "matrix":
-            if not isinstance(value, list) or not value or not all(
-                    isinstance(row, list) and len(row) == len(value) for row in value):
-                fail(source, f"{where}.{param}", f"{value!r} must be a square matrix (a list of "
-                     "rows of equal length).")
-            params[param] = tuple(tuple(_number(v, f"{where}.{param}[{i}][{j}]", source)
-                                        for j, v in enumerate(row))
-                                  for i, row in enumerate(value))
-        elif kind == "rows":
-            if not isinstance(value, list) or not value or not all(
-                    isinstance(row, list) and row and len(row) == len(value[0]) for row in value):
-                fail(source, f"{where}.{param}", f"{value!r} must be a list of rows of equal "
-                     "length (one row per token).")
-            params[param] = tuple(tuple(_number(v, f"{where}.{param}[{i}][{j}]", source)
-                                        for j, v in enumerate(row))
-                                  for i, row in enumerate(value))
+        elif kind in ("matrix", "rows"):
+            params[param] = _number_rows(value, f"{where}.{param}", source, kind == "matrix")
         elif kind == "numbers":
             if not isinstance(value, list) or not value:
                 fail(source, f"{where}.{param}", f"{value!r} must be a non-empty list of numbers.")
@@ -126,6 +112,18 @@ def _generator(value, registry: dict, what: str, where: str, source: str) -> Gen
         else:
             params[param] = value
     return GeneratorSpec(name, params)
+
+
+def _number_rows(value, where: str, source: str, square: bool) -> tuple:
+    """Rows of exact numbers, all of one length (``square``: as many rows as columns)."""
+    if not isinstance(value, list) or not value or not all(
+            isinstance(row, list) and row and len(row) == (len(value) if square else
+                                                           len(value[0])) for row in value):
+        fail(source, where, f"{value!r} must be " + ("a square matrix (a list of rows of equal "
+                                                     "length)." if square else "a list of rows "
+                                                     "of equal length (one row per token)."))
+    return tuple(tuple(_number(v, f"{where}[{i}][{j}]", source) for j, v in enumerate(row))
+                 for i, row in enumerate(value))
 
 
 def _requires(registry, spec, n, d, where, source) -> None:

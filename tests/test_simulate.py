@@ -249,3 +249,15 @@ def test_wall_clock_budget_ends_with_an_honest_partial_result(precision):
     assert traj.status == "budget" and not traj.success
     assert "wall-clock budget of 0 s used up" in traj.message
     assert [str(t) for t in traj.times] == ["0"]
+
+
+@pytest.mark.parametrize("normalisation", ["sphere", "pre-ln"])
+def test_normalised_runs_keep_constant_bits_to_t_1e4(normalisation):
+    """On the sphere (and with pre-LN) the scores stay bounded, so the working precision does not
+    grow with T (asserted on the chosen bits, not on a time); without normalisation it must."""
+    x0 = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    bounded = Instance(Model(V=IDENTITY3, form="x", normalisation=normalisation, beta=4), x0)
+    assert working_bits(bounded, 10) == working_bits(bounded, 10**4) == working_bits(bounded,
+                                                                                    10**5)
+    growing = Instance(Model(V=IDENTITY3), x0)
+    assert working_bits(growing, 10**4) > 100 * working_bits(growing, 10)

@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--checkpoints", type=int, help="number of checkpoints on [0, T]")
     sim.add_argument("--precision", type=_precision,
                      help="'float64' (default), 'auto' (arbitrary precision chosen from T and "
-                          "the spectrum of V) or a number of decimal digits")
+                          "the spectrum of V, 20 correct digits) or the number of correct "
+                          "decimal digits to aim at (working precision and tolerance follow)")
     sim.add_argument("--rtol", type=float, help="relative tolerance of the integrator")
     sim.add_argument("--cluster-tolerance", type=float,
                      help="distance under which final tokens count as one cluster (default 1e-3)")

@@ -125,10 +125,13 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     checkpoints : int or list, optional
         See :func:`checkpoint_times`.
     precision : "float64", "auto", int or Backend
-        ``"float64"`` (fast path), ``"auto"`` (arb at :func:`~verify.precision.working_bits`),
-        an integer number of decimal digits, or a backend object.
+        ``"float64"`` (fast path), ``"auto"`` (arb at :func:`~verify.precision.working_bits`,
+        20 correct digits), an integer number ``D`` of correct decimal digits to aim at (arb at
+        ``working_bits(instance, horizon, D)``: ``D`` digits plus the growth of the scores
+        and guard bits; tolerance ``10^-(D+1)``), or a backend object.
     rtol, atol : float, optional
-        Tolerances of the integrator (defaults: 1e-10/1e-12 in float64, ``10^-digits`` in arb).
+        Tolerances of the integrator (defaults: 1e-10/1e-12 in float64, ``10^-21`` for
+        ``"auto"``, ``10^-(D+1)`` for ``D`` digits).
     error_estimate : bool
         Re-run at tighter tolerance and higher precision and record the differences.
     symmetry : {"auto", "off"}
@@ -154,8 +157,9 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     if isinstance(backend, Float64):
         rtol = DEFAULT_FLOAT_RTOL if rtol is None else rtol
         atol = DEFAULT_FLOAT_ATOL if atol is None else atol
-    else:
-        default = 10.0 ** (-min(DEFAULT_DIGITS, backend.digits - 6))
+    else:  # DIGITS requested: the tolerance follows them (else the 20 digits of "auto")
+        target = precision if isinstance(precision, int) else DEFAULT_DIGITS
+        default = 10.0 ** (-min(target + 1, backend.digits - 6))
         rtol = default if rtol is None else rtol
         atol = default if atol is None else atol
     if symmetry not in ("auto", "off"):
@@ -243,7 +247,7 @@ def _backend_for(precision, instance: Instance, horizon: float) -> Backend:
     if precision == "auto":
         return Arb(bits=working_bits(instance, horizon))
     if isinstance(precision, int) and not isinstance(precision, bool) and precision >= 16:
-        return Arb(digits=precision)
+        return Arb(bits=working_bits(instance, horizon, digits=precision))  # DIGITS correct
     raise InvalidArgument(
         f"precision={precision!r} must be 'float64', 'auto', a number of digits ≥ 16, or a "
         "backend such as Arb(bits=256)."

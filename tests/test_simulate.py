@@ -278,3 +278,22 @@ def test_a_digits_request_returns_that_many_correct_digits(digits):
                    for v, e in zip(traj.state_text[-1][0], exact, strict=True))
     assert true >= digits
     assert float(traj.digits[-1]) <= true + 0.1  # the estimate claims no more than is true
+
+
+def test_digits_per_entry_see_a_small_coordinate_and_never_exceed_the_truth():
+    """V = diag(1, -2), T = 8, one token: x_1 grows like e^t while x_2 decays like e^{-2t}; in
+    float64 the normwise digits (relative to the largest entry) overstate the small coordinate,
+    the per-entry digits do not, and neither exceeds the true digits of its entry."""
+    import mpmath
+
+    inst = Instance(Model(V=[[1, 0], [0, -2]], form="x"), [["1/3", "2/7"]])
+    traj = simulate(inst, 8, checkpoints=5)
+    exact = [mpmath.mpf(1) / 3 * mpmath.exp(8), mpmath.mpf(2) / 7 * mpmath.exp(-16)]
+    true = [float(-mpmath.log10(abs(mpmath.mpf(float(v)) - e) / abs(e)))
+            for v, e in zip(traj.state[-1][0], exact, strict=True)]
+    per_entry = traj.digits_per_entry[-1][0]
+    assert all(p <= t + 0.3 for p, t in zip(per_entry, true, strict=True))
+    assert float(traj.digits[-1]) > per_entry[1] + 1  # the normwise figure overstates x_2
+    again = simulate(inst, 8, checkpoints=5, precision=30)  # a digits request holds normwise;
+    assert float(again.digits[-1]) >= 30  # the per-entry figure tells the small coordinate apart
+    assert again.digits_per_entry[-1][0][1] < float(again.digits[-1])

@@ -183,7 +183,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
-            traj.error = _state_difference(traj, ref, ref_backend.bits)
+            traj.entry_error = entry_differences(traj, ref, ref_backend.bits)
+            traj.error = np.max(traj.entry_error, axis=2)
             both_infinite = np.isinf(traj.margins) & np.isinf(ref.margins)  # a lone token
             with np.errstate(invalid="ignore"):
                 traj.margin_error = np.where(both_infinite, 0.0,
@@ -219,11 +220,12 @@ def _confirm_continuation(traj: Trajectory) -> None:
                              f"error <= {entry:.1e}, the reference run shows {seen:.1e} near it")
 
 
-def _state_difference(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarray:
-    """``max_c |traj − ref|`` per checkpoint and token, computed at ``bits`` bits when either run
-    kept more digits than float64 (so that agreement beyond 16 digits is measured, not rounded)."""
+def entry_differences(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarray:
+    """``|traj − ref|`` per checkpoint, token and coordinate, computed at ``bits`` bits when
+    either run kept more digits than float64 (so that agreement beyond 16 digits is measured,
+    not rounded)."""
     if traj.state_text is None and ref.state_text is None:
-        return np.max(np.abs(traj.state - ref.state), axis=2)
+        return np.abs(traj.state - ref.state)
     from flint import arb
 
     backend = Arb(bits=bits)
@@ -234,9 +236,8 @@ def _state_difference(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarra
                             otypes=[object])(text)
 
     with backend.working_precision():
-        difference = np.vectorize(lambda v: float(abs(v).mid()), otypes=[float])(
+        return np.vectorize(lambda v: float(abs(v).mid()), otypes=[float])(
             entries(traj) - entries(ref))
-    return np.max(difference, axis=2)
 
 
 def _backend_for(precision, instance: Instance, horizon: float) -> Backend:

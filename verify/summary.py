@@ -124,8 +124,9 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
         ref = run["reference"]
         lines.append(
             f"error estimate: max |run − reference| = {run['error_estimate']:.2e}; agreeing digits "
-            f"≥ {run['min_agreeing_digits']:.1f} (reference: {ref['backend']} {ref['bits']} bits, "
-            f"rtol={ref['rtol']:.1e})" if run["error_estimate"] is not None
+            f"≥ {run['min_agreeing_digits']:.1f} normwise, ≥ "
+            f"{run.get('min_digits_per_entry') or 0:.1f} per entry (reference: {ref['backend']} "
+            f"{ref['bits']} bits, rtol={ref['rtol']:.1e})" if run["error_estimate"] is not None
             else f"error estimate: reference run failed ({ref.get('message', '')})")
     else:
         lines.append("error estimate: not computed (--no-error-estimate)")

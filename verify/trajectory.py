@@ -77,6 +77,7 @@ class Trajectory:
     stats: dict = field(default_factory=dict)
     state_text: np.ndarray | None = None
     error: np.ndarray | None = None
+    entry_error: np.ndarray | None = None
     margin_error: np.ndarray | None = None
     score_error: np.ndarray | None = None
     reference: dict | None = None
@@ -141,6 +142,15 @@ class Trajectory:
         return agreeing_digits(np.max(self.error, axis=1), scale)
 
     @property
+    def digits_per_entry(self) -> np.ndarray | None:
+        """Per checkpoint, token and coordinate, the decimal digits on which the run and its
+        reference agree relative to that entry's own size: a small coordinate can have fewer
+        correct digits than the normwise :attr:`digits` says."""
+        if self.entry_error is None:
+            return None
+        return agreeing_digits(self.entry_error, np.abs(np.asarray(self.state, dtype=float)))
+
+    @property
     def continuation(self) -> dict | None:
         """Where the certified hardmax continuation (:mod:`verify.continuation`) was used:
         ``t_switch`` (first switch time or ``None``), the ``legs`` (start ``t0``, last checked
@@ -175,6 +185,8 @@ class Trajectory:
             "stats": self.stats,
             "error_estimate": self.error_estimate,
             "min_agreeing_digits": None if digits is None else float(np.min(digits)),
+            "min_digits_per_entry": None if self.digits_per_entry is None
+            else float(np.min(self.digits_per_entry)),
             "reference": self.reference,
             "symmetry": self.symmetry,
         }
@@ -196,7 +208,7 @@ class Trajectory:
             return self
         sliced = {}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "state_text",
-                     "error", "margin_error", "score_error", "x_state", "z_state"):
+                     "error", "entry_error", "margin_error", "score_error", "x_state", "z_state"):
             value = getattr(self, name)
             sliced[name] = None if value is None else value[:m]
         ref = None if self.reference_run is None else self.reference_run.until(time)
@@ -223,7 +235,8 @@ class Trajectory:
         }
         arrays = {"header": np.array(json.dumps(header))}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "error",
-                     "margin_error", "score_error", "x_state", "z_state", "state_text"):
+                     "entry_error", "margin_error", "score_error", "x_state", "z_state",
+                     "state_text"):
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value

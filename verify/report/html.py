@@ -298,13 +298,12 @@ def _code_key() -> str:
     return digest.hexdigest()[:20]
 
 
-def _paper_section(drawn: dict, cache_dir: Path | None) -> list[str]:
-    """The paper's figures: drawn now (and kept in ``cache_dir``) or read from the cache kept
-    for this very code (:func:`_code_key`)."""
+def _paper_section(drawn: dict, cached: Path | None) -> list[str]:
+    """The paper's figures: drawn now (and kept in the file ``cached``) or read from it (its
+    name carries :func:`_code_key`: the figures of this very code)."""
     paper = [html_ for key, html_ in drawn.items() if key[0] == "paper"]
-    if cache_dir is None:
+    if cached is None:
         return paper
-    cached = Path(cache_dir) / f"paper-figures-{_code_key()}.html"
     if paper:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -344,13 +343,15 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
             "<h2>Summary</h2>", summary, f"<p>{links}</p>"]
     body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
     jobs = _figure_jobs(data, check) if figures else {}
-    if cache_dir is not None and (Path(cache_dir) / f"paper-figures-{_code_key()}.html").is_file():
+    cached = None if cache_dir is None or not figures or check else \
+        Path(cache_dir) / f"paper-figures-{_code_key()}.html"
+    if cached is not None and cached.is_file():
         jobs = {key: job for key, job in jobs.items() if key[0] != "paper"}
     drawn = draw_figures(jobs)
     body.append(drawn.get(("graph",), ""))
     for c in data["claims"]:
         body.append(_claim_section(data, c, verdicts[c["id"]], drawn.get(("claim", c["id"]), "")))
-    paper = _paper_section(drawn, cache_dir) if figures and not check else []
+    paper = _paper_section(drawn, cached) if figures and not check else []
     if paper:
         body += ["<h2>Paper figures</h2>", *paper]
     versions = ", ".join(f"{e(k)} {e(str(v))}" for k, v in data["versions"].items())

@@ -288,15 +288,21 @@ _NULL_SETS = {"no_exact_symmetry": ("cross-polytope", "hypercube", "antipodal",
               "distinct_tokens": ()}
 
 
-#: The model options a variant has when its table does not give them (as :class:`Model`).
-_MODEL_DEFAULTS = {"form": "z", "attention": "softmax", "mask": "full", "normalisation": "none",
-                   "h": None, "mlp": None}
+def _model_defaults() -> dict:
+    """The options a variant has when its table does not give them: :class:`Model`'s own
+    defaults (read off its signature, not restated)."""
+    import inspect
+
+    from verify.model import Model
+
+    return {name: p.default for name, p in inspect.signature(Model.__init__).parameters.items()
+            if name in ("form", "attention", "mask", "normalisation", "h", "mlp")}
 
 
 def _options_differ(options: dict, model) -> str | None:
     """Why ``model`` differs from the options of one variant (absent ones at their defaults),
     or ``None``."""
-    for key, value in {**_MODEL_DEFAULTS, **options}.items():
+    for key, value in {**_model_defaults(), **options}.items():
         if key == "mlp":
             given = (value or {}).get("activation", "relu") if value else None
             have = None if model.mlp is None else model.mlp.activation

@@ -10,7 +10,13 @@ from run_claims_helpers import DATA, load_conclusions
 
 from verify.cli import main
 from verify.errors import InvalidArgument
-from verify.resources import MAX_INSTANCES, check_instances, check_memory, estimate_bytes
+from verify.resources import (
+    MAX_INSTANCES,
+    check_horizon,
+    check_instances,
+    check_memory,
+    estimate_bytes,
+)
 
 load_conclusions()
 
@@ -42,6 +48,9 @@ def files(tmp_path):
     paths["huge_n"] = tmp_path / "huge-n.toml"
     paths["huge_n"].write_text(INSTANCE.format(
         V=GOOD_V, tokens='random = { distribution = "uniform", n = 200000, seed = 1 }'))
+    paths["sphere"] = tmp_path / "sphere.toml"
+    paths["sphere"].write_text(INSTANCE.format(V=GOOD_V, tokens=GOOD_TOKENS).replace(
+        "[model]\n", '[model]\nform = "x"\nnormalisation = "sphere"\n'))
     paths["zero_n"] = tmp_path / "zero-n.toml"
     paths["zero_n"].write_text(INSTANCE.format(
         V=GOOD_V, tokens='random = { distribution = "uniform", n = 0, seed = 1 }'))
@@ -114,6 +123,8 @@ CASES = [
      ["huge-n.toml", "n=200000", "memory", "--allow-large"]),
     ("simulate no tokens", "simulate {zero_n}", ["tokens.random.n=0"]),
     ("simulate absurd horizon", "simulate {good} --horizon 1e6", ["--horizon=", "--allow-large"]),
+    ("simulate absurd sphere horizon", "simulate {sphere} --horizon 1e6",
+     ["--horizon=", "T = 100000", "--allow-large"]),
     ("simulate save to a dir", "simulate {good} --save {a_dir}", ["--save=", ".npz"]),
     ("simulate save not npz", "simulate {good} --save {tmp}/t.txt", ["--save=", ".npz"]),
     ("simulate save unwritable", "simulate {good} --save {a_file}/t.npz",
@@ -156,3 +167,13 @@ def test_the_limits_have_an_override():
     check_instances(MAX_INSTANCES + 1, "--instances", allow=True)
     with pytest.raises(InvalidArgument, match="--instances=0"):
         check_instances(0, "--instances", allow=True)
+
+
+def test_a_long_horizon_on_the_sphere_needs_no_override():
+    """On the sphere the precision is constant in T: T = 10^4 is below its limit, and T·|V| is
+    not checked (no e^{tV} is formed); without normalisation the same T needs the flag."""
+    check_horizon(10_000, "T", bounded=True)
+    with pytest.raises(InvalidArgument, match="--allow-large"):
+        check_horizon(10_000, "T")
+    with pytest.raises(InvalidArgument, match="T = 100000"):
+        check_horizon(200_000, "T", bounded=True)

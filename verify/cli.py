@@ -87,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ALLOW_LARGE_HELP = ("lift the sanity limits: more than 10 000 instances, a horizon beyond "
-                    "1000, a budget beyond a day, an instance estimated to need more than half "
-                    "of the memory, T·|V| too large for the precision")
+                    "1000 (beyond 100 000 for tokens on the sphere or pre-LN, whose precision "
+                    "does not grow), a budget beyond a day, an instance estimated to need more "
+                    "than half of the memory, T·|V| too large for the precision")
 MAX_BUDGET = 86_400  # seconds of `verify check --budget` without --allow-large
 
 #: The conclusion types, for the help text (a test keeps it equal to verify.conclusions).
@@ -244,8 +245,10 @@ def _simulate(args: argparse.Namespace) -> int:
     precision = settings.get("precision", "float64")
     n, d = loaded.instance.x0.shape
     check_memory(n, d, precision, args.file, args.allow_large)
-    _check_growth(loaded.instance, _positive_horizon(horizon, what, args.allow_large), precision,
-                  args.file, args.allow_large)
+    bounded = _bounded_scores(loaded.instance)
+    checked = _positive_horizon(horizon, what, args.allow_large, bounded)
+    if not bounded:
+        _check_growth(loaded.instance, checked, precision, args.file, args.allow_large)
     from verify.simulate import simulate  # heavy imports after the input is known to be good
     from verify.summary import format_summary, simulation_summary
 
@@ -421,14 +424,23 @@ def _check_precision(precision: object) -> None:
         raise InvalidArgument(f"--precision={precision} digits: use at least 16, or 'float64'.")
 
 
-def _positive_horizon(text: object, what: str, allow: bool) -> float:
-    """The horizon as a number, checked positive and at most the limit; ``what`` names it."""
+def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = False) -> float:
+    """The horizon as a number, checked positive and at most the limit (higher when the scores
+    stay ``bounded``); ``what`` names it."""
     from verify.exact.inputs import to_rational
     from verify.resources import check_horizon
 
     value = to_rational(text, what)[0]
-    check_horizon(value, what, allow)
+    check_horizon(value, what, allow, bounded)
     return float(value)
+
+
+def _bounded_scores(instance) -> bool:
+    """Whether the scores of ``instance`` stay bounded for all time (tokens on the sphere,
+    pre-LN): the precision is then constant in ``T`` and no ``e^{tV}`` is ever formed."""
+    from verify.precision import BOUNDED_SCORES
+
+    return instance.model.normalisation in BOUNDED_SCORES
 
 
 def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:

@@ -60,6 +60,7 @@ from verify.precision import (
     score_growth_rate,
     working_bits,
 )
+from verify.roundoff import SPOT_CHECKS, accumulated, spot_check
 from verify.trajectory import Trajectory
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
@@ -191,6 +192,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                                              np.abs(traj.margins - ref.margins))
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
+            if isinstance(ref_backend, Float64) and isinstance(backend, Float64):
+                _add_field_roundoff(instance, traj)  # what a float64 reference cannot see
             _confirm_continuation(traj)
         else:
             traj.reference["message"] = ref.message
@@ -200,6 +203,26 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
 
 
 # ---------------------------------------------------------------------------------------------
+def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
+    """Add to the error estimate of a float64 run checked against a float64 reference the
+    round-off of the field itself, measured in ``arb`` at :data:`~verify.roundoff.SPOT_CHECKS`
+    checkpoints of the integrated part (up to the first hardmax switch) and accumulated to
+    first order (:mod:`verify.roundoff`); recorded in ``traj.reference["field_roundoff"]``."""
+    if instance.model.form == "discrete":
+        return
+    t = [float(v) for v in traj.t]
+    info = traj.continuation or {}
+    until = info["legs"][0]["t0"] if info.get("legs") and not info.get("fallbacks") else t[-1]
+    inside = [k for k in range(len(t)) if t[k] <= until]
+    picks = sorted({inside[int(round(p))] for p in np.linspace(0, len(inside) - 1, SPOT_CHECKS)})
+    check = spot_check(instance, [t[k] for k in picks], [traj.state[k] for k in picks])
+    added = accumulated(check["times"], check["max_abs"], t, until)
+    traj.entry_error = traj.entry_error + added[:, None, None]
+    traj.error = np.max(traj.entry_error, axis=2)
+    traj.reference["field_roundoff"] = {**check, "until": until,
+                                        "accumulated": float(added[-1])}
+
+
 def _confirm_continuation(traj: Trajectory) -> None:
     """Check a posteriori the state error the hardmax certification assumed: at the checkpoints
     up to each switch time, the distance to the reference run must be below it."""

@@ -128,6 +128,14 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
             f"{run.get('min_digits_per_entry') or 0:.1f} per entry (reference: {ref['backend']} "
             f"{ref['bits']} bits, rtol={ref['rtol']:.1e})" if run["error_estimate"] is not None
             else f"error estimate: reference run failed ({ref.get('message', '')})")
+        if ref.get("field_roundoff"):
+            check = ref["field_roundoff"]
+            lines.append(
+                f"field round-off (float64 vs arb at t = "
+                f"{', '.join(f'{t:.3g}' for t in check['times'])}): relative "
+                f"{max(check['relative']):.1e}, accumulated to t={check['until']:.3g}: "
+                f"{check['accumulated']:.1e} (added to the error estimate: a float64 reference "
+                "cannot see it)")
     else:
         lines.append("error estimate: not computed (--no-error-estimate)")
     if run["symmetry"]:

@@ -1,0 +1,91 @@
+"""The field round-off spot check (verify.roundoff): what a float64 reference run cannot see.
+
+Independent routes: the field evaluated in mpmath at 50 digits from the exact data (the spot check
+uses python-flint arb), and a 40-digit arb run for the error the estimate must cover."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+
+import verify.precision
+from verify.model import Instance, Model
+from verify.roundoff import accumulated, float64_field, spot_check
+from verify.simulate import simulate
+
+V = [[1, "1/3"], ["-1/5", "1/2"]]  # not symmetric: the general (non-eigen) float64 field
+X0 = [["7/10", "1/10"], ["-3/10", "9/10"], ["1/7", "-2/3"]]
+
+
+def mp_field(z: np.ndarray) -> list:
+    """``ẋ_i = Σ_j P_ij V x_j``, ``P = softmax(<x_i, x_j>)``, at 50 digits from the exact V and the
+    float64 entries of ``z`` (taken as exact); rows of mpmath numbers."""
+    with mpmath.workdps(50):
+        Vm = mpmath.matrix([[mpmath.mpf(mpmath.fraction(*_ratio(v))) for v in row] for row in V])
+        Z = [mpmath.matrix([mpmath.mpf(float(v)) for v in row]) for row in z]
+        out = []
+        for zi in Z:
+            scores = [sum(zi[a] * zj[a] for a in range(2)) for zj in Z]
+            top = max(scores)
+            weights = [mpmath.exp(s - top) for s in scores]
+            total = sum(weights)
+            drift = sum((w / total * (Vm * zj) for w, zj in zip(weights, Z, strict=True)),
+                        mpmath.matrix([0, 0]))
+            out.append([drift[0], drift[1]])
+        return out
+
+
+def _ratio(text):
+    p, _, q = str(text).partition("/")
+    return int(p), int(q or 1)
+
+
+def test_spot_check_measures_the_float64_round_off_of_the_field():
+    instance = Instance(Model(V=V, form="x"), X0)
+    z = instance.x0_float() * 3.0  # a state that is not the exact data
+    check = spot_check(instance, [0.5], [z])
+    fast = float64_field(instance)(0.5, z)
+    with mpmath.workdps(50):
+        rows = zip(fast, mp_field(z), strict=True)
+        true = float(max(abs(mpmath.mpf(float(f)) - m) for frow, mrow in rows
+                         for f, m in zip(frow, mrow, strict=True)))
+    assert true > 0  # float64 does round here
+    assert abs(check["max_abs"][0] - true) <= 1e-25 + 1e-6 * true
+    assert check["bits"][0] >= 53
+
+
+def test_accumulated_is_the_integral_of_the_larger_neighbour():
+    values = accumulated([1.0, 3.0], [2.0, 5.0], [0.0, 1.0, 2.0, 3.0, 4.0], until=3.5)
+    assert values.tolist() == [0.0, 2.0, 7.0, 12.0, 14.5]
+
+
+@pytest.fixture
+def float64_reference(monkeypatch):
+    """Every system counts as large: the reference run is float64, as for n²d > 20 000."""
+    monkeypatch.setattr(verify.precision, "ARB_REFERENCE_LIMIT", 0)
+
+
+def test_a_float64_reference_gets_the_spot_check_added(float64_reference):
+    instance = Instance(Model(V=V), X0)
+    traj = simulate(instance, 3, checkpoints=7)
+    ref = traj.reference
+    assert ref["backend"] == "float64"
+    check = ref["field_roundoff"]
+    assert len(check["times"]) == 3 and all(v >= 0 for v in check["max_abs"])
+    added = accumulated(check["times"], check["max_abs"], [float(t) for t in traj.t],
+                        check["until"])
+    plain = np.abs(traj.state - traj.reference_run.state)
+    assert np.allclose(traj.entry_error, plain + added[:, None, None], rtol=0, atol=1e-300)
+    # the estimate is the true error's size (a 40-digit arb run of the same instance); it is a
+    # distance to a reference with an error of its own, so it may fall a little short of it
+    exact = simulate(instance, 3, checkpoints=7, precision=40, error_estimate=False)
+    true = np.max(np.abs(traj.state - exact.state.astype(float)), axis=(1, 2))
+    estimate = np.max(traj.entry_error, axis=(1, 2))
+    assert np.all(true <= 1.5 * estimate) and np.all(estimate <= 10 * true + 1e-15)
+
+
+def test_an_arb_reference_needs_no_spot_check():
+    traj = simulate(Instance(Model(V=V), X0), 1, checkpoints=3)
+    assert traj.reference["backend"].startswith("arb")
+    assert "field_roundoff" not in traj.reference

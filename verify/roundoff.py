@@ -1,0 +1,100 @@
+r"""Round-off a float64 reference run cannot see: a higher-precision spot check of the field.
+
+The error estimate of :func:`verify.simulate.simulate` is the distance to an independent re-run
+at a tighter tolerance. For large systems (``n²d`` above
+:data:`~verify.precision.ARB_REFERENCE_LIMIT`) that re-run is float64 too, so it is blind to
+whatever both runs get wrong in the same way: the round-off of the field evaluation itself
+(float64 products of ``n×n×d`` sums, softmax weights, and — for symmetric ``V`` — the float64
+eigen-decomposition both runs integrate in). This module measures it directly: at a few
+checkpoints ``t_k`` of the integrated part of the run it evaluates the field at the run's own
+state ``z(t_k)`` twice, as the float64 run does (:func:`float64_field`) and in ``arb`` ball
+arithmetic at :func:`~verify.precision.working_bits` from the exact model data, and records
+
+.. math:: δ_k = \max_{i,a} \big|f^{\,64}(t_k, z(t_k)) - f(t_k, z(t_k))\big|_{ia}.
+
+To first order an error ``δ`` in the field accumulates in the state as ``∫ δ(s) ds`` (no
+amplification is modelled: the integrated part is where the attention is still soft and the
+field contracts or grows slowly; after a certified hardmax switch the state follows the closed
+form and the estimate is carried as a constant). :func:`accumulated` gives that integral,
+with ``δ`` piecewise constant at the larger of neighbouring samples, and ``simulate`` adds it to
+every entry of the error estimate.
+
+Examples
+--------
+>>> import numpy as np
+>>> from verify.model import Instance, Model
+>>> inst = Instance(Model(V=[[2, 1], [1, 2]]), [[1, 0], [0, 1], ["1/2", "-1/2"]])
+>>> z = inst.x0_float()
+>>> check = spot_check(inst, [0.0], [z])
+>>> check["max_abs"][0] < 1e-15                       # float64 field vs arb at 0: round-off
+True
+>>> [float(f"{v:.3g}") for v in accumulated([0.0, 1.0, 2.0], [1e-16, 3e-16, 2e-16],
+...                                           [0.0, 2.0, 3.0], until=2.5)]
+[0.0, 6e-16, 7e-16]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.dynamics import EigenRescaledField, VectorField
+from verify.model import Instance
+from verify.numerics import Arb, Float64
+from verify.precision import working_bits
+
+__all__ = ["float64_field", "spot_check", "accumulated", "SPOT_CHECKS"]
+
+SPOT_CHECKS = 3  # field evaluations in arb per run (the first one also decomposes V in arb)
+
+
+def float64_field(instance: Instance):
+    """The field ``(t, z) ↦ ż`` exactly as a float64 run evaluates it: in eigen-coordinates for
+    symmetric ``V`` (:class:`~verify.dynamics.EigenRescaledField`, mapped back), else
+    :class:`~verify.dynamics.VectorField`."""
+    model = instance.model
+    if EigenRescaledField.applies(model):
+        eigen = EigenRescaledField(model, instance.n)
+        return lambda t, z: eigen(t, z @ eigen.basis) @ eigen.basis.T
+    field = VectorField(model, instance.n, Float64())
+    return lambda t, z: field(t, z)
+
+
+def spot_check(instance: Instance, times: list[float], states: list[np.ndarray]) -> dict:
+    """``δ_k`` (absolute, largest entry) and ``δ_k / max|f|`` at each ``(times[k], states[k])``,
+    with the bits of each ``arb`` evaluation (:func:`~verify.precision.working_bits` up to
+    ``t_k``: the scores there need no more)."""
+    fast = float64_field(instance)
+    exact_fields: dict[int, VectorField] = {}
+    max_abs, relative, bits_used = [], [], []
+    for t, z in zip(times, states, strict=True):
+        z = np.asarray(z, float)
+        bits = working_bits(instance, max(float(t), 1e-9))
+        backend = Arb(bits=bits)
+        with backend.working_precision():
+            field = exact_fields.setdefault(bits, VectorField(instance.model, instance.n,
+                                                              backend))
+            exact = field(t, backend.from_float(np.asarray(z, float)))
+            # the difference is taken in arb: rounding the reference to float64 first would add
+            # up to half an ulp, the size of what is measured
+            difference = backend.to_float(backend.from_float(fast(float(t), z)) - exact)
+            size = float(np.max(np.abs(backend.to_float(exact))))
+        max_abs.append(float(np.max(np.abs(difference))))
+        relative.append(max_abs[-1] / max(size, 1e-300))
+        bits_used.append(bits)
+    return {"times": [float(t) for t in times], "max_abs": max_abs, "relative": relative,
+            "bits": bits_used}
+
+
+def accumulated(sample_times: list[float], deltas: list[float], times: list[float],
+                until: float) -> np.ndarray:
+    """``∫_0^{min(t, until)} δ(s) ds`` at each of ``times``: ``δ`` is piecewise constant, on each
+    interval between samples the larger of its two ends, before the first sample its value,
+    after the last sample its value (up to ``until``, the end of the integrated part)."""
+    knots = np.r_[0.0, np.asarray(sample_times, float), float(until)]
+    values = np.asarray(deltas, float)
+    levels = np.maximum(np.r_[values[:1], values], np.r_[values, values[-1:]])
+    out = np.zeros(len(times))
+    for k, t in enumerate(times):
+        right = np.minimum(knots[1:], min(float(t), float(until)))
+        out[k] = float(np.sum(np.clip(right - knots[:-1], 0.0, None) * levels))
+    return out

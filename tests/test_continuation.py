@@ -132,3 +132,62 @@ def test_high_dimension_example_is_the_benchmark_recipe():
     assert loaded.simulation["horizon"] == 15
     traj = simulate(inst, "1/10", checkpoints=3, error_estimate=False)
     assert traj.success and traj.stats["coordinates"] == "eigen"
+
+
+# -- the same continuation in arb ---------------------------------------------------------------
+def _assert_agree_arb(on, off):
+    """Agreement measured at the runs' bits (float64 would round it away), within the error
+    estimates of both runs."""
+    from verify.simulate import entry_differences
+
+    assert on.success and off.success
+    gap = entry_differences(on, off, on.precision["bits"]).max(axis=2)
+    assert np.all(gap <= 10 * (on.error + off.error) + 1e-40)
+
+
+def test_arb_continuation_matches_direct_integration():
+    """An arb run (30 digits) switches to the closed form once every gap ball clears the
+    threshold, keeps the leader map certified to T, and agrees with the arb run that integrates
+    all the way to the error estimates; the a-priori state error is confirmed."""
+    inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
+    on, off = _pair(inst, 10, 11, precision=30)
+    info = on.continuation
+    assert info["t_switch"] is not None and info["t_switch"] < 10 and not info["fallbacks"]
+    assert all(leg["backend"] == "arb" and leg["state_error_confirmed"] for leg in info["legs"])
+    assert off.continuation is None
+    _assert_agree_arb(on, off)
+    assert on.digits.min() > 20
+
+
+def test_arb_margin_within_its_error_bound_is_not_certified():
+    """As for float64: token 3 leans towards token 1 by 10^-6; known to ~10^-2 the gap ball
+    contains 0 and nothing is certified, known to ~10^-20 it is (at t = 10: e^{20}·2·10^-6 is
+    above the arb threshold for 100 bits, ≈ 120)."""
+    from verify.continuation import certify_arb, log_arb_threshold
+    from verify.dynamics import VectorField
+    from verify.numerics import Arb
+
+    backend = Arb(bits=100)
+    with backend.working_precision():
+        field = VectorField(Model(V=[[1, 0], [0, 1]]), 3, backend)
+        z = backend.from_exact([[1, 1], [-1, 1], ["1/1000000", "1/2"]])
+        assert certify_arb(field, 10, z, rtol=1e-4, atol=1e-6) is None
+        leg = certify_arb(field, 10, z, rtol=1e-22, atol=1e-24)
+        assert leg is not None and leg.leaders == [0, 1, 0]
+        assert 20 + np.log(2e-6) > log_arb_threshold(100, 3) > 16 + np.log(2e-6)
+        assert certify_arb(field, 8, z, rtol=1e-22, atol=1e-24) is None  # e^16·2e-6 ≈ 18
+
+
+def test_arb_margin_that_closes_falls_back_to_integration():
+    """The rotating V of the float64 test, in arb: the run falls back where a certified
+    margin closes, is certified again later, and agrees with the direct arb run (arb is
+    deterministic: no round-off decides whether the fallback happens)."""
+    inst = Instance(Model(V=[[1, "7/10"], ["-3/5", 1]]),
+                    [["-9/50", "22/25"], ["-11/20", "-39/100"], ["9/10", "-71/100"],
+                     ["1/25", "-7/25"], ["73/100", "-21/25"]])
+    on, off = _pair(inst, 8, 17, precision=20)
+    info = on.continuation
+    assert len(info["legs"]) == 2 and len(info["fallbacks"]) == 1, info
+    fallback, first = info["fallbacks"][0], info["legs"][0]
+    assert first["t0"] <= fallback["restart"] < fallback["at"] <= info["legs"][1]["t0"]
+    _assert_agree_arb(on, off)

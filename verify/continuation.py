@@ -51,13 +51,15 @@ array([1.963212, 0.036788])
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from verify.exact.inputs import as_float_array
 
-__all__ = ["HardmaxCertifier", "HardmaxLeg", "continuation_unavailable", "LOG_HARDMAX",
-           "STATE_SAFETY", "CHECKS_PER_UNIT"]
+__all__ = ["HardmaxCertifier", "HardmaxLeg", "ArbHardmaxLeg", "certify_arb",
+           "log_arb_threshold", "continuation_unavailable", "LOG_HARDMAX", "STATE_SAFETY",
+           "CHECKS_PER_UNIT"]
 
 LOG_HARDMAX = math.log(746.0)  # e^{-746} underflows to 0 in float64
 STATE_SAFETY = 100.0  # a-priori state error: STATE_SAFETY·(rtol·max|z| + atol) per entry
@@ -278,3 +280,147 @@ def _norm_bound(M: np.ndarray) -> float:
     """``‖M‖_2 ≤ sqrt(‖M‖_1 ‖M‖_∞)`` (cheap)."""
     A = np.abs(M)
     return math.sqrt(float(A.sum(axis=0).max()) * float(A.sum(axis=1).max()))
+
+
+# ---------------------------------------------------------------------------------------------
+# The same continuation in arb balls.
+def log_arb_threshold(bits: int, n: int) -> float:
+    """``log`` of the scaled margin above which the softmax weights of an ``arb`` run are below
+    its working precision: ``e^L G ≥ bits·ln 2 + ln n + 50`` makes every non-leader weight at
+    most ``2^{-bits} e^{-50} / n`` (an ``arb`` softmax never rounds to exactly 0, so the
+    continuation replaces a field that differs from the hardmax one by less than that)."""
+    return math.log(bits * math.log(2.0) + math.log(max(n, 2)) + 50.0)
+
+
+def certify_arb(field, t, z, rtol: float, atol: float):
+    """The :class:`ArbHardmaxLeg` starting at ``(t, z)`` of an ``arb`` run (``field`` its
+    :class:`~verify.dynamics.VectorField`, ``z`` an ``arb_mat``), or ``None``: the leaders are
+    read off the midpoint scores, the leader map must be idempotent and every gap, computed in
+    balls from the state widened by the a-priori error ``STATE_SAFETY·(rtol·max|z| + atol)``,
+    must pass :func:`log_arb_threshold`."""
+    backend = field.backend
+    n = z.nrows()
+    S, L = field.scores(backend.scalar(t), z)
+    scores = backend.to_float(S)
+    if field.mask is not None:
+        scores = np.where(field.mask, scores, -np.inf)
+    if n < 2:
+        return None
+    top2 = -np.partition(-scores, 1, axis=1)[:, :2]
+    gap = float(np.min(top2[:, 0] - top2[:, 1]))
+    log_L = float(L.mid()) if not isinstance(L, int) else float(L)
+    if not gap > 0 or log_L + math.log(gap) < log_arb_threshold(backend.bits, n):
+        return None
+    leaders = np.argmax(scores, axis=1)
+    if not np.all(leaders[leaders] == leaders):
+        return None
+    size = float(np.max(np.abs(backend.to_float(z))))
+    leg = ArbHardmaxLeg(field, t, z, leaders, STATE_SAFETY * (rtol * size + atol))
+    return leg if leg.check(t) else None
+
+
+class ArbHardmaxLeg:
+    """:class:`HardmaxLeg` in ``arb`` balls: the closed form
+    ``z_i(t) = z_{l(i)} + e^{-(t − t0)V}(z_i(t0) − z_{l(i)})`` and its leader-map check.
+
+    The state at ``t0`` enters as balls of radius ``delta`` (the a-priori integration error per
+    entry), so every score gap is an enclosure: the check passes only if each gap's lower bound,
+    scaled by ``e^L``, clears :func:`log_arb_threshold`. The gaps use the cancellation-free form
+    of the module docstring (``a_{l(i)} − a_{l(j)}`` is not formed for two followers of one
+    leader: it is exactly 0), so the balls stay tight when ``z`` has diverging coordinates.
+    Times are exact (``Fraction``), as in the ``arb`` integrator.
+    """
+
+    def __init__(self, field, t0, z0, leaders, delta: float) -> None:
+        from flint import arb, arb_mat
+
+        self.field, self.t0, self.delta = field, Fraction(t0), delta
+        self.bits = field.backend.bits
+        self.leaders = [int(v) for v in leaders]
+        self.heads = sorted(set(self.leaders))
+        n, d = z0.nrows(), z0.ncols()
+        self.n, self.d = n, d
+        z0 = z0.mid()
+        ball = arb(0, delta)
+        # z_{l} (with the state error) and D_i = z_i(t0) − z_{l(i)} (exactly 0 for a leader)
+        self.z_heads = arb_mat(len(self.heads), d, [z0[a, c] + ball for a in self.heads
+                                                    for c in range(d)])
+        self.slot = [self.heads.index(v) for v in self.leaders]
+        self.D0 = arb_mat(n, d, [0 if i == self.leaders[i] else
+                                 z0[i, c] - z0[self.leaders[i], c] + 2 * ball
+                                 for i in range(n) for c in range(d)])
+        E0, self.g0 = field.exponential.scaled_arb(field.backend.scalar(self.t0), self.bits)
+        self.C = self.D0 * E0.transpose()                     # c_i = Ẽ(t0) D_i
+        self.checked, self.worst, self.t_last = 0, math.inf, self.t0
+
+    def state(self, t):
+        """``z(t)`` as an ``arb_mat`` of midpoints, like the integrator's states (the radii of
+        the state error are for the checks: through the ``e^L``-scaled softmax they would
+        swamp the recorded attention)."""
+        from flint import arb_mat
+
+        E, growth = self.field.exponential.scaled_arb(
+            self.field.backend.scalar(self.t0 - Fraction(t)), self.bits)
+        M = E * growth.exp()                                  # e^{-(t − t0)V}
+        lead = arb_mat(self.n, self.d, [self.z_heads[self.slot[i], c] for i in range(self.n)
+                                        for c in range(self.d)])
+        return (lead + self.D0 * M.transpose()).mid()
+
+    def check(self, t) -> bool:
+        """Is every gap ``S̃_{i l(i)} − S̃_ij`` certified positive with ``e^L`` times its lower
+        bound above :func:`log_arb_threshold` at ``t``?"""
+        from flint import arb_mat
+
+        t = Fraction(t)
+        E, growth = self.field.exponential.scaled_arb(self.field.backend.scalar(t), self.bits)
+        s = (self.g0 - growth).exp()                          # e^{-μ(t − t0)}
+        A = self.z_heads * E.transpose()                      # a for each leader
+        sC = self.C * s
+        n, d, B = self.n, self.d, self.field._heads[0][1]
+        Y = arb_mat(n, d, [A[self.slot[i], c] + sC[i, c] for i in range(n) for c in range(d)])
+        mask = self.field.mask
+        lowest = math.inf
+        for a, head in enumerate(self.heads):
+            rows = [i for i in range(n) if self.slot[i] == a]
+            diff = arb_mat(n, d, [(0 if self.slot[j] == a else A[a, c] - A[self.slot[j], c])
+                                  - sC[j, c] for j in range(n) for c in range(d)])
+            G = arb_mat(len(rows), d, [Y[i, c] for i in rows for c in range(d)]) * B \
+                * diff.transpose()
+            for r, i in enumerate(rows):
+                for j in range(n):
+                    if j == head or (mask is not None and not mask[i, j]):
+                        continue
+                    low = G[r, j].lower()
+                    if not low > 0:
+                        lowest = -math.inf
+                        break
+                    lowest = min(lowest, float(low))
+                if lowest == -math.inf:
+                    break
+            if lowest == -math.inf:
+                break
+        self.checked += 1
+        log_margin = float(2 * growth.mid()) + math.log(lowest) if lowest > 0 else -math.inf
+        if lowest == math.inf:
+            log_margin = math.inf
+        self.worst = min(self.worst, log_margin)
+        ok = log_margin >= log_arb_threshold(self.bits, n)
+        if ok:
+            self.t_last = max(self.t_last, t)
+        return ok
+
+    def grid(self, checkpoints: list) -> list:
+        """Exact check times after ``t0``: the checkpoints (with their index) and
+        :data:`CHECKS_PER_UNIT` per unit time (at most :data:`MAX_CHECKS`)."""
+        later = [(Fraction(t), k) for k, t in enumerate(checkpoints) if t > self.t0]
+        if not later:
+            return []
+        end = later[-1][0]
+        count = min(MAX_CHECKS, math.ceil((end - self.t0) * CHECKS_PER_UNIT))
+        extra = [(self.t0 + (end - self.t0) * m / count, None) for m in range(1, count)]
+        return sorted(later + extra, key=lambda item: (item[0], item[1] is None))
+
+    def describe(self) -> dict:
+        return {"t0": float(self.t0), "t_end": float(self.t_last), "leaders": self.heads,
+                "checks": self.checked, "min_log_scaled_margin": float(self.worst),
+                "state_error_assumed": self.delta * math.sqrt(self.d), "backend": "arb"}

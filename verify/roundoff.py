@@ -61,28 +61,25 @@ def float64_field(instance: Instance):
 
 def spot_check(instance: Instance, times: list[float], states: list[np.ndarray]) -> dict:
     """``δ_k`` (absolute, largest entry) and ``δ_k / max|f|`` at each ``(times[k], states[k])``,
-    with the bits of each ``arb`` evaluation (:func:`~verify.precision.working_bits` up to
-    ``t_k``: the scores there need no more)."""
+    and the bits of the ``arb`` evaluations (:func:`~verify.precision.working_bits` up to the
+    last of ``times``: the scores there need no more)."""
     fast = float64_field(instance)
-    exact_fields: dict[int, VectorField] = {}
-    max_abs, relative, bits_used = [], [], []
-    for t, z in zip(times, states, strict=True):
-        z = np.asarray(z, float)
-        bits = working_bits(instance, max(float(t), 1e-9))
-        backend = Arb(bits=bits)
-        with backend.working_precision():
-            field = exact_fields.setdefault(bits, VectorField(instance.model, instance.n,
-                                                              backend))
-            exact = field(t, backend.from_float(np.asarray(z, float)))
+    bits = working_bits(instance, max(max((float(t) for t in times), default=0.0), 1e-9))
+    backend = Arb(bits=bits)
+    max_abs, relative = [], []
+    with backend.working_precision():
+        field = VectorField(instance.model, instance.n, backend)
+        for t, z in zip(times, states, strict=True):
+            z = np.asarray(z, float)
+            exact = field(t, backend.from_float(z))
             # the difference is taken in arb: rounding the reference to float64 first would add
             # up to half an ulp, the size of what is measured
             difference = backend.to_float(backend.from_float(fast(float(t), z)) - exact)
+            max_abs.append(float(np.max(np.abs(difference))))
             size = float(np.max(np.abs(backend.to_float(exact))))
-        max_abs.append(float(np.max(np.abs(difference))))
-        relative.append(max_abs[-1] / max(size, 1e-300))
-        bits_used.append(bits)
+            relative.append(max_abs[-1] / max(size, 1e-300))
     return {"times": [float(t) for t in times], "max_abs": max_abs, "relative": relative,
-            "bits": bits_used}
+            "bits": bits}
 
 
 def accumulated(sample_times: list[float], deltas: list[float], times: list[float],

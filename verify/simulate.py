@@ -13,13 +13,16 @@ r"""Simulate an instance: compose the vector field, a backend and an integrator 
 higher precision (:func:`reference_settings`) and every checkpoint records how far the two runs
 are apart (``Trajectory.error``) and on how many digits they agree (``Trajectory.digits``).
 
-**Certified hardmax continuation** (float64, rescaled softmax form; ``continuation=False`` turns
+**Certified hardmax continuation** (rescaled softmax form; ``continuation=False`` turns
 it off). After every DOP853 step the scores are tested; once every row's scaled margin minus its
 error bound makes the float64 attention exactly 0/1 and the leader map ``l`` is idempotent, the
 run follows the exact flow of the linear field, ``z_i(t) = z_{l(i)} + e^{-(t-t0)V}(z_i(t0) -
 z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and falls back to DOP853
-where a margin closes (:mod:`verify.continuation`). For symmetric ``V`` the float64 run integrates
-in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
+where a margin closes (:mod:`verify.continuation`). ``arb`` runs do the same at every checkpoint,
+in balls, once the non-leader weights are below the working precision (without symmetry
+projection; a run of ``V`` with ``λ_1 ≈ 6.7`` to ``T = 15`` at 20 digits: 2.6 s instead of 10.5 s).
+The run and its reference run switch on their own. For symmetric
+``V`` the float64 run integrates in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
 
 **Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
 initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the
@@ -45,7 +48,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.continuation import HardmaxCertifier, continuation_unavailable
+from verify.continuation import HardmaxCertifier, certify_arb, continuation_unavailable
 from verify.dynamics import EigenRescaledField, VectorField, attention_weights
 from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
@@ -142,10 +145,12 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     throw : bool
         Raise :class:`~verify.errors.IntegrationError` instead of returning a failed trajectory.
     continuation : bool
-        float64 runs of the rescaled softmax form: once every scaled score margin minus its
-        error bound certifies a 0/1 attention, continue with the exact flow of the linear field
-        (:mod:`verify.continuation`), checking the leader map up to the horizon and falling back
-        to integration if a margin closes. ``Trajectory.continuation`` records where it was used.
+        Runs of the rescaled softmax form: once every scaled score margin minus its error bound
+        certifies a 0/1 attention (float64: weights exactly 0 and 1, tested after every step;
+        arb: weights below the working precision, gap balls tested at every checkpoint),
+        continue with the exact flow of the linear field (:mod:`verify.continuation`), checking
+        the leader map up to the horizon and falling back to integration if a margin closes.
+        ``Trajectory.continuation`` records where it was used.
     progress : callable or True, optional
         Called with a line (``t`` reached, share of ``T``, steps, elapsed time, ETA) at most
         every 10 s of a long run; ``True`` writes the lines to standard error.
@@ -322,19 +327,10 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
                 field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
                 None if eigen is None else eigen.basis, monitor)
         else:
-            from verify.numerics import integrate_extrapolation
-
-            result = integrate_extrapolation(
-                field, times, y0, backend=backend, rtol=rtol, atol=atol, max_steps=max_steps,
-                project=project, monitor=monitor)
-            states, status, message = result.ys, result.status, result.message
-            if status == "stalled":
-                message = (f"{message} At {backend.bits} bits the score differences that decide "
-                           "the attention (multiplied by e^(2 mu t)) may be below the working "
-                           "precision; precision='auto' sizes the bits from that growth.")
-            stats = {"solver": "GraggBulirschStoer", **{
-                key: str(value) if isinstance(value, Fraction) else value
-                for key, value in result.stats.items()}}
+            states, status, message, stats = _run_extrapolation(
+                field, times, y0, backend, rtol, atol, max_steps, project, monitor,
+                continuation and project is None and isinstance(backend, Arb)
+                and continuation_unavailable(model) is None)
         traj = _record(field, times[:len(states)], states, backend, on_leg)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,
@@ -453,6 +449,83 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=N
                                  "fallbacks": fallbacks,
                                  "t_switch": legs[0].t0 if legs else None}
     return states, status, message, stats, on_leg
+
+
+class _OffsetMonitor:
+    """A :class:`RunMonitor` seen by one segment of a run: its step counts continue the
+    earlier segments' (the stall window and the progress lines count the whole run)."""
+
+    def __init__(self, monitor: RunMonitor, offset: int) -> None:
+        self.monitor, self.offset = monitor, offset
+
+    def check(self, t, steps):
+        return self.monitor.check(t, steps + self.offset)
+
+
+def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project, monitor,
+                       continuation: bool):
+    """The extrapolation integrator (:func:`~verify.numerics.integrate_extrapolation`) through
+    ``times``; with ``continuation`` (an ``arb`` run of the rescaled softmax form) every
+    checkpoint is tested for a certified hardmax (:func:`~verify.continuation.certify_arb`),
+    and once certified the run follows the closed form
+    (:class:`~verify.continuation.ArbHardmaxLeg`), checked on its grid, falling back to
+    integration from the last time that passed if a margin closes."""
+    from verify.numerics import integrate_extrapolation
+
+    states, legs, fallbacks = [y0], [], []
+    totals = {"steps": 0, "accepted": 0, "rejected": 0, "rhs_evals": 0, "columns_used": {}}
+    t_begin, y_begin, index, no_switch_before = times[0], y0, 1, None
+
+    def switch(t, y):
+        if no_switch_before is not None and t <= no_switch_before:
+            return None
+        return certify_arb(field, t, y, rtol, atol)
+
+    while True:
+        result = integrate_extrapolation(
+            field, [t_begin, *times[index:]], y_begin, backend=backend, rtol=rtol, atol=atol,
+            max_steps=max(1, max_steps - totals["steps"]), project=project,
+            monitor=None if monitor is None else _OffsetMonitor(monitor, totals["steps"]),
+            switch=switch if continuation else None)
+        states.extend(result.ys[1:])
+        index += len(result.ys) - 1
+        for key in ("steps", "accepted", "rejected", "rhs_evals"):
+            totals[key] += result.stats.get(key, 0)
+        for columns, count in result.stats.get("columns_used", {}).items():
+            totals["columns_used"][columns] = totals["columns_used"].get(columns, 0) + count
+        totals.update({key: result.stats[key] for key in ("rtol", "max_columns", "t_final")
+                       if key in result.stats})
+        status, message = result.status, result.message
+        if status != "switched":
+            break
+        leg, failed_at = result.switch, None
+        legs.append(leg)
+        with backend.working_precision():
+            for t, k in leg.grid(times):
+                if not leg.check(t):
+                    failed_at = t
+                    break
+                if k is not None:
+                    states.append(leg.state(t))
+                    index = k + 1
+            status, message = "success", "reached the horizon"
+            if failed_at is None:
+                break
+            fallbacks.append({"at": float(failed_at), "restart": float(leg.t_last)})
+            t_begin, y_begin, no_switch_before = leg.t_last, leg.state(leg.t_last), \
+                failed_at
+    if status == "stalled":
+        message = (f"{message} At {backend.bits} bits the score differences that decide "
+                   "the attention (multiplied by e^(2 mu t)) may be below the working "
+                   "precision; precision='auto' sizes the bits from that growth.")
+    stats = {"solver": "GraggBulirschStoer", **{
+        key: str(value) if isinstance(value, Fraction) else value
+        for key, value in totals.items()}}
+    if continuation:
+        stats["continuation"] = {"legs": [leg.describe() for leg in legs],
+                                 "fallbacks": fallbacks,
+                                 "t_switch": legs[0].describe()["t0"] if legs else None}
+    return states, status, message, stats
 
 
 def _run_discrete(field, times, y0, backend, project):

@@ -150,8 +150,8 @@ class IntegrationResult:
     ts : list of Fraction
         The exact checkpoint times matching ``ys``.
     status : str
-        ``"success"``, ``"max_steps"``, ``"step_size_underflow"``, ``"nonfinite"``, or (with a
-        monitor) ``"stalled"`` or ``"budget"``.
+        ``"success"``, ``"max_steps"``, ``"step_size_underflow"``, ``"nonfinite"``, (with a
+        monitor) ``"stalled"`` or ``"budget"``, or (with ``switch``) ``"switched"``.
     message : str
         What happened, and on failure what to change.
     stats : dict
@@ -165,6 +165,7 @@ class IntegrationResult:
     status: str
     message: str
     stats: dict = field(default_factory=dict)
+    switch: object = None  # what ``switch`` returned, when it ended the run
 
     @property
     def success(self) -> bool:
@@ -175,6 +176,7 @@ def integrate_extrapolation(
     field: Callable, t_eval: Sequence, y0, *, backend: Backend, rtol: float, atol: float,
     solver: GraggBulirschStoer | None = None, first_step=None, max_steps: int = 100_000,
     project: Callable | None = None, fixed_step=None, monitor=None,
+    switch: Callable | None = None,
 ) -> IntegrationResult:
     r"""Integrate :math:`\dot y = f(t, y)` through the checkpoints ``t_eval``.
 
@@ -272,7 +274,7 @@ def integrate_extrapolation(
     # Non-finite values are reported through the status, so NumPy's warnings would be noise.
     with backend.working_precision(), np.errstate(over="ignore", invalid="ignore"):
         run = _Run(field, backend, solver, float(rtol), float(atol), project)
-        run.monitor = monitor
+        run.monitor, run.switch = monitor, switch
         return run.integrate(times, y0, steps["first_step"], steps["fixed_step"], max_steps)
 
 
@@ -300,7 +302,7 @@ class _Run:
     def __init__(self, field, backend, solver, rtol, atol, project) -> None:
         self.field, self.backend, self.solver = field, backend, solver
         self.rtol, self.atol, self.project = rtol, atol, project
-        self.monitor = None
+        self.monitor = self.switch = None
         self.kmax = solver.fixed_columns or max(
             (k for k in range(3, solver.max_columns + 1)
              if ROUNDOFF_MARGIN * float(lebesgue(k)) * backend.epsilon <= rtol), default=3)
@@ -499,4 +501,10 @@ class _Run:
                                   "field or loosen rtol.")
             ys.append(y)
             ts.append(t)
+            if self.switch is not None and target != times[-1]:
+                taken = self.switch(t, y)
+                if taken is not None:
+                    result = finish("switched", f"switched at t={float(t):.6g}.")
+                    result.switch = taken
+                    return result
         return finish("success", f"reached t={float(t):.6g} ({stats['accepted']} steps).")

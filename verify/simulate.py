@@ -21,8 +21,8 @@ z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and fal
 where a margin closes (:mod:`verify.continuation`). ``arb`` runs do the same at every checkpoint,
 in balls, once the non-leader weights are below the working precision (without symmetry
 projection; a run of ``V`` with ``λ_1 ≈ 6.7`` to ``T = 15`` at 20 digits: 2.6 s instead of 10.5 s).
-The run and its reference run switch on their own. For symmetric
-``V`` the float64 run integrates in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
+The run and its reference run switch on their own. For symmetric ``V`` the float64 run
+integrates in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
 
 **Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
 initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the

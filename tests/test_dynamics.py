@@ -138,20 +138,32 @@ def test_long_horizon_float64_no_overflow():
     assert traj.log_scale[-1] == pytest.approx(2 * ValueExponential(inst.model.V).mu * T)
 
 
+@pytest.mark.parametrize("symmetric", [True, False], ids=["symmetric", "real-diagonalisable"])
 @pytest.mark.parametrize("mask", ["full", "causal"])
-def test_eigen_coordinates_field_is_the_rescaled_field(mask):
-    """EigenRescaledField (w = z Φ for symmetric V) against VectorField, with a general QᵀK and a
-    mask, at a time where the attention is partly saturated: the same field to round-off."""
+def test_eigen_coordinates_field_is_the_rescaled_field(mask, symmetric):
+    """EigenRescaledField (w = z Φ for symmetric V; w = z P^{-T} for a triangular V with
+    distinct real eigenvalues) against VectorField, with a general QᵀK and a mask, at a time
+    where the attention is partly saturated: the same field to round-off."""
     from verify.dynamics import EigenRescaledField
 
     rng = np.random.default_rng(3)
     M = rng.integers(-3, 4, (3, 3))
-    V = (M + M.T).tolist()
+    V = (M + M.T).tolist() if symmetric else [[2, 1, -1], [0, -1, 3], [0, 0, "1/2"]]
     Q, K = rng.integers(-2, 3, (3, 3)).tolist(), rng.integers(-2, 3, (3, 3)).tolist()
     model = Model(V=V, Q=Q, K=K, mask=mask)
+    assert EigenRescaledField.applies(model)
     f, g = EigenRescaledField(model, 5), VectorField(model, 5, Float64())
+    assert f.kind == ("symmetric" if symmetric else "diagonalisable")
     z = rng.uniform(-1, 1, (5, 3))
     for t in (0.0, 0.4, 1.5):
         expected = g(t, z)
-        got = f(t, z @ f.basis) @ f.basis.T
+        got = f.to_z(f(t, f.to_w(z)))
         assert np.allclose(got, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+
+
+def test_eigen_coordinates_refuse_complex_or_defective_v():
+    """A rotation-like V (complex pair) and a Jordan block stay on the general field."""
+    from verify.dynamics import EigenRescaledField
+
+    assert not EigenRescaledField.applies(Model(V=[[1, "7/10"], ["-3/5", 1]]))
+    assert not EigenRescaledField.applies(Model(V=[[1, 1], [0, 1]]))

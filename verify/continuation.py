@@ -119,7 +119,7 @@ class HardmaxCertifier:
                 eigen=None) -> HardmaxLeg | None:
         """The leg starting at ``(t, z)`` if every row's hardmax is certified there and the leader
         map is idempotent; else ``None``. Costs about one evaluation of the field. A run in
-        eigen-coordinates passes ``w = z Φ`` and its :class:`~verify.dynamics.EigenRescaledField`
+        eigen-coordinates passes ``w`` and its :class:`~verify.dynamics.EigenRescaledField`
         instead of ``z``: the quick test then needs no ``Ẽ(t)`` and no change of basis."""
         self.checks += 1
         if eigen is not None:
@@ -138,7 +138,7 @@ class HardmaxCertifier:
         if not gap > 0 or L + math.log(gap) < LOG_HARDMAX:  # cheap: not even uncertified-close
             return None
         if z is None:
-            z = w @ eigen.basis.T
+            z = eigen.to_z(w)
         leaders = np.argmax(S, axis=1)
         if not np.all(leaders[leaders] == leaders):
             return None

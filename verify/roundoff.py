@@ -48,13 +48,13 @@ SPOT_CHECKS = 3  # field evaluations in arb per run (the first one also decompos
 
 
 def float64_field(instance: Instance):
-    """The field ``(t, z) ↦ ż`` exactly as a float64 run evaluates it: in eigen-coordinates for
-    symmetric ``V`` (:class:`~verify.dynamics.EigenRescaledField`, mapped back), else
-    :class:`~verify.dynamics.VectorField`."""
+    """The field ``(t, z) ↦ ż`` exactly as a float64 run evaluates it: in eigen-coordinates
+    for ``V`` diagonalisable over ``R`` (:class:`~verify.dynamics.EigenRescaledField`, mapped
+    back), else :class:`~verify.dynamics.VectorField`."""
     model = instance.model
     if EigenRescaledField.applies(model):
         eigen = EigenRescaledField(model, instance.n)
-        return lambda t, z: eigen(t, z @ eigen.basis) @ eigen.basis.T
+        return lambda t, z: eigen.to_z(eigen(t, eigen.to_w(z)))
     field = VectorField(model, instance.n, Float64())
     return lambda t, z: field(t, z)
 

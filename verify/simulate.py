@@ -21,8 +21,9 @@ z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and fal
 where a margin closes (:mod:`verify.continuation`). ``arb`` runs do the same at every checkpoint,
 in balls, once the non-leader weights are below the working precision (without symmetry
 projection; a run of ``V`` with ``λ_1 ≈ 6.7`` to ``T = 15`` at 20 digits: 2.6 s instead of 10.5 s).
-The run and its reference run switch on their own. For symmetric ``V`` the float64 run
-integrates in eigen-coordinates (:class:`~verify.dynamics.EigenRescaledField`).
+The run and its reference run switch on their own. For ``V`` symmetric, or diagonalisable over
+``R`` with a well-conditioned eigenvector matrix, the float64 run integrates in eigen-coordinates
+(:class:`~verify.dynamics.EigenRescaledField`).
 
 **Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
 initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the
@@ -325,7 +326,7 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
                 if EigenRescaledField.applies(model) else None
             states, status, message, stats, on_leg = _run_dop853(
                 field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
-                None if eigen is None else eigen.basis, monitor)
+                eigen, monitor)
         else:
             states, status, message, stats = _run_extrapolation(
                 field, times, y0, backend, rtol, atol, max_steps, project, monitor,
@@ -358,22 +359,22 @@ class _ReducedField:
         return getattr(self.field, name)
 
 
-def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=None,
+def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, eigen=None,
                 monitor=None):
     """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
     (:class:`~verify.continuation.HardmaxCertifier`), every accepted step is tested for a
     certified hardmax and, once certified, the run continues on the closed-form
     :class:`~verify.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853 from
-    the last time that passed if a margin closes. With an orthogonal ``basis`` ``Φ`` the solver
-    state is ``w = z Φ`` (``field`` is then the :class:`~verify.dynamics.EigenRescaledField`);
-    checkpoints and the certifier see ``z = w Φᵀ``."""
+    the last time that passed if a margin closes. With ``eigen`` (then ``field`` itself, an
+    :class:`~verify.dynamics.EigenRescaledField`) the solver state is the eigen-coordinates
+    ``w``; checkpoints see ``z = eigen.to_z(w)``."""
     from scipy.integrate import DOP853
 
     def to_z(w):
-        return w if basis is None else w @ basis.T
+        return w if eigen is None else eigen.to_z(w)
 
     def from_z(z):
-        return z if basis is None else z @ basis
+        return z if eigen is None else eigen.to_w(z)
 
     shape = y0.shape
     t_float = [float(t) for t in times]
@@ -412,7 +413,7 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=N
                     index += 1
             if certifier is not None and index < len(t_float) and solver.t > no_switch_before:
                 y = solver.y.reshape(shape)
-                leg = certifier.certify(solver.t, w=y, eigen=field) if basis is not None \
+                leg = certifier.certify(solver.t, w=y, eigen=eigen) if eigen is not None \
                     else certifier.certify(solver.t, y)
                 if leg is not None:
                     break
@@ -441,7 +442,7 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, basis=N
             t_start, y_start = leg.t_last, from_z(leg.state(leg.t_last))
             no_switch_before = failed_at
     stats = {"solver": "DOP853", "steps": steps, "rhs_evals": nfev}
-    if basis is not None:
+    if eigen is not None:
         stats["coordinates"] = "eigen"
     if certifier is not None:
         stats["continuation"] = {"certification_tests": certifier.checks,

@@ -311,8 +311,17 @@ class Model:
         return self.heads[0]
 
     def float_heads(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per head, the float64 ``(V, β QᵀK)``: everything the vector fields need."""
-        return [(as_float_array(h.V), as_float_array(self.beta * h.B)) for h in self.heads]
+        """Per head, the float64 ``(V, β QᵀK)``: everything the vector fields need (computed
+        once, read-only: the exact-to-float conversion of a 128×128 head takes ~0.2 s, and a
+        run with its error estimate builds several fields)."""
+        cached = self.__dict__.get("_float_heads")
+        if cached is None or cached[0] is not self.beta or cached[1] is not self.heads:
+            arrays = [(as_float_array(h.V), as_float_array(self.beta * h.B)) for h in self.heads]
+            for pair in arrays:
+                for array in pair:
+                    array.setflags(write=False)
+            cached = self._float_heads = (self.beta, self.heads, arrays)
+        return cached[2]
 
     def mask_for(self, n: int) -> np.ndarray | None:
         """The ``n×n`` boolean mask, or ``None`` for full attention."""

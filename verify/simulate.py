@@ -199,6 +199,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
             if isinstance(ref_backend, Float64) and isinstance(backend, Float64):
+                if progress and instance.n ** 2 * instance.d > 10 ** 6:  # seconds in arb
+                    progress(f"field round-off: {SPOT_CHECKS} evaluations in arb")
                 _add_field_roundoff(instance, traj)  # what a float64 reference cannot see
             _confirm_continuation(traj)
         else:

@@ -35,6 +35,8 @@ from verify.errors import InvalidArgument
 __all__ = ["ClusterPool", "connect", "on_worker", "DEFAULT_RETRIES"]
 
 DEFAULT_RETRIES = 1
+#: Seconds :func:`connect` waits for the scheduler, then for a worker.
+CONNECT_SECONDS = 30.0
 _TASK_LOCK = threading.Lock()
 _READY: list[bool] = []
 
@@ -57,30 +59,79 @@ def on_worker(fn, /, *args, **kwargs):
 
 class ClusterPool(Executor):
     """An executor on a Dask cluster; ``workers`` is the number of worker threads it had when
-    connected (how many instances to keep in flight)."""
+    connected (how many instances to keep in flight).
+
+    Each task's result is fetched as soon as it is ready and then released on the cluster, so
+    a worker that dies later holds nothing this run still needs: only the instances it was
+    running are computed again.
+    """
 
     def __init__(self, client, retries: int = DEFAULT_RETRIES) -> None:
-        self.client = client
+        self.client, self.retries = client, retries
         self.address = client.scheduler.address
-        self._executor = client.get_executor(pure=False, retries=retries)
         self.workers = max(1, sum(client.nthreads().values()))
+        self._pending: dict[Future, object] = {}
+        self._lock = threading.Lock()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        return self._executor.submit(on_worker, fn, *args, **kwargs)
+        task = self.client.submit(on_worker, fn, *args, pure=False, retries=self.retries,
+                                  **kwargs)
+        out: Future = Future()
+        with self._lock:
+            self._pending[out] = task
+        out.add_done_callback(self._cancelled)
+        task.add_done_callback(lambda done: self._deliver(done, out))
+        return out
+
+    def _deliver(self, done, out: Future) -> None:
+        """Hand the outcome of the Dask future ``done`` to ``out``, then release ``done``."""
+        with self._lock:
+            self._pending.pop(out, None)
+        try:
+            if out.cancelled():
+                return
+            if done.status == "finished":
+                out.set_result(done.result())
+            elif done.status == "cancelled":
+                if out.cancel():
+                    out.set_running_or_notify_cancel()  # wakes concurrent.futures.wait
+            else:
+                out.set_exception(done.exception())
+        except BaseException as exc:  # noqa: BLE001 - e.g. the result could not be fetched
+            if not out.done():
+                out.set_exception(exc)
+        finally:
+            done.release()
+
+    def _cancelled(self, out: Future) -> None:
+        if out.cancelled():
+            with self._lock:
+                task = self._pending.pop(out, None)
+            if task is not None:
+                task.cancel()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Cancel pending tasks when ``cancel_futures`` (or not ``wait``), then close the
-        client (the cluster itself keeps running)."""
+        """Cancel the pending tasks when ``cancel_futures`` (or not ``wait``), else wait for
+        them; then close the client (the cluster itself keeps running)."""
+        with self._lock:
+            pending = dict(self._pending)
         try:
-            self._executor.shutdown(wait=wait and not cancel_futures)
+            if cancel_futures or not wait:
+                for out in pending:
+                    if out.cancel():
+                        out.set_running_or_notify_cancel()
+                self.client.cancel(list(pending.values()))
+            else:
+                for out in pending:
+                    out.exception()
         finally:
             self.client.close()
 
 
-def connect(address: str, *, timeout: float = 30.0, retries: int = DEFAULT_RETRIES,
+def connect(address: str, *, timeout: float | None = None, retries: int = DEFAULT_RETRIES,
             flag: str = "--scheduler") -> ClusterPool:
-    """Connect to the Dask scheduler at ``address`` and wait (up to ``timeout`` seconds) for a
-    worker.
+    """Connect to the Dask scheduler at ``address`` and wait (up to ``timeout`` seconds,
+    default :data:`CONNECT_SECONDS`) for a worker.
 
     Raises
     ------
@@ -89,6 +140,7 @@ def connect(address: str, *, timeout: float = 30.0, retries: int = DEFAULT_RETRI
         other versions of ``verify`` or of its numerical libraries (their numbers could
         differ: :data:`NUMERIC_PACKAGES`).
     """
+    timeout = CONNECT_SECONDS if timeout is None else timeout
     try:
         import distributed
     except ImportError:

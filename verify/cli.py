@@ -226,7 +226,7 @@ def _check(args: argparse.Namespace) -> int:
     budget = _cluster_settings(args)
     if args.instance:
         run = judge_instance_file(conjecture, args.instance, out_dir=out_dir,
-                                  run_id=out_dir.name)
+                                  run_id=out_dir.name, instance_budget=budget)
     else:
         executor = _executor(args)
         try:

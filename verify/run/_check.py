@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from functools import partial
-from itertools import count
+from itertools import chain, count
 from pathlib import Path
 
 from verify.claim import InstanceResult, InstanceVerdict, judge_claim
@@ -53,7 +53,7 @@ from verify.run._runner import (
     lost_record,
     new_run_id,
 )
-from verify.run._store import ResultStore
+from verify.run._store import INSTANCES_FILE, ResultStore
 from verify.run._tasks import Task, instance_fields, judge_on_instance, new_record, run_task
 from verify.run._workers import new_pool, stop_workers
 
@@ -155,7 +155,7 @@ class _Session:
                  for family in self.claim.families
                  for k in range(1 if family.kind == "explicit" else family.count)]
         taken = (pair for task in tasks for pair in jobs.submit(task, run_task, task))
-        for task, future in _chain(taken, jobs.drain()):
+        for task, future in chain(taken, jobs.drain()):
             record = self.outcome(future, partial(_lost_record, task))
             if _confirmed(record):
                 jobs.cancel()
@@ -181,11 +181,6 @@ class _Session:
                         [judge_claim(self.claim, results)], parameters, started.isoformat(),
                         datetime.now(UTC).isoformat(), time.monotonic() - clock, 0,
                         type(self.executor).__name__, extra)
-
-
-def _chain(*iterables):
-    for iterable in iterables:
-        yield from iterable
 
 
 def _search_family(space, name: str = "search") -> SearchFamily:
@@ -344,7 +339,8 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
         raise InvalidArgument(f"instances={instances} must be a positive integer.")
     started, clock = datetime.now(UTC), time.monotonic()
     out_dir = Path(out_dir)
-    if (out_dir / "instances.jsonl").exists() and (out_dir / "instances.jsonl").stat().st_size:
+    stored = out_dir / INSTANCES_FILE
+    if stored.exists() and stored.stat().st_size:
         raise InvalidArgument(f"out_dir={str(out_dir)!r} already holds results; choose another "
                               "directory.")
     pool = executor or new_pool(DEFAULT_WORKERS)
@@ -362,16 +358,17 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
 
 
 def in_flight(executor: Executor) -> int:
-    """How many instances :func:`check_conjecture` keeps in flight: two per worker (one
-    running, one ready), one in this process.
+    """How many instances :func:`check_conjecture` keeps not yet taken: four per worker (so a
+    slow instance at the head of the draw order leaves the others work for three instance
+    times), one in this process.
 
     >>> in_flight(InlineExecutor()), in_flight(new_pool(2))
-    (1, 4)
+    (1, 8)
     """
     if isinstance(executor, InlineExecutor):
         return 1
     workers = getattr(executor, "workers", None) or getattr(executor, "_max_workers", None)
-    return 2 * (workers or DEFAULT_WORKERS)
+    return 4 * (workers or DEFAULT_WORKERS)
 
 
 def _check(session: _Session, started: datetime, clock: float, budget: float | None,
@@ -405,9 +402,11 @@ def _check(session: _Session, started: datetime, clock: float, budget: float | N
 
 
 def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path,
-                        run_id: str | None = None) -> CheckRun:
+                        run_id: str | None = None,
+                        instance_budget: Budget | None = None) -> CheckRun:
     """Judge ``conjecture`` on the single instance of an instance file (a counterexample written
-    by a previous check replays this way), at the file's horizon and precision.
+    by a previous check replays this way), at the file's horizon and precision, in this
+    process (under ``instance_budget``).
 
     Raises
     ------
@@ -425,7 +424,7 @@ def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path,
     family = SearchFamily("replay", Fraction(str(simulation["horizon"])),
                           simulation.get("checkpoints"), simulation.get("precision", "float64"),
                           description=f"the instance of {path}")
-    session = _Session(conjecture, Path(out_dir), None)
+    session = _Session(conjecture, Path(out_dir), None, budget=instance_budget)
     session.judge(_renamed(loaded.instance, "replay#0"), family, 0, None)
     parameters = {"instances": None, "seed": None, "precision": None, "horizon": None}
     return session.finish(run_id or new_run_id(parameters, started), started, clock,

@@ -14,13 +14,12 @@ import os
 import signal
 import textwrap
 import threading
-import time
 import tomllib
 from pathlib import Path
 
 import pytest
 from distributed import LocalCluster, WorkerPlugin
-from run_claims_helpers import DATA, load_conclusions
+from run_claims_helpers import DATA, load_conclusions, wait_for
 
 from verify.claim import load_claims
 from verify.cli import main
@@ -110,14 +109,14 @@ def test_a_killed_worker_loses_nothing_and_recomputes_nothing_finished(
         [claims["tiny-gate"]], out_dir=out, executor=pool, progress=False)))
     runner.start()
     try:
-        _wait_for(lambda: len(list((gate / "pids").glob("*"))) >= 2 if (gate / "pids").is_dir()
+        wait_for(lambda: len(list((gate / "pids").glob("*"))) >= 2 if (gate / "pids").is_dir()
                   else None, "both workers inside an instance")
-        _wait_for(lambda: (out / "instances.jsonl").is_file() and lines(out), "#0 stored")
+        wait_for(lambda: (out / "instances.jsonl").is_file() and lines(out), "#0 stored")
         finished = [r["key"] for r in lines(out)]
         # the worker that finished #0 (its result already fetched) is now inside another one
         first = dict(line.split() for line in (gate / "calls").read_text().splitlines())
         os.kill(int(first["gate#0"]), signal.SIGKILL)
-        _wait_for(lambda: len(list((gate / "pids").glob("*"))) >= 3,
+        wait_for(lambda: len(list((gate / "pids").glob("*"))) >= 3,
                   "the killed worker's instance to start again elsewhere")
     finally:
         (gate / "release").touch()
@@ -168,7 +167,7 @@ def _die():
 
 def test_an_instance_over_its_wall_budget_is_inconclusive_budget(claims, pool, tmp_path):
     run = run_claims([claims["hull-nonincreasing"]], instances=1, out_dir=tmp_path / "r",
-                     executor=pool, progress=False, budget=Budget(seconds=1e-3))
+                     executor=pool, progress=False, budget=Budget(seconds=1e-9))  # the first step
     results = [r["result"] for r in run.records.values()]
     assert results and all(r["verdict"] == "inconclusive" for r in results)
     assert all(r["reason"].startswith("budget: the instance used up its budget (wall time")
@@ -252,12 +251,9 @@ def test_a_scheduler_that_does_not_answer_is_a_usage_error(tmp_path, capsys, mon
     assert "--scheduler=nowhere:-1" in capsys.readouterr().err
 
 
-def _wait_for(condition, what: str, timeout: float = 120.0):
-    """Poll ``condition()`` until it is truthy (a generous bound that only guards a hang)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+def test_bad_instance_budgets_are_usage_errors(tmp_path, capsys):
+    for flag, value in (("--instance-budget", "0"), ("--instance-memory", "lots"),
+                        ("--instance-memory", "-2G")):
+        assert main(["run", "hull-nonincreasing", "--out", str(tmp_path), f"{flag}={value}",
+                     "--claims-dir", str(ROOT / "claims")]) == 2
+        assert f"{flag}=" in capsys.readouterr().err

@@ -62,9 +62,9 @@ class Budget:
 
 def parse_memory(text: str, flag: str = "--instance-memory") -> int:
     """Bytes from ``"1000"``, ``"512M"``, ``"2G"`` (binary units K, M, G, T)."""
-    text = str(text).strip().upper().removesuffix("B").removesuffix("I")
-    scale = _UNITS.get(text[-1:], 1)
-    number = text[:-1] if text[-1:] in _UNITS else text
+    size = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    scale = _UNITS.get(size[-1:], 1)
+    number = size[:-1] if size[-1:] in _UNITS else size
     try:
         value = float(number) * scale
     except ValueError:

@@ -45,7 +45,9 @@ def on_worker(fn, /, *args, **kwargs):
     """Run ``fn(*args, **kwargs)`` on a Dask worker as the local pool would run it: numerics
     set up once per process (:func:`~verify.run._workers.worker_numerics`), one task at a time.
 
-    >>> on_worker(pow, 2, 10)
+    Not run here (it would set this process to one BLAS thread):
+
+    >>> on_worker(pow, 2, 10)          # doctest: +SKIP
     1024
     """
     with _TASK_LOCK:

@@ -177,10 +177,10 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         with this process (:mod:`verify.run._workers`), shut down at the end; on an exception
         (``KeyboardInterrupt``: SIGINT, or SIGTERM through the CLI) its workers are stopped at
         once and the finished instances stay stored for ``resume``.  A given executor is left
-        open; a Dask cluster works through ``dask.distributed.Client(...).get_executor()``
-        (its workers must be able to import ``verify``; :func:`verify.run.connect` opens one
-        whose tasks run as in the local pool).  :class:`InlineExecutor` runs everything in
-        this process.
+        open.  For a Dask cluster use :func:`verify.run.connect` (its tasks run as in the
+        local pool, and each result is released on the cluster once fetched, so a worker that
+        dies later costs only the instances it was running).  :class:`InlineExecutor` runs
+        everything in this process.
     progress : bool or callable, optional
         ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true,
         else a progress line every 30 s (:class:`~verify.run._progress.Progress`);

@@ -215,8 +215,8 @@ class _DrawJudge:
             (draw, (k, instance)), judge_drawn, self.session.claim, self.family, k,
             instance, draw.seed, to_plain(draw.to_json()), self.session.budget))
 
-    def drain(self) -> list:
-        return self._decide(self.jobs.drain())
+    def drain(self, wait: bool = True) -> list:
+        return self._decide(self.jobs.drain(wait))
 
     def cancel(self) -> None:
         self.jobs.cancel()
@@ -345,16 +345,12 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
                               "directory.")
     pool = executor or new_pool(DEFAULT_WORKERS)
     try:
-        run = _check(_Session(conjecture, out_dir, progress, pool, instance_budget,
-                              in_flight(pool)), started, clock, budget, instances, seed,
-                     run_id)
-    except BaseException:
-        if executor is None:  # interrupted or failed: stop the workers at once
-            stop_workers(pool)
-        raise
-    if executor is None:
-        pool.shutdown(cancel_futures=True)
-    return run
+        return _check(_Session(conjecture, out_dir, progress, pool, instance_budget,
+                               in_flight(pool)), started, clock, budget, instances, seed,
+                      run_id)
+    finally:
+        if executor is None:  # what still runs (draws past a counterexample, the deadline or
+            stop_workers(pool)  # an interruption) is not needed: stop the workers at once
 
 
 def in_flight(executor: Executor) -> int:

@@ -48,9 +48,10 @@ class InOrder:
         self._queue.append((tag, future))
         return self._take()
 
-    def drain(self) -> Iterator[tuple[object, Future]]:
-        """Every remaining outcome, in order, as it finishes."""
-        while self._queue:
+    def drain(self, wait: bool = True) -> Iterator[tuple[object, Future]]:
+        """Every remaining outcome, in order, as it finishes (``wait=False``: only those
+        already finished with all their predecessors)."""
+        while self._queue and (wait or self._queue[0][1].done()):
             self._wait_oldest()
             yield self._queue.popleft()
 

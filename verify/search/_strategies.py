@@ -296,7 +296,7 @@ class _Sequential:
     def submit(self, draw: Draw) -> list[tuple[Draw, bool]]:
         return [(draw, self.evaluate(draw))]
 
-    def drain(self) -> list[tuple[Draw, bool]]:
+    def drain(self, wait: bool = True) -> list[tuple[Draw, bool]]:
         return []
 
 
@@ -315,17 +315,18 @@ def search(space: SearchSpace, evaluate, *, seed: int, max_examples: int | None 
     space : SearchSpace
     evaluate : callable or evaluator
         ``evaluate(draw) -> bool`` (``True``: a counterexample was confirmed, stop); or an
-        object with ``submit(draw)`` and ``drain()``, each returning the ``(draw, found)``
-        pairs decided since, in draw order (``drain`` waits for all), and optionally
-        ``cancel()``, called when the search stops at a counterexample with draws in flight.
-        An exception either raises propagates unchanged (after Hypothesis has been left).
+        object with ``submit(draw)`` and ``drain(wait)``, each returning the ``(draw, found)``
+        pairs decided since, in draw order (``drain(True)`` waits for all, ``drain(False)``
+        takes those already decided: the deadline has passed), and ``cancel()``, called when
+        the search stops with draws in flight. An exception either raises propagates unchanged
+        (after Hypothesis has been left).
     seed : int
         Hypothesis's seed: the same seed gives the same sequence of draws.
     max_examples : int, optional
         Maximum number of draws (default: 100 without a deadline, unbounded with one).
     deadline : float, optional
-        A :func:`time.monotonic` time; no draw is made after it (draws in flight are still
-        decided).
+        A :func:`time.monotonic` time; no draw is made after it (of the draws in flight, those
+        already decided in draw order are taken, the others dropped).
 
     Returns
     -------
@@ -378,11 +379,12 @@ def search(space: SearchSpace, evaluate, *, seed: int, max_examples: int | None 
             if stop.reason != "budget":
                 raise
             stopped = "budget"
-        take(decided(evaluator.drain))
+        take(decided(lambda: evaluator.drain(stopped != "budget")))
     except _Stop as stop:
         if stop.error is not None:
             raise stop.error from None
         stopped, final = stop.reason, stop.draw
+    finally:
         if hasattr(evaluator, "cancel"):
             evaluator.cancel()
     return SearchStats(count[0], stopped, final, {a: dict(c) for a, c in covered.items()},

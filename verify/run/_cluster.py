@@ -15,7 +15,13 @@ pool, so the records are written by this process, as they arrive, to the same st
   ``KilledWorker`` and the runner records the instance as *lost*, recomputed on ``--resume``.
   ``retries`` re-runs a task that raised (the tasks of the runner do not raise: an exception
   on an instance is an inconclusive record).
-* Shutting down cancels what is pending and closes the client; the cluster keeps running.
+* Each result is fetched as soon as it is ready and released on the cluster, so a worker that
+  dies later costs only the instances it was running (``distributed``'s own
+  ``Client.get_executor()`` keeps every future alive: the scheduler would recompute finished
+  instances held by a dead worker).
+* The local pool's other worker settings do not apply: a Dask worker is not in this process's
+  group (Ctrl-C here cancels what is queued for it, :meth:`ClusterPool.shutdown`) and outlives
+  the client by design. Shutting down closes the client; the cluster keeps running.
 
 Examples
 --------

@@ -14,7 +14,9 @@ import os
 import signal
 import textwrap
 import threading
+import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,7 @@ from verify.run import (
     parse_conjecture,
     run_claims,
 )
+from verify.run._ordered import InOrder
 
 load_conclusions()
 ROOT = Path(__file__).parent.parent
@@ -257,3 +260,16 @@ def test_bad_instance_budgets_are_usage_errors(tmp_path, capsys):
         assert main(["run", "hull-nonincreasing", "--out", str(tmp_path), f"{flag}={value}",
                      "--claims-dir", str(ROOT / "claims")]) == 2
         assert f"{flag}=" in capsys.readouterr().err
+
+
+def _late(k: int, count: int) -> int:
+    time.sleep(0.01 * (count - k))  # later submissions finish first
+    return k
+
+
+def test_outcomes_are_taken_in_submission_order_whatever_finishes_first():
+    with ThreadPoolExecutor(4) as executor:
+        jobs = InOrder(executor, window=4)
+        taken = [pair for k in range(8) for pair in jobs.submit(k, _late, k, 8)]
+        taken += list(jobs.drain())
+    assert [tag for tag, _ in taken] == [future.result() for _, future in taken] == list(range(8))

@@ -98,8 +98,8 @@ def _add_cluster_options(parser) -> None:
     """``--scheduler`` and the per-instance budgets, shared by ``run`` and ``check``."""
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the instances on a Dask cluster, e.g. tcp://10.0.0.1:8786 "
-                             "(pip install 'selfattention-verify[dask]'; default: a local "
-                             "process pool); the results are the same")
+                             "(the extra: pip install '.[dask]'; default: a local process "
+                             "pool); the results are the same")
     parser.add_argument("--instance-budget", type=float, metavar="SECONDS",
                         help="wall time of one instance; one that uses it up is inconclusive "
                              "(budget) instead of holding up the others")

@@ -152,8 +152,8 @@ def connect(address: str, *, timeout: float | None = None, retries: int = DEFAUL
     try:
         import distributed
     except ImportError:
-        raise InvalidArgument(f"{flag} needs Dask: pip install 'selfattention-verify[dask]' "
-                              "(or pip install distributed).") from None
+        raise InvalidArgument(f"{flag} needs Dask: pip install '.[dask]' in the source tree "
+                              "(or pip install distributed threadpoolctl).") from None
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:

@@ -1,9 +1,11 @@
-"""Shared by tests/test_run.py and tests/test_report.py: the tiny claims and their conclusions."""
+"""Shared by tests/test_run.py, tests/test_report.py, tests/test_interrupt.py and
+tests/test_cluster.py: the tiny claims, their conclusions, and polling for a condition."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data" / "run_claims"
@@ -19,3 +21,14 @@ def load_conclusions():
         spec.loader.exec_module(module)
     sys.modules[name].ensure_registered()
     return sys.modules[name]
+
+
+def wait_for(condition, what: str, timeout: float = 120.0):
+    """Poll ``condition()`` until it is truthy (a generous bound that only guards a hang)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

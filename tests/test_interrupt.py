@@ -14,10 +14,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from run_claims_helpers import wait_for
 
 TESTS = Path(__file__).parent
 LAUNCH = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); "
@@ -26,17 +26,6 @@ LAUNCH = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); "
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc; the runner's workers are forked")
-
-
-def wait_for(condition, what: str, timeout: float = 120.0):
-    """Poll ``condition()`` until it is truthy (a generous bound that only guards a hang)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def children(pid: int) -> set[int]:

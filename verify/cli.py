@@ -4,10 +4,12 @@
     verify simulate FILE [--horizon T] [--precision P] [--checkpoints N] [--json] [--save PATH]
     verify run [ID ...] [--instances N] [--seed S] [--precision DIGITS|auto|float64]
                [--horizon T] [--out DIR] [--json] [--resume RUN_DIR] [--claims-dir DIR]
+               [--scheduler ADDRESS] [--instance-budget SECONDS] [--instance-memory SIZE]
     verify list [--claims-dir DIR] [--reports DIR]
     verify show ID [--claims-dir DIR]
     verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
-                 [--instance INSTANCE_FILE]
+                 [--instance INSTANCE_FILE] [--scheduler ADDRESS] [--instance-budget SECONDS]
+                 [--instance-memory SIZE]
 
 Every flag, file and output path is checked before work starts (exit 2, naming it); sanity
 limits (instances, horizon, memory, T·|V|: :mod:`verify.resources`) are lifted by
@@ -92,6 +94,42 @@ ALLOW_LARGE_HELP = ("lift the sanity limits: more than 10 000 instances, a horiz
                     "than half of the memory, T·|V| too large for the precision")
 MAX_BUDGET = 86_400  # seconds of `verify check --budget` without --allow-large
 
+
+def _add_cluster_options(parser) -> None:
+    """``--scheduler`` and the per-instance budgets, shared by ``run`` and ``check``."""
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the instances on a Dask cluster, e.g. tcp://10.0.0.1:8786 "
+                             "(the extra: pip install '.[dask]'; default: a local process "
+                             "pool); the results are the same")
+    parser.add_argument("--instance-budget", type=float, metavar="SECONDS",
+                        help="wall time of one instance; one that uses it up is inconclusive "
+                             "(budget) instead of holding up the others")
+    parser.add_argument("--instance-memory", metavar="SIZE",
+                        help="memory one instance may add to its worker, e.g. 2G; beyond it "
+                             "the instance is inconclusive (budget)")
+
+
+def _cluster_settings(args: argparse.Namespace):
+    """The per-instance :class:`~verify.run.Budget` of ``args`` (``None``: no limit)."""
+    from verify.run import Budget, parse_memory
+
+    if args.instance_budget is None and args.instance_memory is None:
+        return None
+    if args.instance_budget is not None and not args.instance_budget > 0:
+        raise InvalidArgument(f"--instance-budget={args.instance_budget} must be a positive "
+                              "number of seconds.")
+    memory = None if args.instance_memory is None else parse_memory(args.instance_memory)
+    return Budget(args.instance_budget, memory)
+
+
+def _executor(args: argparse.Namespace):
+    """A :class:`~verify.run.ClusterPool` on ``--scheduler``, or ``None`` (the local pool)."""
+    if not args.scheduler:
+        return None
+    from verify.run import connect
+
+    return connect(args.scheduler)
+
 #: The conclusion types, for the help text (a test keeps it equal to verify.conclusions).
 CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
  about t -> infinity (holds: a resolved trend, re-checked at 3/2 of the horizon; violated:
@@ -150,6 +188,7 @@ def _add_check_command(sub) -> None:
     check.add_argument("--json", action="store_true", help="print the outcome as JSON")
     check.add_argument("--no-figures", action="store_true", help="HTML report without figures")
     check.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
+    _add_cluster_options(check)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -185,13 +224,20 @@ def _check(args: argparse.Namespace) -> int:
             print(f"  {key.split('/', 1)[1]:<12} {r['verdict']:<13} "
                   f"{' '.join(r['reason'].split())[:110]}", file=sys.stderr)
 
+    budget = _cluster_settings(args)
     if args.instance:
         run = judge_instance_file(conjecture, args.instance, out_dir=out_dir,
-                                  run_id=out_dir.name)
+                                  run_id=out_dir.name, instance_budget=budget)
     else:
-        run = check_conjecture(conjecture, out_dir=out_dir, budget=args.budget,
-                               instances=args.instances, seed=args.seed, progress=show,
-                               run_id=out_dir.name)
+        executor = _executor(args)
+        try:
+            run = check_conjecture(conjecture, out_dir=out_dir, budget=args.budget,
+                                   instances=args.instances, seed=args.seed, progress=show,
+                                   run_id=out_dir.name, executor=executor,
+                                   instance_budget=budget)
+        finally:
+            if executor is not None:
+                executor.shutdown(cancel_futures=True)
     paths = write_reports(run, figures=not args.no_figures)
     verdict = run.claim_results[0]
     shrink = run.extra.get("shrink") or {}
@@ -292,6 +338,7 @@ def _add_claim_commands(sub) -> None:
     run.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     run.add_argument("--no-figures", action="store_true", help="HTML report without figures")
     run.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
+    _add_cluster_options(run)
     lst = sub.add_parser("list", help="list the claims with their last verdict",
                          description="Ids, paper labels, kinds and the verdict of the newest "
                                      "report in the reports directory.")
@@ -372,14 +419,19 @@ def _run(args: argparse.Namespace) -> int:
 
     if not args.resume:
         out_dir = Path(args.out) / new_run_id({"ids": ids})
+    budget = _cluster_settings(args)
+    executor = _executor(args)
     try:
         run = run_claims(selected, instances=args.instances, seed=args.seed,
                          precision=args.precision, horizon=args.horizon, out_dir=out_dir,
-                         resume=bool(args.resume),
+                         resume=bool(args.resume), executor=executor, budget=budget,
                          run_id=None if args.resume else out_dir.name)
     except KeyboardInterrupt as exc:
         exc.hint = _resume_hint(out_dir, args)
         raise
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
     started = time.monotonic()
     paths = write_reports(run, figures=not args.no_figures)
     report_seconds = time.monotonic() - started

@@ -8,7 +8,9 @@ the number of attempted steps; the monitor
 * returns ``("stalled", message)`` when, over the last ``window`` steps, the pace (time advanced
   per step) cannot reach the horizon within the remaining ``max_steps`` (deterministic), or, if
   ``stall_seconds`` is given, when no time at all was gained in that much wall clock;
-* returns ``("budget", message)`` once ``budget`` seconds of wall clock are used up.
+* returns ``("budget", message)`` once ``budget`` seconds of wall clock are used up, or once
+  the wall-clock budget of the enclosing :func:`wall_budget` block (one instance of a run, all
+  its integrations together) is.
 
 >>> lines = []
 >>> m = RunMonitor(0.0, 10.0, max_steps=1000, window=10, progress=lines.append, every=0.0)
@@ -23,9 +25,12 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
-__all__ = ["RunMonitor", "stderr_progress", "PROGRESS_SECONDS"]
+__all__ = ["RunMonitor", "stderr_progress", "PROGRESS_SECONDS", "wall_budget", "WallBudget"]
 
 PROGRESS_SECONDS = 10.0  # at most one progress line per this many seconds
 
@@ -37,6 +42,40 @@ def stderr_progress(label: str = "simulate") -> Callable[[str], None]:
         print(f"{label}: {line}", file=sys.stderr, flush=True)
 
     return write
+
+
+@dataclass
+class WallBudget:
+    """The shared wall-clock budget of a :func:`wall_budget` block: ``stopped`` lists the
+    messages of the integrations it ended."""
+
+    seconds: float
+    deadline: float
+    stopped: list[str] = field(default_factory=list)
+
+
+_WALL_BUDGET: ContextVar[WallBudget | None] = ContextVar("verify_wall_budget", default=None)
+
+
+@contextmanager
+def wall_budget(seconds: float | None) -> Iterator[WallBudget | None]:
+    """Every integration monitored inside the block (in this thread) stops with status
+    ``"budget"`` once ``seconds`` of wall clock have passed since the block began
+    (``None``: no limit).
+
+    >>> with wall_budget(0.0) as shared:
+    ...     RunMonitor(0.0, 1.0, max_steps=10).check(0.5, 1)[0], len(shared.stopped)
+    ('budget', 1)
+    """
+    if seconds is None:
+        yield None
+        return
+    shared = WallBudget(float(seconds), time.monotonic() + float(seconds))
+    token = _WALL_BUDGET.set(shared)
+    try:
+        yield shared
+    finally:
+        _WALL_BUDGET.reset(token)
 
 
 class RunMonitor:
@@ -68,6 +107,12 @@ class RunMonitor:
         if self.budget is not None and now - self.start > self.budget:
             return "budget", (f"wall-clock budget of {self.budget:g} s used up at t={t:.6g} "
                               f"(of T={self.T:g}); the checkpoints reached are kept.")
+        shared = _WALL_BUDGET.get()
+        if shared is not None and now >= shared.deadline:
+            message = (f"the instance's wall-clock budget of {shared.seconds:g} s was used up "
+                       f"at t={t:.6g} (of T={self.T:g}).")
+            shared.stopped.append(message)
+            return "budget", message
         if self.stall_seconds is not None and now - self.best[1] > self.stall_seconds:
             return "stalled", (f"no progress past t={self.best[0]:.6g} for "
                                f"{now - self.best[1]:.0f} s of wall clock.")

@@ -4,10 +4,11 @@
 reports are written from it by :mod:`verify.report.results`.
 
 * Parallelism: any :class:`concurrent.futures.Executor`. The default is a process pool with
-  :data:`DEFAULT_WORKERS` = 2 workers; for a cluster pass
-  ``dask.distributed.Client(address).get_executor()`` (no Dask dependency here; design.md
-  measured 0.66 s start-up and 1.7 ms per task for Dask, ~0.05 ms for the local pool).
-  :class:`InlineExecutor` runs in this process.
+  :data:`DEFAULT_WORKERS` = 2 workers; :func:`connect` opens a :class:`ClusterPool` on a Dask
+  cluster (the optional extra ``[dask]``; its tasks run as in the local pool, so the numbers
+  agree: :mod:`verify.run._cluster`). :class:`InlineExecutor` runs in this process.
+* Budgets: a :class:`Budget` bounds the wall time and memory of each instance; one that uses
+  it up is *inconclusive (budget)* (:mod:`verify.run._budget`).
 * Storage: ``<out>/instances.jsonl`` gains one line per finished instance; ``resume=True``
   (``verify run --resume DIR``) never recomputes a stored instance of an unchanged claim file.
 * Conjectures (``verify check``): :func:`load_conjecture` reads a user's file,
@@ -24,7 +25,9 @@ Examples
 True
 """
 
+from verify.run._budget import Budget, parse_memory
 from verify.run._check import EXIT_CODES, CheckRun, check_conjecture, judge_instance_file
+from verify.run._cluster import ClusterPool, connect
 from verify.run._conjecture import Conjecture, load_conjecture, parse_conjecture
 from verify.run._progress import Progress, progress_enabled
 from verify.run._runner import DEFAULT_WORKERS, InlineExecutor, RunResult, new_run_id, run_claims
@@ -35,4 +38,4 @@ __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_W
            "ResultStore", "Progress", "progress_enabled", "Task", "run_task", "exact_inputs",
            "higher_precision", "longer_checkpoints", "Conjecture", "load_conjecture",
            "parse_conjecture", "check_conjecture", "judge_instance_file", "CheckRun",
-           "EXIT_CODES"]
+           "EXIT_CODES", "Budget", "parse_memory", "ClusterPool", "connect"]

@@ -9,7 +9,14 @@ r"""``verify check``: judge a conjecture on its instances, search for a countere
    by :func:`verify.search.search` (Hypothesis for the structured parameters, a seeded NumPy
    generator for the arrays) until ``instances`` have been drawn or the time ``budget`` ends;
    out-of-scope draws are recorded and never count as support;
-3. for a confirmed violation: :func:`verify.search.shrink` with our moves, a move being kept
+
+   steps 1 and 2 run in an executor (by default the local process pool; a Dask cluster through
+   :func:`verify.run.connect`): the draws are made here, in their seeded order, judged a few
+   per worker at a time and taken back in draw order (:class:`~verify.run._ordered.InOrder`),
+   so the records, the first counterexample and the summary are those of judging them one by
+   one (``executor=InlineExecutor()``);
+3. for a confirmed violation, in this process (it is sequential):
+   :func:`verify.search.shrink` with our moves, a move being kept
    when the shrunk instance is still in scope and still violates the conjecture; the smallest
    instance is then re-checked at higher precision and a longer horizon (walking back along
    the chain to the last confirmed one if needed) and written to
@@ -24,18 +31,31 @@ proof. Exit codes: :data:`EXIT_CODES`.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
-from itertools import count
+from functools import partial
+from itertools import chain, count
 from pathlib import Path
 
 from verify.claim import InstanceResult, InstanceVerdict, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
-from verify.run._runner import RunResult, _write_counterexample, new_run_id
-from verify.run._store import ResultStore
+from verify.run._budget import Budget, judge_within
+from verify.run._ordered import InOrder
+from verify.run._runner import (
+    DEFAULT_WORKERS,
+    InlineExecutor,
+    RunResult,
+    _lost_record,
+    _write_counterexample,
+    lost_record,
+    new_run_id,
+)
+from verify.run._store import INSTANCES_FILE, ResultStore
 from verify.run._tasks import Task, instance_fields, judge_on_instance, new_record, run_task
+from verify.run._workers import new_pool, stop_workers
 
 __all__ = ["check_conjecture", "CheckRun", "EXIT_CODES", "DEFAULT_BUDGET", "SearchFamily",
            "judge_instance_file"]
@@ -78,19 +98,32 @@ def _record(claim, family, k, instance, result, extra, draw=None) -> dict:
     return record
 
 
+def judge_drawn(claim, family: SearchFamily, k: int, instance, seed, draw=None,
+                budget: Budget | None = None) -> dict:
+    """The record of ``claim`` judged on ``instance`` (with the re-check of a violation),
+    under ``budget``: the unit of work of the search, run on a worker."""
+    result, extra = judge_within(budget, lambda: judge_on_instance(
+        claim, family, instance, seed=seed, horizon=family.horizon,
+        checkpoints=family.checkpoints, precision=family.precision))
+    return _record(claim, family, k, instance, result, extra, draw)
+
+
 def _confirmed(record: dict) -> bool:
     rechecked = record["result"].get("rechecked") or {}
     return record["result"]["verdict"] == "violated" and rechecked.get("verdict") == "violated"
 
 
 class _Session:
-    """The state of one check: the store, the records and the callbacks."""
+    """The state of one check: the store, the records, the executor and the callbacks."""
 
-    def __init__(self, conjecture, out_dir: Path, progress):
+    def __init__(self, conjecture, out_dir: Path, progress, executor: Executor | None = None,
+                 budget: Budget | None = None, window: int = 1):
         self.conjecture, self.claim = conjecture, conjecture.claim
         self.out_dir, self.store = out_dir, ResultStore(out_dir)
         self.records: dict = {}
         self.progress = progress
+        self.executor = executor or InlineExecutor()
+        self.budget, self.window = budget, window
 
     def keep(self, record: dict) -> dict:
         record = _write_counterexample(record, self.out_dir)
@@ -100,29 +133,45 @@ class _Session:
             self.progress(record["key"], record)
         return record
 
+    def jobs(self) -> InOrder:
+        return InOrder(self.executor, self.window)
+
+    def outcome(self, future, lost) -> dict:
+        """The record a job delivered, kept; ``lost(exc)`` makes the record of a job whose
+        worker died."""
+        from verify.errors import UserFunctionError
+
+        try:
+            record = future.result()
+        except UserFunctionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
+            record = lost(exc)
+        return self.keep(record)
+
     def families(self) -> dict | None:
-        for family in self.claim.families:
-            count = 1 if family.kind == "explicit" else family.count
-            for k in range(count):
-                record = self.keep(run_task(Task(self.claim, family.name, k)))
-                if _confirmed(record):
-                    return record
+        jobs = self.jobs()
+        tasks = [Task(self.claim, family.name, k, budget=self.budget)
+                 for family in self.claim.families
+                 for k in range(1 if family.kind == "explicit" else family.count)]
+        taken = (pair for task in tasks for pair in jobs.submit(task, run_task, task))
+        for task, future in chain(taken, jobs.drain()):
+            record = self.outcome(future, partial(_lost_record, task))
+            if _confirmed(record):
+                jobs.cancel()
+                return record
         return None
 
     def judge(self, instance, family: SearchFamily, k: int, seed, draw=None) -> dict:
-        """Judge ``instance`` (with the re-check of a violation) and keep its record."""
-        result, extra = self._judge(instance, family, seed, recheck=True)
-        return self.keep(_record(self.claim, family, k, instance, result, extra, draw))
+        """Judge ``instance`` here (with the re-check of a violation) and keep its record."""
+        return self.keep(judge_drawn(self.claim, family, k, instance, seed, draw, self.budget))
 
     def first_pass_violated(self, instance, family: SearchFamily) -> bool:
         """The shrinker's oracle: in scope and violated by the first run (no re-check)."""
-        result, _ = self._judge(instance, family, None, recheck=False)
+        result, _ = judge_within(self.budget, lambda: judge_on_instance(
+            self.claim, family, instance, seed=None, horizon=family.horizon,
+            checkpoints=family.checkpoints, precision=family.precision, recheck=False))
         return result.verdict is InstanceVerdict.VIOLATED
-
-    def _judge(self, instance, family: SearchFamily, seed, recheck: bool):
-        return judge_on_instance(self.claim, family, instance, seed=seed,
-                                 horizon=family.horizon, checkpoints=family.checkpoints,
-                                 precision=family.precision, recheck=recheck)
 
     def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
                extra: dict) -> CheckRun:
@@ -130,8 +179,8 @@ class _Session:
         results = [InstanceResult.from_json(r["result"]) for r in self.records.values()]
         return CheckRun(run_id, self.out_dir, [self.claim], self.records,
                         [judge_claim(self.claim, results)], parameters, started.isoformat(),
-                        datetime.now(UTC).isoformat(), time.monotonic() - clock, 0, "inline",
-                        extra)
+                        datetime.now(UTC).isoformat(), time.monotonic() - clock, 0,
+                        type(self.executor).__name__, extra)
 
 
 def _search_family(space, name: str = "search") -> SearchFamily:
@@ -139,37 +188,73 @@ def _search_family(space, name: str = "search") -> SearchFamily:
                         description="instances drawn from the [search] space")
 
 
+class _DrawJudge:
+    """The search's evaluator (:func:`verify.search.search`): each draw is built here (a draw
+    that cannot be built is skipped), numbered, judged in the session's executor
+    (:func:`judge_drawn`) and kept in draw order; the first confirmed violation stops it."""
+
+    def __init__(self, session: _Session, space, family: SearchFamily):
+        from verify.search import build_instance
+
+        self.session, self.space, self.family = session, space, family
+        self.build = build_instance
+        self.jobs = session.jobs()
+        self.skipped: list[str] = []
+        self.found: dict = {}
+        self.judged = count()
+
+    def submit(self, draw) -> list:
+        try:
+            instance = self.build(self.space, draw, f"{self.family.name}#?")
+        except InvalidArgument as exc:
+            self.skipped.append(str(exc))
+            return self._decide(self.jobs.resolved((draw, None), None))
+        k = next(self.judged)
+        instance = _renamed(instance, f"{self.family.name}#{k}")
+        return self._decide(self.jobs.submit(
+            (draw, (k, instance)), judge_drawn, self.session.claim, self.family, k,
+            instance, draw.seed, to_plain(draw.to_json()), self.session.budget))
+
+    def drain(self, wait: bool = True) -> list:
+        return self._decide(self.jobs.drain(wait))
+
+    def cancel(self) -> None:
+        self.jobs.cancel()
+
+    def _decide(self, taken) -> list:
+        """Keep the records of ``taken`` in order, up to the first confirmed violation (what
+        ran ahead of it is dropped, as the sequential search never judged it)."""
+        out = []
+        for (draw, job), future in taken:
+            if self.found:
+                break
+            if job is None:
+                out.append((draw, False))
+                continue
+            (k, instance), family = job, self.family
+            record = self.session.outcome(future, partial(
+                lost_record, self.session.claim, family.name, k, draw.seed, family.precision,
+                family.horizon))
+            if _confirmed(record):
+                self.found.update(record=record, instance=instance)
+            out.append((draw, _confirmed(record)))
+        return out
+
+
 def _run_search(session: _Session, deadline: float, instances: int | None, seed: int):
-    from verify.search import build_instance, search
+    from verify.search import search
 
     space = session.conjecture.search
-    family = _search_family(space)
-    found: dict = {}
-    skipped: list[str] = []
-    judged = count()
-
-    def evaluate(draw) -> bool:
-        try:
-            instance = build_instance(space, draw, f"{family.name}#?")
-        except InvalidArgument as exc:
-            skipped.append(str(exc))
-            return False
-        k = next(judged)
-        instance = _renamed(instance, f"{family.name}#{k}")
-        record = session.judge(instance, family, k, draw.seed, to_plain(draw.to_json()))
-        if _confirmed(record):
-            found.update(record=record, instance=instance)
-            return True
-        return False
-
+    judge = _DrawJudge(session, space, _search_family(space))
     try:
-        summary = to_plain(search(space, evaluate, seed=seed, max_examples=instances,
+        summary = to_plain(search(space, judge, seed=seed, max_examples=instances,
                                   deadline=deadline).to_json())
     except KeyboardInterrupt:
+        judge.cancel()
         summary = {"stopped": "interrupted"}
     summary.update(space=space.describe().splitlines(), horizon=str(space.horizon),
-                   skipped=len(skipped), skipped_examples=skipped[:3])
-    return found, summary
+                   skipped=len(judge.skipped), skipped_examples=judge.skipped[:3])
+    return judge.found, summary
 
 
 def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
@@ -220,7 +305,8 @@ def _renamed(instance, name: str):
 
 def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = None,
                      instances: int | None = None, seed: int = 0, progress=None,
-                     run_id: str | None = None) -> CheckRun:
+                     run_id: str | None = None, executor: Executor | None = None,
+                     instance_budget: Budget | None = None) -> CheckRun:
     """Judge ``conjecture`` (a :class:`~verify.run.Conjecture`): its families, then a search
     for a counterexample, then shrinking; see the module docstring.
 
@@ -238,6 +324,14 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
         Seed of the search: the same seed gives the same draws.
     progress : callable, optional
         ``progress(key, record)`` after every instance.
+    executor : concurrent.futures.Executor, optional
+        Where the families and the search draws are judged (a few per worker in flight, taken
+        back in draw order: the outcome does not depend on it). Default: a local process pool
+        of :data:`~verify.run.DEFAULT_WORKERS` workers, shut down at the end; a
+        :class:`~verify.run._cluster.ClusterPool` runs them on a Dask cluster;
+        :class:`~verify.run.InlineExecutor` in this process. Shrinking runs here.
+    instance_budget : Budget, optional
+        Wall time and memory of each instance (:mod:`verify.run._budget`).
     """
     if budget is not None and budget <= 0:
         raise InvalidArgument(f"budget={budget} must be a positive number of seconds.")
@@ -245,10 +339,37 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
         raise InvalidArgument(f"instances={instances} must be a positive integer.")
     started, clock = datetime.now(UTC), time.monotonic()
     out_dir = Path(out_dir)
-    session = _Session(conjecture, out_dir, progress)
-    if session.store.path.exists() and session.store.path.stat().st_size:
+    stored = out_dir / INSTANCES_FILE
+    if stored.exists() and stored.stat().st_size:
         raise InvalidArgument(f"out_dir={str(out_dir)!r} already holds results; choose another "
                               "directory.")
+    pool = executor or new_pool(DEFAULT_WORKERS)
+    try:
+        return _check(_Session(conjecture, out_dir, progress, pool, instance_budget,
+                               in_flight(pool)), started, clock, budget, instances, seed,
+                      run_id)
+    finally:
+        if executor is None:  # what still runs (draws past a counterexample, the deadline or
+            stop_workers(pool)  # an interruption) is not needed: stop the workers at once
+
+
+def in_flight(executor: Executor) -> int:
+    """How many instances :func:`check_conjecture` keeps not yet taken: four per worker (so a
+    slow instance at the head of the draw order leaves the others work for three instance
+    times), one in this process.
+
+    >>> in_flight(InlineExecutor()), in_flight(new_pool(2))
+    (1, 8)
+    """
+    if isinstance(executor, InlineExecutor):
+        return 1
+    workers = getattr(executor, "workers", None) or getattr(executor, "_max_workers", None)
+    return 4 * (workers or DEFAULT_WORKERS)
+
+
+def _check(session: _Session, started: datetime, clock: float, budget: float | None,
+           instances: int | None, seed: int, run_id: str | None) -> CheckRun:
+    conjecture = session.conjecture
     seconds = budget if budget is not None else (None if instances else DEFAULT_BUDGET)
     deadline = None if seconds is None else clock + seconds
     parameters = {"instances": instances, "seed": seed, "precision": None, "horizon": None}
@@ -277,9 +398,11 @@ def check_conjecture(conjecture, *, out_dir: str | Path, budget: float | None = 
 
 
 def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path,
-                        run_id: str | None = None) -> CheckRun:
+                        run_id: str | None = None,
+                        instance_budget: Budget | None = None) -> CheckRun:
     """Judge ``conjecture`` on the single instance of an instance file (a counterexample written
-    by a previous check replays this way), at the file's horizon and precision.
+    by a previous check replays this way), at the file's horizon and precision, in this
+    process (under ``instance_budget``).
 
     Raises
     ------
@@ -297,7 +420,7 @@ def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path,
     family = SearchFamily("replay", Fraction(str(simulation["horizon"])),
                           simulation.get("checkpoints"), simulation.get("precision", "float64"),
                           description=f"the instance of {path}")
-    session = _Session(conjecture, Path(out_dir), None)
+    session = _Session(conjecture, Path(out_dir), None, budget=instance_budget)
     session.judge(_renamed(loaded.instance, "replay#0"), family, 0, None)
     parameters = {"instances": None, "seed": None, "precision": None, "horizon": None}
     return session.finish(run_id or new_run_id(parameters, started), started, clock,

@@ -3,8 +3,11 @@
 For every claim, family and instance the runner decides the hypotheses, calls the claim's
 check, re-checks a violation at higher precision and a longer horizon, writes a confirmed
 counterexample to ``<out>/counterexamples/`` and applies the claim-level verdict rules
-(:func:`verify.claim.judge_claim`).  Instances run in a :mod:`concurrent.futures` executor and
-are stored as they finish (:class:`~verify.run._store.ResultStore`).
+(:func:`verify.claim.judge_claim`).  Instances run in a :mod:`concurrent.futures` executor (the
+local process pool, or a Dask cluster: :mod:`verify.run._cluster`) and are stored by this
+process as they finish (:class:`~verify.run._store.ResultStore`).  An instance whose worker
+died (a broken pool, a Dask ``KilledWorker``) is stored as *lost* (``"lost": true``, verdict
+inconclusive) and computed again by a resumed run, whichever executor it uses.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from verify.claim import InstanceResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.run._budget import Budget
 from verify.run._progress import Progress
 from verify.run._store import ResultStore
 from verify.run._tasks import Task, run_task
@@ -109,13 +113,13 @@ class RunResult:
         return sorted(found, key=lambda r: (order.get(r["family"], 99), r["k"]))
 
 
-def _tasks(claims, instances, seed, precision, horizon) -> list[Task]:
+def _tasks(claims, instances, seed, precision, horizon, budget=None) -> list[Task]:
     tasks = []
     for claim in claims:
         for family in claim.families:
             count = 1 if family.kind == "explicit" else (instances or family.count)
             for k in range(count):
-                tasks.append(Task(claim, family.name, k, seed, precision, horizon))
+                tasks.append(Task(claim, family.name, k, seed, precision, horizon, budget))
     return tasks
 
 
@@ -150,7 +154,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                precision: object = None, horizon: object = None, out_dir: str | Path,
                executor: Executor | None = None,
                progress: bool | Callable[[str, dict], None] | None = None,
-               resume: bool = False, run_id: str | None = None) -> RunResult:
+               resume: bool = False, run_id: str | None = None,
+               budget: Budget | None = None) -> RunResult:
     """Check every claim on its instances and judge it.
 
     Parameters
@@ -172,8 +177,9 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         with this process (:mod:`verify.run._workers`), shut down at the end; on an exception
         (``KeyboardInterrupt``: SIGINT, or SIGTERM through the CLI) its workers are stopped at
         once and the finished instances stay stored for ``resume``.  A given executor is left
-        open; a Dask cluster works through ``dask.distributed.Client(...).get_executor()``
-        (its workers must be able to import ``verify``).  :class:`InlineExecutor` runs
+        open.  For a Dask cluster use :func:`verify.run.connect` (its tasks run as in the
+        local pool, and each result is released on the cluster once fetched, so a worker that
+        dies later costs only the instances it was running).  :class:`InlineExecutor` runs
         everything in this process.
     progress : bool or callable, optional
         ``None``: a progress bar on stderr when it is a terminal and ``CI`` is not true,
@@ -184,6 +190,9 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         default to the stored ones; a different explicit value is an error.
     run_id : str, optional
         Default: the stored one when resuming, else :func:`new_run_id`.
+    budget : Budget, optional
+        Wall time and memory of each instance (:mod:`verify.run._budget`); one that uses it up
+        is inconclusive, with a reason starting ``budget:``.
 
     Returns
     -------
@@ -216,9 +225,9 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                      "claims": [c.id for c in claims]})
     h = parameters.get("horizon")
     tasks = _tasks(claims, parameters.get("instances"), parameters.get("seed"),
-                   parameters.get("precision"), None if h is None else Fraction(h))
+                   parameters.get("precision"), None if h is None else Fraction(h), budget)
     sha = {c.id: c.sha256 for c in claims}
-    done = {t.key for t in tasks if t.key in records
+    done = {t.key for t in tasks if t.key in records and not records[t.key].get("lost")
             and records[t.key].get("claim_sha256") == sha[t.claim.id]}
     todo = [t for t in tasks if t.key not in done]
     records = {t.key: records[t.key] for t in tasks if t.key in done}
@@ -265,12 +274,19 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
 
 
 def _lost_record(task: Task, exc: BaseException) -> dict:
+    family = task.claim.family(task.family)
+    return lost_record(task.claim, family.name, task.k, family.seed_of(task.k, task.seed),
+                       task.precision, task.horizon, exc)
+
+
+def lost_record(claim, family: str, k: int, seed: int | None, precision: object,
+                horizon: object, exc: BaseException) -> dict:
+    """The record of an instance whose worker failed (``exc``): inconclusive, ``"lost":
+    true`` (a resumed run computes it again)."""
     from verify.run._tasks import _error_result, new_record
 
-    family = task.claim.family(task.family)
-    seed = family.seed_of(task.k, task.seed)
-    out = _error_result(f"{family.name}#{task.k}", family.name, seed, "the worker", exc)
-    record = new_record(task.claim, family.name, task.k, seed, task.precision, task.horizon)
+    out = _error_result(f"{family}#{k}", family, seed, "the worker", exc)
+    record = new_record(claim, family, k, seed, precision, horizon)
     record.update(exception=out["exception"], traceback=out["traceback"],
-                  result=out["result"].to_json(), seconds=None)
+                  result=out["result"].to_json(), seconds=None, lost=True)
     return record

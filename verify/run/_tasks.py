@@ -32,6 +32,7 @@ from verify.claim import (
 )
 from verify.claim._plain import to_plain
 from verify.errors import UserFunctionError
+from verify.run._budget import judge_within
 
 __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
            "higher_precision", "longer_checkpoints", "exact_inputs", "RECHECK_HORIZON_FACTOR",
@@ -46,7 +47,8 @@ class Task:
     """What a worker needs to judge ``claim`` on instance ``k`` of family ``family``.
 
     ``instances``, ``seed``, ``precision``, ``horizon`` are the run's overrides (``None``: the
-    family's own).
+    family's own); ``budget`` (a :class:`~verify.run._budget.Budget`) limits the instance's
+    wall time and memory.
     """
 
     claim: object
@@ -55,6 +57,7 @@ class Task:
     seed: int | None = None
     precision: object = None
     horizon: Fraction | None = None
+    budget: object = None
 
     @property
     def key(self) -> str:
@@ -145,8 +148,9 @@ def run_task(task: Task) -> dict:
         record.update(instance_fields(claim, instance, horizon, precision))
     except Exception as exc:  # noqa: BLE001 - a run never crashes on one instance
         return finish(**_error_result(name, family.name, seed, "drawing the instance", exc))
-    result, extra = judge_on_instance(claim, family, instance, seed=seed, horizon=horizon,
-                                      checkpoints=family.checkpoints, precision=precision)
+    result, extra = judge_within(task.budget, lambda: judge_on_instance(
+        claim, family, instance, seed=seed, horizon=horizon, checkpoints=family.checkpoints,
+        precision=precision))
     return finish(result, **extra)
 
 

@@ -6,6 +6,9 @@ runs :func:`worker_init` first, which
 * ignores SIGINT: Ctrl-C on a terminal reaches the whole process group, and the parent decides
   (it stops the workers and keeps what is stored);
 * restores the default SIGTERM action (a forked worker inherits the parent's Python handler);
+* sets up the numerics as every worker of a run, local or on a Dask cluster, must have them
+  (:func:`worker_numerics`: one BLAS thread), so that the numbers do not depend on where an
+  instance ran;
 * dies with its parent: on Linux the kernel sends SIGKILL when the parent dies
   (``prctl(PR_SET_PDEATHSIG)``), elsewhere a daemon thread polls ``os.getppid()`` every second.
   Without it a worker of a killed run waits for work forever.
@@ -30,7 +33,7 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ["new_pool", "worker_init", "stop_workers"]
+__all__ = ["new_pool", "worker_init", "worker_numerics", "stop_workers"]
 
 _PR_SET_PDEATHSIG = 1
 _POLL_SECONDS = 1.0
@@ -42,7 +45,9 @@ def new_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def worker_init() -> None:
-    """Run in each new worker: ignore SIGINT, default SIGTERM, die with the parent."""
+    """Run in each new worker: ignore SIGINT, default SIGTERM, one BLAS thread, die with the
+    parent."""
+    worker_numerics()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parent = os.getppid()
@@ -58,6 +63,22 @@ def worker_init() -> None:
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), name="verify-parent-watch",
                      daemon=True).start()
+
+
+def worker_numerics() -> None:
+    """One BLAS/OpenMP thread in this process (the instances are small: a threaded BLAS costs
+    more than it gains, and its reduction order could depend on the thread count).
+
+    The environment variables reach a BLAS loaded later; an already loaded one is limited with
+    ``threadpoolctl`` when it is installed (the ``dask`` extra installs it).
+    """
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1)
 
 
 def _watch_parent(parent: int) -> None:

@@ -14,7 +14,9 @@ one-instance :class:`~verify.claim.Family` (whose ``to_json`` is a claim-file fa
 
 :func:`search` drives Hypothesis's engine (generate phase only, no database, a fixed seed) and
 stops at the first draw the oracle confirms as a counterexample, after ``max_examples`` draws,
-or at a :func:`time.monotonic` deadline.  The same seed gives the same draws.
+or at a :func:`time.monotonic` deadline.  The same seed gives the same draws; the oracle may
+judge several at once (``verify check`` on a process pool or a Dask cluster) and report in
+draw order, which gives the same outcome as judging them one by one.
 
 Examples
 --------
@@ -285,22 +287,46 @@ class _Stop(BaseException):
         self.reason, self.draw, self.error = reason, draw, error
 
 
-def search(space: SearchSpace, evaluate: Callable[[Draw], bool], *, seed: int,
-           max_examples: int | None = None, deadline: float | None = None) -> SearchStats:
-    """Feed draws of ``space`` to ``evaluate`` until it returns ``True`` or a budget ends.
+class _Sequential:
+    """The evaluator of a plain ``evaluate(draw) -> bool``: each outcome known at once."""
+
+    def __init__(self, evaluate: Callable[[Draw], bool]) -> None:
+        self.evaluate = evaluate
+
+    def submit(self, draw: Draw) -> list[tuple[Draw, bool]]:
+        return [(draw, self.evaluate(draw))]
+
+    def drain(self, wait: bool = True) -> list[tuple[Draw, bool]]:
+        return []
+
+
+def search(space: SearchSpace, evaluate, *, seed: int, max_examples: int | None = None,
+           deadline: float | None = None) -> SearchStats:
+    """Feed draws of ``space`` to ``evaluate`` until it reports a counterexample or a budget
+    ends.
+
+    The draws are generated here, in one sequence fixed by ``seed``; ``evaluate`` may judge
+    them one at a time or several at once (in parallel), as long as it reports the outcomes
+    in draw order: the search then stops at the first counterexample *in draw order* and its
+    statistics count the draws up to it, whatever ran ahead.
 
     Parameters
     ----------
     space : SearchSpace
-    evaluate : callable
-        ``evaluate(draw) -> bool``; ``True`` means a counterexample was confirmed (stop).
-        An exception it raises propagates unchanged (after Hypothesis has been left).
+    evaluate : callable or evaluator
+        ``evaluate(draw) -> bool`` (``True``: a counterexample was confirmed, stop); or an
+        object with ``submit(draw)`` and ``drain(wait)``, each returning the ``(draw, found)``
+        pairs decided since, in draw order (``drain(True)`` waits for all, ``drain(False)``
+        takes those already decided: the deadline has passed), and ``cancel()``, called when
+        the search stops with draws in flight. An exception either raises propagates unchanged
+        (after Hypothesis has been left).
     seed : int
         Hypothesis's seed: the same seed gives the same sequence of draws.
     max_examples : int, optional
         Maximum number of draws (default: 100 without a deadline, unbounded with one).
     deadline : float, optional
-        A :func:`time.monotonic` time; no draw is evaluated after it.
+        A :func:`time.monotonic` time; no draw is made after it (of the draws in flight, those
+        already decided in draw order are taken, the others dropped).
 
     Returns
     -------
@@ -317,9 +343,24 @@ def search(space: SearchSpace, evaluate: Callable[[Draw], bool], *, seed: int,
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise InvalidArgument(f"seed={seed!r} ({type(seed).__name__}) must be an integer.")
     limit = max_examples if max_examples is not None else 100 if deadline is None else 10**9
+    evaluator = evaluate if hasattr(evaluate, "submit") else _Sequential(evaluate)
     covered = {axis: Counter() for axis in AXES}
     count = [0]
     start = time.monotonic()
+
+    def take(outcomes: list) -> None:
+        for draw, found in outcomes:
+            count[0] += 1
+            for axis, value in draw.labels().items():
+                covered[axis][value] += 1
+            if found:
+                raise _Stop("found", draw)
+
+    def decided(step: Callable[[], list], draw: Draw | None = None) -> list:
+        try:
+            return list(step())
+        except Exception as exc:  # leave Hypothesis before re-raising (no replay, no report)
+            raise _Stop("error", draw, exc) from None
 
     @hypothesis.seed(seed)
     @settings(database=None, deadline=None, max_examples=limit, phases=[Phase.generate],
@@ -328,22 +369,23 @@ def search(space: SearchSpace, evaluate: Callable[[Draw], bool], *, seed: int,
     def run(draw: Draw) -> None:
         if deadline is not None and time.monotonic() >= deadline:
             raise _Stop("budget")
-        count[0] += 1
-        for axis, value in draw.labels().items():
-            covered[axis][value] += 1
-        try:
-            found = evaluate(draw)
-        except Exception as exc:  # leave Hypothesis before re-raising (no replay, no report)
-            raise _Stop("error", draw, exc) from None
-        if found:
-            raise _Stop("found", draw)
+        take(decided(lambda: evaluator.submit(draw), draw))
 
     stopped, final = "examples", None
     try:
-        run()
+        try:
+            run()
+        except _Stop as stop:
+            if stop.reason != "budget":
+                raise
+            stopped = "budget"
+        take(decided(lambda: evaluator.drain(stopped != "budget")))
     except _Stop as stop:
         if stop.error is not None:
             raise stop.error from None
         stopped, final = stop.reason, stop.draw
+    finally:
+        if hasattr(evaluator, "cancel"):
+            evaluator.cancel()
     return SearchStats(count[0], stopped, final, {a: dict(c) for a, c in covered.items()},
                        time.monotonic() - start)

@@ -4,8 +4,11 @@
 re-checking) with error estimate ``error``; ``run-test-raises`` raises. Neither is about
 ``t -> infinity``, so the engine judges them once, on the family's horizon.
 ``CALLS`` counts the calls made in this process (the resume test uses it).
-``run-test-gate`` (the interruption test) holds at once on instance ``#0``; on any other it
-records its process id in ``$VERIFY_TEST_GATE/pids/`` and waits for ``$VERIFY_TEST_GATE/release``.
+``run-test-allocates`` allocates ``megabytes`` MiB and holds (the memory budget test).
+``run-test-gate`` (the interruption and cluster tests) appends the instance's name and its
+process id to ``$VERIFY_TEST_GATE/calls`` and holds at once on instance ``#0``; on any other
+it records its process id in ``$VERIFY_TEST_GATE/pids/`` and waits for
+``$VERIFY_TEST_GATE/release``.
 """
 
 from __future__ import annotations
@@ -45,9 +48,21 @@ def raising_judge(evaluation):
     raise ZeroDivisionError("boom")
 
 
+def allocating_judge(evaluation):
+    """Allocates ``megabytes`` MiB (a memory budget below it must stop the instance)."""
+    import numpy as np
+
+    block = np.ones(int(evaluation.parameters["megabytes"]) * 2**17)
+    return decide(evaluation.request, Fraction(int(block[-1])), Fraction(0), "toy allocation",
+                  unit="toy")
+
+
 def gate_judge(evaluation):
     request = evaluation.request
     gate = os.environ.get("VERIFY_TEST_GATE")
+    if gate:
+        with open(os.path.join(gate, "calls"), "a", encoding="utf-8") as calls:
+            calls.write(f"{request.instance.name} {os.getpid()}\n")
     if gate and not request.instance.name.endswith("#0"):
         os.makedirs(os.path.join(gate, "pids"), exist_ok=True)
         open(os.path.join(gate, "pids", str(os.getpid())), "w").close()
@@ -66,6 +81,11 @@ def ensure_registered() -> None:
     if "run-test-raises" not in CONCLUSIONS:
         register_conclusion("run-test-raises", summary="a broken judge", needs="nothing",
                             asymptotic=False)(raising_judge)
+    if "run-test-allocates" not in CONCLUSIONS:
+        register_conclusion("run-test-allocates", summary="allocates some memory",
+                            needs="nothing", asymptotic=False,
+                            keys={"megabytes": "MiB to allocate"},
+                            required=("megabytes",))(allocating_judge)
     if "run-test-gate" not in CONCLUSIONS:
         register_conclusion("run-test-gate", summary="waits for the test's release file",
                             needs="nothing", asymptotic=False)(gate_judge)

@@ -58,8 +58,8 @@ import numpy as np
 from verify.exact.inputs import as_float_array
 
 __all__ = ["HardmaxCertifier", "HardmaxLeg", "ArbHardmaxLeg", "certify_arb",
-           "log_arb_threshold", "continuation_unavailable", "LOG_HARDMAX", "STATE_SAFETY",
-           "CHECKS_PER_UNIT"]
+           "log_arb_threshold", "check_grid", "continuation_unavailable", "LOG_HARDMAX",
+           "STATE_SAFETY", "CHECKS_PER_UNIT"]
 
 LOG_HARDMAX = math.log(746.0)  # e^{-746} underflows to 0 in float64
 STATE_SAFETY = 100.0  # a-priori state error: STATE_SAFETY·(rtol·max|z| + atol) per entry
@@ -259,21 +259,31 @@ class HardmaxLeg:
         return ok
 
     def grid(self, checkpoints: list[float]) -> list[tuple[float, int | None]]:
-        """Check times after ``t0``: every checkpoint (with its index in ``checkpoints``) and a
-        uniform grid of :data:`CHECKS_PER_UNIT` per unit time (at most :data:`MAX_CHECKS`)."""
-        later = [(t, k) for k, t in enumerate(checkpoints) if t > self.t0]
-        if not later:
-            return []
-        end = later[-1][0]
-        count = min(MAX_CHECKS, int(math.ceil((end - self.t0) * CHECKS_PER_UNIT)))
-        extra = [(self.t0 + (end - self.t0) * m / count, None) for m in range(1, count)]
-        merged = sorted(later + extra, key=lambda item: (item[0], item[1] is None))
-        return merged
+        """Check times after ``t0`` (:func:`check_grid`)."""
+        return check_grid(self.t0, checkpoints)
 
     def describe(self) -> dict:
         return {"t0": self.t0, "t_end": self.t_last, "leaders": sorted(int(v) for v in self.heads),
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta}
+
+
+def check_grid(t0, checkpoints: list) -> list:
+    """Check times after ``t0``: every checkpoint (with its index in ``checkpoints``) and a
+    uniform grid of :data:`CHECKS_PER_UNIT` per unit time (at most :data:`MAX_CHECKS`), in the
+    type of the times given (floats, or ``Fraction`` for exact arb runs).
+
+    >>> times = [Fraction(0), Fraction(1, 10), Fraction(1, 5)]
+    >>> [(str(t), k) for t, k in check_grid(Fraction(0), times)]
+    [('1/20', None), ('1/10', 1), ('1/10', None), ('3/20', None), ('1/5', 2)]
+    """
+    later = [(t, k) for k, t in enumerate(checkpoints) if t > t0]
+    if not later:
+        return []
+    end = later[-1][0]
+    count = min(MAX_CHECKS, math.ceil((end - t0) * CHECKS_PER_UNIT))
+    extra = [(t0 + (end - t0) * m / count, None) for m in range(1, count)]
+    return sorted(later + extra, key=lambda item: (item[0], item[1] is None))
 
 
 def _norm_bound(M: np.ndarray) -> float:
@@ -410,15 +420,8 @@ class ArbHardmaxLeg:
         return ok
 
     def grid(self, checkpoints: list) -> list:
-        """Exact check times after ``t0``: the checkpoints (with their index) and
-        :data:`CHECKS_PER_UNIT` per unit time (at most :data:`MAX_CHECKS`)."""
-        later = [(Fraction(t), k) for k, t in enumerate(checkpoints) if t > self.t0]
-        if not later:
-            return []
-        end = later[-1][0]
-        count = min(MAX_CHECKS, math.ceil((end - self.t0) * CHECKS_PER_UNIT))
-        extra = [(self.t0 + (end - self.t0) * m / count, None) for m in range(1, count)]
-        return sorted(later + extra, key=lambda item: (item[0], item[1] is None))
+        """Exact check times after ``t0`` (:func:`check_grid` on ``Fraction`` times)."""
+        return check_grid(self.t0, [Fraction(t) for t in checkpoints])
 
     def describe(self) -> dict:
         return {"t0": float(self.t0), "t_end": float(self.t_last), "leaders": self.heads,

@@ -389,30 +389,21 @@ class ArbHardmaxLeg:
         n, d, B = self.n, self.d, self.field._heads[0][1]
         Y = arb_mat(n, d, [A[self.slot[i], c] + sC[i, c] for i in range(n) for c in range(d)])
         mask = self.field.mask
-        lowest = math.inf
+        lows = []  # lower bounds of every gap S̃_{i l(i)} − S̃_ij
         for a, head in enumerate(self.heads):
             rows = [i for i in range(n) if self.slot[i] == a]
             diff = arb_mat(n, d, [(0 if self.slot[j] == a else A[a, c] - A[self.slot[j], c])
                                   - sC[j, c] for j in range(n) for c in range(d)])
             G = arb_mat(len(rows), d, [Y[i, c] for i in rows for c in range(d)]) * B \
                 * diff.transpose()
-            for r, i in enumerate(rows):
-                for j in range(n):
-                    if j == head or (mask is not None and not mask[i, j]):
-                        continue
-                    low = G[r, j].lower()
-                    if not low > 0:
-                        lowest = -math.inf
-                        break
-                    lowest = min(lowest, float(low))
-                if lowest == -math.inf:
-                    break
-            if lowest == -math.inf:
-                break
+            lows += [float(G[r, j].lower()) for r, i in enumerate(rows) for j in range(n)
+                     if j != head and (mask is None or mask[i, j])]
+        lowest = min(lows, default=math.inf)  # a positive bound rounded to 0.0 fails: safe
         self.checked += 1
-        log_margin = float(2 * growth.mid()) + math.log(lowest) if lowest > 0 else -math.inf
         if lowest == math.inf:
             log_margin = math.inf
+        else:
+            log_margin = float(2 * growth.mid()) + math.log(lowest) if lowest > 0 else -math.inf
         self.worst = min(self.worst, log_margin)
         ok = log_margin >= log_arb_threshold(self.bits, n)
         if ok:

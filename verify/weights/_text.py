@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from verify.weights._classify import HeadClass, count_classes
 
-__all__ = ["head_table", "head_table_markdown", "counts_sentence", "COLUMNS"]
+__all__ = ["head_table", "head_table_markdown", "table_cells", "counts_sentence", "COLUMNS",
+           "LEGEND"]
 
 #: (header, width) of the table's columns
 COLUMNS = (("head", 5), ("λ_1 (certified ball)", 26), ("|λ_2|", 10), ("rps", 5), ("good", 5),
@@ -26,7 +27,8 @@ def _yes(value: bool | None) -> str:
     return "?" if value is None else "yes" if value else "no"
 
 
-def _cells(c: HeadClass) -> list[str]:
+def table_cells(c) -> list[str]:
+    """The cells of one row (``c``: a :class:`HeadClass` or anything with its fields)."""
     second = "" if c.second_modulus is None else f"{c.second_modulus:.6g}"
     qk_phi = "" if c.qk_phi is None else f"{c.qk_phi:.6g}"
     return [c.name, c.leading, second, _yes(c.real_positive_simple), _yes(c.good_triple), qk_phi,
@@ -57,15 +59,15 @@ def head_table(classes: list[HeadClass]) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in COLUMNS).rstrip(),
              "  ".join("-" * w for _, w in COLUMNS)]
     for c in classes:
-        lines.append("  ".join(v.ljust(w) for v, (_, w) in zip(_cells(c), COLUMNS,
+        lines.append("  ".join(v.ljust(w) for v, (_, w) in zip(table_cells(c), COLUMNS,
                                                                 strict=True)).rstrip())
     return "\n".join(lines + ["", LEGEND, counts_sentence(classes)])
 
 
 def head_table_markdown(classes: list[HeadClass]) -> str:
     """The same table in Markdown."""
-    lines = ["| " + " | ".join(h for h, _ in COLUMNS) + " |",
+    lines = ["| " + " | ".join(h.replace("|", "\\|") for h, _ in COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(v.replace("|", "\\|") for v in _cells(c)) + " |"
+    lines += ["| " + " | ".join(v.replace("|", "\\|") for v in table_cells(c)) + " |"
               for c in classes]
     return "\n".join(lines + ["", LEGEND, "", counts_sentence(classes)])

@@ -558,8 +558,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  {spec.type}" + (f" ({keys})" if keys else "") + f": {spec.kind.summary}")
     print("families:")
     for fam in claim.families:
-        size = "1 instance" if fam.kind == "explicit" else \
-            f"{fam.count} instances, seed {fam.seed}"
+        size = "1 instance" if fam.kind == "explicit" else f"{fam.count} instances" + (
+            f", seed {fam.seed}" if fam.seed is not None else "")
         print(f"  {fam.name} ({fam.kind}, {size}; n={fam.n}, d={fam.d}, horizon {fam.horizon},"
               f" precision {fam.precision})" + (f": {fam.description}" if fam.description
                                                  else ""))

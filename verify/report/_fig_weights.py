@@ -10,12 +10,8 @@ r"""Figures of real Transformer heads: spectra per layer and a sentence's token 
 
 Examples
 --------
->>> import numpy as np
->>> from verify.weights._classify import classify_head
->>> from verify.weights._heads import HeadWeights
->>> eye = np.eye(2, dtype=np.float32)
->>> c = classify_head(HeadWeights(0, 0, eye, eye, np.diag([2, -1]).astype(np.float32), eye))
->>> fig = weights_spectra_figure([c])
+>>> fig = weights_spectra_figure([{"layer": 0, "head": 0, "good_triple": True,
+...                               "eigenvalues": [[2.0, 0.0, 0.0], [-1.0, 0.0, 0.0]]}])
 >>> len(fig.axes)
 1
 """
@@ -80,11 +76,17 @@ def sentence_paths_figure(times, values, words: list[str], leaders: list[int],
     for i, word in enumerate(words):
         lead = i in leaders
         ax.plot(times, values[:, i], color=colours[i], linewidth=2.0 if lead else 1.0)
-        ax.annotate(word + (" (leader)" if lead else ""), (times[-1], values[-1, i]),
-                    xytext=(4, 0), textcoords="offset points", fontsize=8, va="center",
-                    color=colours[i], fontweight="bold" if lead else "normal")
+        # words at t = 0, where the tokens are still apart; the leaders again at the end
+        ax.annotate(word, (times[0], values[0, i]), xytext=(-4, 0), textcoords="offset points",
+                    fontsize=8, va="center", ha="right", color=colours[i],
+                    fontweight="bold" if lead else "normal")
+        if lead:
+            ax.annotate(f"“{word}” (leader)", (times[-1], values[-1, i]), xytext=(4, 0),
+                        textcoords="offset points", fontsize=8, va="center",
+                        color=colours[i], fontweight="bold")
     ax.set_xlabel("t")
     ax.set_ylabel(r"$\varphi_1^*(z_i(t))$")
-    ax.set_xlim(times[0], times[-1] * 1.25)
+    span = times[-1] - times[0]
+    ax.set_xlim(times[0] - 0.18 * span, times[-1] + 0.25 * span)
     ax.set_title(title, fontsize=10)
     return fig

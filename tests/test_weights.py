@@ -298,7 +298,10 @@ def test_minilm_sentence_tokens_and_embeddings():
 
 
 # -- the report ------------------------------------------------------------------------------
-def test_report_has_a_real_weights_section_with_table_spectra_and_token_paths(tiny, tmp_path):
+def test_report_has_a_real_weights_section_with_table_spectra_and_token_paths(tiny, tmp_path,
+                                                                            monkeypatch):
+    import verify.report.html
+    import verify.report.paper_figures  # noqa: F401  (registers the paper's figures first)
     from verify.claim import parse_claim
     from verify.report.results import load_results, write_reports
     from verify.run import InlineExecutor, run_claims
@@ -309,6 +312,7 @@ def test_report_has_a_real_weights_section_with_table_spectra_and_token_paths(ti
     out = tmp_path / "20261101T000000Z-abcdef"
     run = run_claims([claim], out_dir=out, executor=InlineExecutor(), progress=False,
                      run_id=out.name)
+    monkeypatch.setattr(verify.report.html, "PAPER_FIGURES", [])  # not this test's subject
     paths = write_reports(run)
     part = load_results(paths["results.json"])["real_weights"]
     assert part["available"] and part["counts"]["good_triple"] == 1

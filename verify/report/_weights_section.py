@@ -48,13 +48,13 @@ def _compute(claim) -> dict:
         return {"available": False, "reason": str(exc)}
     classes = classify_heads(weights, jobs=2)
     layer, head = (int(v) for v in family.heads[0].split("."))
-    dynamics = sentence_dynamics(head_weights(weights, layer, head), embed(weights, ids), words,
-                                 variant=family.variant, horizon=float(family.horizon),
-                                 checkpoints=33)
+    hw, x = head_weights(weights, layer, head), embed(weights, ids)
+    dynamics = sentence_dynamics(hw, x, words, variant="plain", horizon=float(family.horizon))
+    sphere = sentence_dynamics(hw, x, words, variant="sphere", horizon=float(family.horizon))
     return {"available": True, "source": weights.source, "counts": count_classes(classes),
             "counts_text": counts_sentence(classes), "table": head_table_markdown(classes),
             "heads": [c.to_json() for c in classes], "sentence": family.sentence,
-            "dynamics": dynamics}
+            "dynamics": dynamics, "sphere": sphere}
 
 
 def real_weights_part(run) -> dict:
@@ -93,6 +93,18 @@ def _dynamics_lines(dyn: dict) -> list[str]:
     return lines
 
 
+def _sphere_line(dyn: dict | None) -> list[str]:
+    if not dyn:
+        return []
+    if not dyn["leaders"] or dyn["undecided"]:
+        return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): the "
+                f"leaders are not all certified at the horizon (undecided rows "
+                f"{[i + 1 for i in dyn['undecided']]})."]
+    return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): leaders "
+            + ", ".join(f"`{w}`" for w in dyn["leader_words"])
+            + f"; Boolean limit of P of rank {dyn['boolean_rank']}."]
+
+
 def weights_markdown(part: dict) -> list[str]:
     """Markdown lines of the section (empty when there is none)."""
     if not part:
@@ -105,7 +117,7 @@ def weights_markdown(part: dict) -> list[str]:
             "residual stream; biases, other heads, MLP and LayerNorms left out), classified "
             "with exact characteristic polynomials and certified eigenvalue balls "
             "(`verify weights`).", "", part["table"], "", *_dynamics_lines(part["dynamics"]),
-            ""]
+            "", *_sphere_line(part.get("sphere")), ""]
 
 
 def weights_html(part: dict, figures: str) -> list[str]:
@@ -128,8 +140,9 @@ def weights_html(part: dict, figures: str) -> list[str]:
     return (["<h2>Real weights</h2>", f"<p>{inline_html(intro)}</p>",
              f"<table><tr>{head}</tr>{body}</table>", f"<p>{html.escape(LEGEND)}</p>",
              f"<p>{html.escape(part['counts_text'])}</p>"]
-            + [f"<p>{inline_html(line)}</p>" for line in _dynamics_lines(part["dynamics"])
-               if line] + [figures])
+            + [f"<p>{inline_html(line)}</p>" for line in
+               _dynamics_lines(part["dynamics"]) + _sphere_line(part.get("sphere")) if line]
+            + [figures])
 
 
 def weights_figures(part: dict) -> list:

@@ -7,10 +7,11 @@ estimate included) and reads, at the horizon:
 * the **leaders** and the **Boolean limit** of $P$ from the certified hardmax graph
   (:func:`verify.summary.attention_reading`: every score margin certified against the error
   estimate, or the row is reported undecided);
-* for a good triple, the **predicted** hyperplanes of Theorem 4.2, $\{\varphi_1^* = c\}$ with
-  $c \in \{a, 0, b\}$, $a, b$ the extreme values of $\varphi_1^*$ over the leaders
-  ($\varphi_1^*$ from :func:`verify.exact.eigenpair`, a certified enclosure), against the
-  **observed** $\varphi_1^*(z_i(T))$ of every token and its distance to the nearest hyperplane.
+* for a good triple in the plain model, the **predicted** hyperplanes of Theorem 4.2,
+  $\{\varphi_1^* = c\}$ with $c \in \{a, 0, b\}$, $a, b$ the extreme values of
+  $\varphi_1^*$ over the leaders ($\varphi_1^*$ from :func:`verify.exact.eigenpair`, a
+  certified enclosure), against the **observed** $\varphi_1^*(z_i(T))$ of every token and its
+  distance to the nearest hyperplane.
 
 Examples
 --------
@@ -63,12 +64,11 @@ def sentence_dynamics(head: HeadWeights, x: np.ndarray, words: list[str], *,
            "boolean_rank": reading.get("boolean_rank"), "good_triple": check.explanation,
            "hyperplanes": None, "status": str(getattr(traj, "status", "")),
            "digits": None if traj.digits is None else float(np.min(traj.digits[-1:]))}
-    if check.holds is not True:
+    if check.holds is not True or variant != "plain":  # Theorem 4.2 is about the plain model
         return out
     pair = eigenpair(V, 0)
     phi = pair.left_float
-    z = traj.z if variant == "plain" else traj.x
-    paths = np.asarray(z, dtype=float) @ phi
+    paths = np.asarray(traj.z, dtype=float) @ phi
     out["phi_paths"] = paths.tolist()
     if leaders and reading.get("decided"):
         final = paths[-1]

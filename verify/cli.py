@@ -9,6 +9,7 @@
     verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
                  [--instance INSTANCE_FILE]
     verify weights [SOURCE] [--space model|head] [--json] [--figure PATH] [--jobs N]
+                   [--sentence TEXT [--head L.h] [--variant plain|sphere] [--horizon T]]
 
 Every flag, file and output path is checked before work starts (exit 2, naming it); sanity
 limits (instances, horizon, memory, T·|V|: :mod:`verify.resources`) are lifted by
@@ -589,6 +590,16 @@ def _add_weights_command(sub) -> None:
                          help="also write the spectra of each layer in the complex plane (PNG)")
     weights.add_argument("--jobs", type=int, default=2, metavar="N",
                          help="processes classifying heads in parallel (default 2)")
+    weights.add_argument("--sentence", metavar="TEXT",
+                         help="instead of the table: run TEXT's embeddings under one head "
+                              "(--head) and print the leaders (words), the predicted and "
+                              "observed hyperplanes and the Boolean limit of the attention")
+    weights.add_argument("--head", metavar="L.h", default="3.9",
+                         help="layer and head (0-based) for --sentence (default 3.9)")
+    weights.add_argument("--variant", choices=("plain", "sphere"), default="plain",
+                         help="--sentence model: 'plain' (rescaled z) or 'sphere' (post-LN)")
+    weights.add_argument("--horizon", type=float, default=4.0, metavar="T",
+                         help="--sentence horizon (default 4)")
 
 
 def _weights(args: argparse.Namespace) -> int:
@@ -600,6 +611,8 @@ def _weights(args: argparse.Namespace) -> int:
     from verify.weights._text import head_table
 
     weights = load_weights(args.source)
+    if args.sentence is not None:
+        return _weights_sentence(args, weights)
     classes = classify_heads(weights, args.space, jobs=args.jobs)
     if args.figure:
         from verify.report.figures import figure_to_png_bytes, weights_spectra_figure
@@ -615,6 +628,31 @@ def _weights(args: argparse.Namespace) -> int:
         print(head_table(classes))
         if args.figure:
             print(f"\nspectra figure: {args.figure}")
+    return 0
+
+
+def _weights_sentence(args: argparse.Namespace, weights) -> int:
+    import re
+
+    from verify.weights import embed, head_weights, tokenize
+    from verify.weights._dynamics import sentence_dynamics
+    from verify.weights._text import dynamics_lines, sphere_line
+
+    match = re.fullmatch(r"(\d+)\.(\d+)", args.head)
+    if match is None:
+        raise InvalidArgument(f"--head={args.head!r} must be 'L.h' (layer and head, 0-based), "
+                              "e.g. 3.9.")
+    if not 0 < args.horizon <= 1000:
+        raise InvalidArgument(f"--horizon={args.horizon} must be in (0, 1000].")
+    head = head_weights(weights, int(match[1]), int(match[2]))
+    words, ids = tokenize(weights, args.sentence)
+    out = sentence_dynamics(head, embed(weights, ids), words, variant=args.variant,
+                            horizon=args.horizon)
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        lines = dynamics_lines(out) if args.variant == "plain" else sphere_line(out)
+        print("\n".join(lines).replace("`", ""))
     return 0
 
 

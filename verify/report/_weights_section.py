@@ -69,44 +69,10 @@ def real_weights_part(run) -> dict:
     return {"real_weights": _DONE[key]} if _DONE[key] else {}
 
 
-def _dynamics_lines(dyn: dict) -> list[str]:
-    words = " ".join(dyn["words"])
-    lines = [f"Sentence `{words}` under head {dyn['head']} alone ({dyn['variant']} model, "
-             f"horizon {dyn['horizon']:g}; {dyn['good_triple']})", ""]
-    if dyn["leaders"]:
-        lines.append("Leaders (certified hardmax at the horizon): " + ", ".join(
-            f"`{w}` (token {i + 1})" for i, w in zip(dyn["leaders"], dyn["leader_words"],
-                                                     strict=True))
-            + (f"; Boolean limit of P of rank {dyn['boolean_rank']}." if
-               dyn.get("boolean_rank") is not None else "."))
-    if dyn["undecided"]:
-        lines.append(f"Rows whose leader is undecided at the horizon: "
-                     f"{[i + 1 for i in dyn['undecided']]}.")
-    planes = dyn.get("hyperplanes")
-    if planes:
-        offsets = ", ".join(f"{c:.6g}" for c in planes["offsets"])
-        far = max(planes["per_token"], key=lambda r: r["distance"])
-        lines += ["", f"Predicted hyperplanes (Theorem 4.2): φ₁* ∈ {{{offsets}}} (a, b from the "
-                  f"leaders). Observed at the horizon: the largest distance of a token to them is "
-                  f"{far['distance']:.3g} (`{far['word']}`); φ₁* per token: " + ", ".join(
-                      f"`{r['word']}` {r['phi']:.4g}" for r in planes["per_token"]) + "."]
-    return lines
-
-
-def _sphere_line(dyn: dict | None) -> list[str]:
-    if not dyn:
-        return []
-    if not dyn["leaders"] or dyn["undecided"]:
-        return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): the "
-                f"leaders are not all certified at the horizon (undecided rows "
-                f"{[i + 1 for i in dyn['undecided']]})."]
-    return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): leaders "
-            + ", ".join(f"`{w}`" for w in dyn["leader_words"])
-            + f"; Boolean limit of P of rank {dyn['boolean_rank']}."]
-
-
 def weights_markdown(part: dict) -> list[str]:
     """Markdown lines of the section (empty when there is none)."""
+    from verify.weights._text import dynamics_lines, sphere_line
+
     if not part:
         return []
     if not part.get("available"):
@@ -116,8 +82,8 @@ def weights_markdown(part: dict) -> list[str]:
             "B = W_Q[h]ᵀ W_K[h] / √d_head and V = W_O[:, h] W_V[h] (one head alone on the "
             "residual stream; biases, other heads, MLP and LayerNorms left out), classified "
             "with exact characteristic polynomials and certified eigenvalue balls "
-            "(`verify weights`).", "", part["table"], "", *_dynamics_lines(part["dynamics"]),
-            "", *_sphere_line(part.get("sphere")), ""]
+            "(`verify weights`).", "", part["table"], "", *dynamics_lines(part["dynamics"]),
+            "", *sphere_line(part.get("sphere")), ""]
 
 
 def weights_html(part: dict, figures: str) -> list[str]:
@@ -130,7 +96,7 @@ def weights_html(part: dict, figures: str) -> list[str]:
         return ["<h2>Real weights</h2>", f"<p>Not shown: {html.escape(part['reason'])}</p>"]
     from types import SimpleNamespace
 
-    from verify.weights._text import COLUMNS, LEGEND, table_cells
+    from verify.weights._text import COLUMNS, LEGEND, dynamics_lines, sphere_line, table_cells
 
     head = "".join(f"<th>{html.escape(h)}</th>" for h, _ in COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in
@@ -141,7 +107,7 @@ def weights_html(part: dict, figures: str) -> list[str]:
              f"<table><tr>{head}</tr>{body}</table>", f"<p>{html.escape(LEGEND)}</p>",
              f"<p>{html.escape(part['counts_text'])}</p>"]
             + [f"<p>{inline_html(line)}</p>" for line in
-               _dynamics_lines(part["dynamics"]) + _sphere_line(part.get("sphere")) if line]
+               dynamics_lines(part["dynamics"]) + sphere_line(part.get("sphere")) if line]
             + [figures])
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from verify.weights._classify import HeadClass, count_classes
 
 __all__ = ["head_table", "head_table_markdown", "table_cells", "counts_sentence", "COLUMNS",
-           "LEGEND"]
+           "LEGEND", "dynamics_lines", "sphere_line"]
 
 #: (header, width) of the table's columns
 COLUMNS = (("head", 5), ("λ_1 (certified ball)", 26), ("|λ_2|", 10), ("rps", 5), ("good", 5),
@@ -71,3 +71,41 @@ def head_table_markdown(classes: list[HeadClass]) -> str:
     lines += ["| " + " | ".join(v.replace("|", "\\|") for v in table_cells(c)) + " |"
               for c in classes]
     return "\n".join(lines + ["", LEGEND, "", counts_sentence(classes)])
+
+
+def dynamics_lines(dyn: dict) -> list[str]:
+    """Sentences (Markdown) on a run of :func:`verify.weights.sentence_dynamics`."""
+    words = " ".join(dyn["words"])
+    lines = [f"Sentence `{words}` under head {dyn['head']} alone ({dyn['variant']} model, "
+             f"horizon {dyn['horizon']:g}; {dyn['good_triple']})", ""]
+    if dyn["leaders"]:
+        lines.append("Leaders (certified hardmax at the horizon): " + ", ".join(
+            f"`{w}` (token {i + 1})" for i, w in zip(dyn["leaders"], dyn["leader_words"],
+                                                     strict=True))
+            + (f"; Boolean limit of P of rank {dyn['boolean_rank']}." if
+               dyn.get("boolean_rank") is not None else "."))
+    if dyn["undecided"]:
+        lines.append(f"Rows whose leader is undecided at the horizon: "
+                     f"{[i + 1 for i in dyn['undecided']]}.")
+    planes = dyn.get("hyperplanes")
+    if planes:
+        offsets = ", ".join(f"{c:.6g}" for c in planes["offsets"])
+        far = max(planes["per_token"], key=lambda r: r["distance"])
+        lines += ["", f"Predicted hyperplanes (Theorem 4.2): φ₁* ∈ {{{offsets}}} (a, b from the "
+                  f"leaders). Observed at the horizon: the largest distance of a token to them is "
+                  f"{far['distance']:.3g} (`{far['word']}`); φ₁* per token: " + ", ".join(
+                      f"`{r['word']}` {r['phi']:.4g}" for r in planes["per_token"]) + "."]
+    return lines
+
+
+def sphere_line(dyn: dict | None) -> list[str]:
+    """One sentence on the post-LN (sphere) run, if any."""
+    if not dyn:
+        return []
+    if not dyn["leaders"] or dyn["undecided"]:
+        return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): the "
+                f"leaders are not all certified at the horizon (undecided rows "
+                f"{[i + 1 for i in dyn['undecided']]})."]
+    return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): leaders "
+            + ", ".join(f"`{w}`" for w in dyn["leader_words"])
+            + f"; Boolean limit of P of rank {dyn['boolean_rank']}."]

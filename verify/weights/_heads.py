@@ -106,14 +106,6 @@ class HeadWeights:
             self._exact["head"] = head_space_matrices(self.W_Q, self.W_K, self.W_V, self.W_O)
         return self._exact["head"]
 
-    def model_space(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Float64 ``(Q, K, V)`` of the model reading: ``W_Q``, ``W_K`` and ``W_O W_V``
-        (exact products of float32 are not float64 in general; use :meth:`head_space` for
-        exact work)."""
-        W_O = self.W_O.astype(np.float64)
-        return (self.W_Q.astype(np.float64), self.W_K.astype(np.float64),
-                W_O @ self.W_V.astype(np.float64))
-
 
 def head_weights(weights: Weights, layer: int, head: int) -> HeadWeights:
     """The blocks of head ``head`` of layer ``layer`` (both 0-based).

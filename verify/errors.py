@@ -6,7 +6,7 @@ one pattern: *name=value (type), the rule, the fix*.
 """
 
 __all__ = ["VerifyError", "InvalidArgument", "IntegrationError", "UserFunctionError",
-           "Interrupted"]
+           "OutOfScope", "Interrupted"]
 
 
 class VerifyError(Exception):
@@ -25,6 +25,13 @@ class UserFunctionError(VerifyError, TypeError):
 
 class IntegrationError(VerifyError, RuntimeError):
     """An integration could not reach its horizon (raised only when ``throw=True``)."""
+
+
+class OutOfScope(VerifyError):
+    """An instance cannot be built because something it is made of is not installed (e.g. the
+    real weights of ``verify weights``).  A claim runner records such an instance as
+    *out of scope* with this message (never counted as support); a command that needs the
+    thing reports it as a usage error."""
 
 
 class Interrupted(KeyboardInterrupt):

@@ -138,6 +138,10 @@ def parse_family(table: dict, index: int, source: str) -> Family:
     here = f"families[{index}]"
     if not isinstance(table, dict):
         fail(source, here, "must be a table ([[families]]).")
+    if table.get("kind") == "weights":  # real Transformer heads: verify.claim._family_weights
+        from verify.claim._family_weights import parse_weights_family
+
+        return parse_weights_family(table, index, source)
     _check_keys(table, FAMILY_KEYS, here, source)
     for key in ("name", "kind", "V", "horizon"):
         if key not in table:
@@ -147,8 +151,8 @@ def parse_family(table: dict, index: int, source: str) -> Family:
         fail(source, f"{here}.name", f"{name!r} must be kebab-case (e.g. 'uniform-2d').")
     kind = table["kind"]
     if kind not in ("random", "explicit"):
-        fail(source, f"{here}.kind", f"{kind!r} must be 'random' or 'explicit'."
-             f"{suggest(kind, ('random', 'explicit'))}")
+        fail(source, f"{here}.kind", f"{kind!r} must be 'random', 'explicit' or 'weights'."
+             f"{suggest(kind, ('random', 'explicit', 'weights'))}")
     dims: dict[str, int] = {}
 
     def spec_or_matrix(key, registry, what, square=False):

@@ -13,7 +13,8 @@ colour), or its own colour when no clusters are read.
 * :func:`plot_convergence`: distance to a limit (log scale) with the fitted exponential rate;
 * :func:`plot_doubly_exponential`: :math:`\log(-\log|P - P^*|)` with the fitted line;
 * :func:`plot_attention_graph`: the attention graph with its leaders marked;
-* :func:`plot_dependency_graph`: the claims and the claims they use, coloured by verdict.
+* :func:`plot_dependency_graph`: the claims and the claims they use, coloured by verdict;
+* :func:`weights_spectra_figure`, :func:`sentence_paths_figure`: real heads (``verify weights``).
 
 Examples
 --------
@@ -32,6 +33,7 @@ from verify.report._fig_graphs import (
 )
 from verify.report._fig_rates import plot_convergence, plot_doubly_exponential
 from verify.report._fig_tokens import Predicted, plot_trajectories
+from verify.report._fig_weights import sentence_paths_figure, weights_spectra_figure
 from verify.report._figstyle import (
     PNG_SIGNATURE,
     colour_clusters,
@@ -47,5 +49,5 @@ __all__ = [
     "RANK_RTOL", "plot_convergence", "plot_doubly_exponential", "plot_attention_graph",
     "plot_dependency_graph", "verdict_colour", "VERDICT_COLOURS", "figure_to_png_bytes",
     "figure_to_data_uri", "figure_to_svg", "PNG_SIGNATURE", "palette", "colour_clusters",
-    "token_colours",
+    "token_colours", "weights_spectra_figure", "sentence_paths_figure",
 ]

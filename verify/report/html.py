@@ -32,6 +32,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from verify.report._texthtml import inline_html, markdown_to_html
+from verify.report._weights_section import weights_figures, weights_html
 from verify.report.markdown import (
     INSTANCE_HEADER,
     SUMMARY_HEADER,
@@ -240,6 +241,8 @@ def _figure_jobs(data: dict, check: bool) -> dict:
         if decisive is not None and decisive.get("instance_toml") \
                 and not decisive.get("exception"):
             jobs[("claim", c["id"])] = (default_figures, (decisive, c))
+    if data.get("real_weights", {}).get("available"):
+        jobs[("weights",)] = (weights_figures, (data["real_weights"],))
     jobs[("graph",)] = (dependency_figures, ({c["id"]: list(c["uses"]) for c in data["claims"]},
                                              {k: verdict_class(v) for k, v in verdicts.items()}))
     return jobs
@@ -354,6 +357,7 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
     paper = _paper_section(drawn, cached) if figures and not check else []
     if paper:
         body += ["<h2>Paper figures</h2>", *paper]
+    body += weights_html(data.get("real_weights", {}), drawn.get(("weights",), ""))
     versions = ", ".join(f"{e(k)} {e(str(v))}" for k, v in data["versions"].items())
     body.append(f'<h2>Environment</h2><p class="meta">{versions}</p><p class="meta">Claim '
                 "files: " + ", ".join(f"<code>{e(c['id'])}</code> sha256 "

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from verify.report._weights_section import weights_markdown
+
 __all__ = ["render_markdown", "summary_rows", "instance_rows", "format_value",
            "decisive_record", "decisive_lines", "verdict_class", "SUMMARY_HEADER",
            "INSTANCE_HEADER", "COUNT_KEYS", "TABLE_LEGEND"]
@@ -250,6 +252,7 @@ def render_markdown(data: dict) -> str:
         out += ["", TABLE_LEGEND]
         if c.get("notes"):
             out += ["", "*Notes.* " + c["notes"]]
+    out += ["", *weights_markdown(data.get("real_weights", {}))]
     versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
     out += ["", "## Environment", "", versions, "",
             "Claim files: " + ", ".join(f"`{c['id']}` sha256 {c['sha256'][:12]}"

@@ -30,6 +30,7 @@ from pathlib import Path
 from verify.claim import InstanceResult, effective_verdict
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.report._weights_section import real_weights_part
 
 __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_results",
            "results_problems", "check_schema", "library_versions", "write_reports",
@@ -100,7 +101,8 @@ RESULTS_SCHEMA: dict = _obj({
     "instances": {"type": "array", "items": _INSTANCE},
     "verdicts": {"type": "array", "items": _VERDICT}},
     {"command": {"enum": ["run", "check"]},
-     "check": {"type": "object", "additionalProperties": True}})
+     "check": {"type": "object", "additionalProperties": True},
+     "real_weights": {"type": "object", "additionalProperties": True}})
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
@@ -219,7 +221,8 @@ def build_results(run) -> dict:
             "executor": run.executor, "parameters": to_plain(run.parameters),
             "versions": library_versions(), "exit_code": run.exit_code,
             "claims": [_claim(c) for c in run.claims], "instances": instances,
-            "verdicts": verdicts, **_check_part(getattr(run, "extra", {}) or {})}
+            "verdicts": verdicts, **_check_part(getattr(run, "extra", {}) or {}),
+            **real_weights_part(run)}
 
 
 def _check_part(extra: dict) -> dict:

@@ -118,6 +118,8 @@ def _tasks(claims, instances, seed, precision, horizon, budget=None) -> list[Tas
     for claim in claims:
         for family in claim.families:
             count = 1 if family.kind == "explicit" else (instances or family.count)
+            if family.kind == "weights":  # one instance per listed head: at most that many
+                count = min(count, family.count)
             for k in range(count):
                 tasks.append(Task(claim, family.name, k, seed, precision, horizon, budget))
     return tasks

@@ -31,7 +31,7 @@ from verify.claim import (
     recheck_record,
 )
 from verify.claim._plain import to_plain
-from verify.errors import UserFunctionError
+from verify.errors import OutOfScope, UserFunctionError
 from verify.run._budget import judge_within
 
 __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
@@ -146,6 +146,9 @@ def run_task(task: Task) -> dict:
     try:
         instance = family.instance(task.k, task.seed)
         record.update(instance_fields(claim, instance, horizon, precision))
+    except OutOfScope as exc:  # e.g. real weights not installed: said, never counted
+        return finish(InstanceResult(name, family.name, seed, InstanceVerdict.OUT_OF_SCOPE,
+                                     f"the instance cannot be built: {exc}"))
     except Exception as exc:  # noqa: BLE001 - a run never crashes on one instance
         return finish(**_error_result(name, family.name, seed, "drawing the instance", exc))
     result, extra = judge_within(task.budget, lambda: judge_on_instance(

@@ -260,8 +260,7 @@ class VectorField:
         _, B = self._heads[head]
         if self.rescaled:
             if self.arb:
-                E, growth = self.exponential.scaled_arb(t, self.backend.bits)
-                Y = state * E.transpose()
+                Y, growth = self.exponential.scaled_rows_arb(t, state, self.backend.bits)
                 return Y * B * Y.transpose(), 2 * growth
             E, growth = self.exponential.scaled_float(float(t))
             Y = state @ E.T

@@ -70,6 +70,7 @@ class ValueExponential:
         self.d = V.shape[0]
         Vf = as_float_array(V)
         self._arb_cache: dict[int, tuple] = {}
+        self._arb_transposed: dict[int, tuple] = {}  # bits -> (P^{-T}, Pᵀ, μ) for rows
         if _is_symmetric(V):
             lam, P = np.linalg.eigh(Vf)
             self.kind = "symmetric"  # real, contiguous arrays: the fast path of scaled_float
@@ -196,6 +197,38 @@ class ValueExponential:
         M = P * acb_mat(inner) * Pinv
         real = arb_mat(d, d, [M[i, j].real for i in range(d) for j in range(d)])
         return real, mu * t
+
+    def scaled_rows_arb(self, t, Z, bits: int):
+        """``(Z Ẽ(t)ᵀ, μ t)`` for an ``arb_mat`` ``Z`` of token rows, without forming ``Ẽ(t)``
+        when ``V = P Λ P^{-1}`` is diagonalisable: ``Z Ẽ(t)ᵀ = ((Z P^{-T}) e^{(Λ − μ)t}) Pᵀ``, two
+        ``n×d×d`` products instead of the two ``d³`` products of :meth:`scaled_arb` (call
+        inside the precision of ``bits``).
+
+        >>> from flint import arb_mat
+        >>> from verify.numerics import Arb
+        >>> e = ValueExponential(np.array([[2, 1], [0, -1]], dtype=object))
+        >>> with Arb(bits=80).working_precision():
+        ...     Z = arb_mat([[1, 2], [3, -1]])
+        ...     rows, growth = e.scaled_rows_arb(1, Z, 80)
+        ...     E, _ = e.scaled_arb(1, 80)
+        ...     bool(abs(float((rows - Z * E.transpose()).mid()[1, 0])) < 1e-20)
+        True
+        """
+        from flint import acb_mat
+
+        lam, P, Pinv, blocks = self._arb_decomposition(bits)
+        if blocks is not None:
+            E, growth = self.scaled_arb(t, bits)
+            return Z * E.transpose(), growth
+        if bits not in self._arb_transposed:
+            self._arb_transposed[bits] = (Pinv.transpose(), P.transpose(),
+                                          max((v.real.mid() for v in lam), key=float))
+        Pinv_t, P_t, mu = self._arb_transposed[bits]
+        n, d = Z.nrows(), Z.ncols()
+        W = acb_mat(Z) * Pinv_t                               # rows P^{-1} z_i
+        scale = [((lam[k] - mu) * t).exp() for k in range(d)]
+        W = acb_mat(n, d, [W[i, k] * scale[k] for i in range(n) for k in range(d)])
+        return (W * P_t).real, mu * t
 
     def exp_float(self, t: float) -> np.ndarray:
         """``e^{tV}`` in float64 (may overflow to ``inf`` for large ``μ t``)."""

@@ -382,7 +382,7 @@ class EigenRescaledField:
         diagonalisable over ``R`` with a well-conditioned eigenvector matrix."""
         if model.form != "z" or len(model.heads) != 1 or model.mlp is not None:
             return False
-        return _real_eigen_decomposition(model.V, as_float_array(model.V)) is not None
+        return _real_eigen_decomposition(model.V, model.float_heads()[0][0]) is not None
 
     def to_w(self, z: np.ndarray) -> np.ndarray:
         """Eigen-coordinates ``w = z P^{-T}`` of the rows of ``z``."""

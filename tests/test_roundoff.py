@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 import verify.precision
+from verify.dynamics import VectorField
 from verify.model import Instance, Model
-from verify.roundoff import accumulated, float64_field, spot_check
+from verify.numerics import Float64
+from verify.roundoff import accumulated, float64_field, score_perturbation, spot_check
 from verify.simulate import simulate
 
 V = [[1, "1/3"], ["-1/5", "1/2"]]  # not symmetric: the general (non-eigen) float64 field
@@ -89,3 +91,39 @@ def test_an_arb_reference_needs_no_spot_check():
     traj = simulate(Instance(Model(V=V), X0), 1, checkpoints=3)
     assert traj.reference["backend"].startswith("arb")
     assert "field_roundoff" not in traj.reference
+
+
+@pytest.mark.parametrize("form, normalisation", [("z", "none"), ("x", "none"), ("x", "pre-ln")])
+def test_score_perturbation_covers_every_move_of_the_state(form, normalisation):
+    """The bound against the scores of states moved by ±e in every entry (the field's own
+    scores, an independent evaluation), at several times of the rescaled form's Ẽ(t)."""
+    model = Model(V=V, Q=[[1, "1/2"], ["-1/4", 2]], beta="3/2", form=form,
+                  normalisation=normalisation)
+    instance = Instance(model, X0)
+    field = VectorField(model, instance.n, Float64())
+    rng = np.random.default_rng(1)
+    z = instance.x0_float()
+    for t in (0.0, 0.7, 2.0):
+        e = 1e-3
+        bound = score_perturbation(model, [t], z[None], [e])[0]
+        S, L = field.scores(t, z)
+        worst = np.zeros_like(S)
+        for _ in range(200):
+            moved = z + e * rng.choice([-1.0, 1.0], size=z.shape)
+            worst = np.maximum(worst, np.abs(field.scores(t, moved)[0] - S))
+        assert np.all(worst <= bound)
+        assert np.max(bound) <= 20 * np.max(worst)  # and not vacuous
+
+
+def test_the_added_round_off_reaches_scores_and_margins(float64_reference):
+    instance = Instance(Model(V=V), X0)
+    traj = simulate(instance, 3, checkpoints=7)
+    ref, check = traj.reference_run, traj.reference["field_roundoff"]
+    added = accumulated(check["times"], check["max_abs"], [float(t) for t in traj.t],
+                        check["until"])
+    scores = score_perturbation(instance.model, [float(t) for t in traj.t], traj.state, added)
+    assert np.max(scores) > 0 and check["score_error_added"] == np.max(scores)
+    assert np.allclose(traj.score_error,
+                       np.abs(traj.scaled_scores - ref.scaled_scores) + scores, rtol=0, atol=0)
+    assert np.allclose(traj.margin_error, np.abs(traj.margins - ref.margins)
+                       + 2 * np.max(scores, axis=2), rtol=0, atol=0)

@@ -17,7 +17,8 @@ amplification is modelled: the integrated part is where the attention is still s
 field contracts or grows slowly; after a certified hardmax switch the state follows the closed
 form and the estimate is carried as a constant). :func:`accumulated` gives that integral,
 with ``δ`` piecewise constant at the larger of neighbouring samples, and ``simulate`` adds it to
-every entry of the error estimate.
+every entry of the error estimate, and (:func:`score_perturbation`) its effect on the scaled
+scores and on the margins the judges read.
 
 Examples
 --------
@@ -42,7 +43,7 @@ from verify.model import Instance
 from verify.numerics import Arb, Float64
 from verify.precision import working_bits
 
-__all__ = ["float64_field", "spot_check", "accumulated", "SPOT_CHECKS"]
+__all__ = ["float64_field", "spot_check", "accumulated", "score_perturbation", "SPOT_CHECKS"]
 
 SPOT_CHECKS = 3  # field evaluations in arb per run (the first one also decomposes V in arb)
 
@@ -94,4 +95,52 @@ def accumulated(sample_times: list[float], deltas: list[float], times: list[floa
     for k, t in enumerate(times):
         right = np.minimum(knots[1:], min(float(t), float(until)))
         out[k] = float(np.sum(np.clip(right - knots[:-1], 0.0, None) * levels))
+    return out
+
+
+def score_perturbation(model, times: list[float], states: np.ndarray,
+                       entry_error: np.ndarray) -> np.ndarray:
+    r"""First-order bound on the change of the scaled scores ``S̃_ij = <y_i, B y_j>`` (head 0,
+    ``B = β QᵀK``) when every entry of the state at ``times[k]`` moves by at most
+    ``entry_error[k]``.
+
+    The attention input is ``y_i = Ẽ(t) z_i`` (rescaled form), ``x_i/|x_i|`` (pre-LN) or ``x_i``;
+    with ``‖Δy_i‖ ≤ c_i √d e`` (``c_i = ‖Ẽ(t)‖₂``, bounded by ``sqrt(‖Ẽ‖₁‖Ẽ‖_∞)``; ``2/|x_i|``
+    for pre-LN; else 1),
+
+    .. math:: |Δ\tilde S_{ij}| \le ‖B‖_2\,\big(‖y_i‖\,Δ_j + Δ_i\,‖y_j‖ + Δ_i Δ_j\big),
+              \qquad Δ_i = c_i \sqrt d\, e.
+
+    A row's margin (largest minus second largest score) moves by at most twice its row's largest
+    bound. Returns an array of shape ``(len(times), n, n)``.
+
+    >>> from verify.model import Model
+    >>> z = np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> bound = score_perturbation(Model(V=[[1, 0], [0, 1]], form="x"), [0.0], z[None], [1e-3])
+    >>> dz = np.array([[1e-3, -1e-3], [1e-3, 1e-3]])           # entries moved by 1e-3
+    >>> change = np.abs((z + dz) @ (z + dz).T - z @ z.T)
+    >>> bool(np.all(change <= bound[0]))
+    True
+    """
+    from verify.continuation import _norm_bound
+    from verify.exponential import ValueExponential
+
+    _, B = model.float_heads()[0]
+    B_norm = float(np.linalg.norm(B, 2))
+    exponential = ValueExponential(model.V) if model.form == "z" else None
+    out = np.zeros((len(times), states.shape[1], states.shape[1]))
+    for k, (t, state, e) in enumerate(zip(times, states, entry_error, strict=True)):
+        if not e > 0:
+            continue
+        row_norms = np.linalg.norm(state, axis=1)
+        if exponential is not None:
+            E, _ = exponential.scaled_float(float(t))
+            Y, c = state @ E.T, _norm_bound(E)
+        elif model.normalisation == "pre-ln":
+            Y, c = state / row_norms[:, None], 2.0 / row_norms
+        else:
+            Y, c = state, 1.0
+        delta = np.broadcast_to(c * np.sqrt(state.shape[1]) * e, row_norms.shape)
+        y = np.linalg.norm(Y, axis=1)
+        out[k] = B_norm * (np.outer(y, delta) + np.outer(delta, y) + np.outer(delta, delta))
     return out

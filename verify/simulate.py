@@ -64,7 +64,7 @@ from verify.precision import (
     score_growth_rate,
     working_bits,
 )
-from verify.roundoff import SPOT_CHECKS, accumulated, spot_check
+from verify.roundoff import SPOT_CHECKS, accumulated, score_perturbation, spot_check
 from verify.trajectory import Trajectory
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
@@ -215,7 +215,9 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     """Add to the error estimate of a float64 run checked against a float64 reference the
     round-off of the field itself, measured in ``arb`` at :data:`~verify.roundoff.SPOT_CHECKS`
     checkpoints of the integrated part (up to the first hardmax switch) and accumulated to
-    first order (:mod:`verify.roundoff`); recorded in ``traj.reference["field_roundoff"]``."""
+    first order (:mod:`verify.roundoff`), and its first-order effect on the scaled scores and
+    margins (:func:`~verify.roundoff.score_perturbation`); recorded in
+    ``traj.reference["field_roundoff"]``."""
     if instance.model.form == "discrete":
         return
     t = [float(v) for v in traj.t]
@@ -227,8 +229,12 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     added = accumulated(check["times"], check["max_abs"], t, until)
     traj.entry_error = traj.entry_error + added[:, None, None]
     traj.error = np.max(traj.entry_error, axis=2)
+    scores = score_perturbation(instance.model, t, traj.state, added)
+    traj.score_error = traj.score_error + scores
+    traj.margin_error = traj.margin_error + 2.0 * np.max(scores, axis=2)
     traj.reference["field_roundoff"] = {**check, "until": until,
-                                        "accumulated": float(added[-1])}
+                                        "accumulated": float(added[-1]),
+                                        "score_error_added": float(np.max(scores))}
 
 
 def _confirm_continuation(traj: Trajectory) -> None:

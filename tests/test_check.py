@@ -6,13 +6,20 @@ import json
 import re
 import textwrap
 from fractions import Fraction
+from itertools import count
 from pathlib import Path
 
 import pytest
 
 from verify.cli import main
 from verify.instance_file import load_instance_file
-from verify.run import check_conjecture, judge_instance_file, load_conjecture, parse_conjecture
+from verify.run import (
+    InlineExecutor,
+    check_conjecture,
+    judge_instance_file,
+    load_conjecture,
+    parse_conjecture,
+)
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "claims" / "conjectures").glob("*.toml"))
 
@@ -164,3 +171,27 @@ def test_the_cli_prints_the_verdict_and_exits_by_it(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["verdict"] == "refuted" and data["exit_code"] == 1
     assert Path(data["counterexample"]).is_file() and Path(data["report"]).is_file()
+
+
+def test_an_interrupted_search_reports_the_draws_it_judged(tmp_path, monkeypatch):
+    """Ctrl-C during the search: the summary counts the draws whose records were kept (it said
+    0 before), and the run still ends with a report."""
+    import verify.run._check as check_module
+
+    spec = _toml(FALSE_DIAMETER)  # with V = I the diameter never grows: no draw stops it
+    conj = parse_conjecture({**spec, "search": {**spec["search"], "V": ["identity"]}}, "<t>")
+    submit = check_module._DrawJudge.submit
+    calls = count()
+
+    def interrupt_at_the_fourth(self, draw):
+        if next(calls) == 3:
+            raise KeyboardInterrupt
+        return submit(self, draw)
+
+    monkeypatch.setattr(check_module._DrawJudge, "submit", interrupt_at_the_fourth)
+    run = check_conjecture(conj, out_dir=tmp_path / "out", instances=10, seed=5,
+                           executor=InlineExecutor())  # each draw judged when submitted
+    search = run.extra["search"]
+    drawn = [r for r in run.records.values() if r["family"] == "search"]
+    assert search["stopped"] == "interrupted"
+    assert search["drawn"] == len(drawn) == 3

@@ -202,6 +202,7 @@ class _DrawJudge:
         self.skipped: list[str] = []
         self.found: dict = {}
         self.judged = count()
+        self.decided = 0  # draws whose outcome was taken (what an interrupted search reports)
 
     def submit(self, draw) -> list:
         try:
@@ -238,6 +239,7 @@ class _DrawJudge:
             if _confirmed(record):
                 self.found.update(record=record, instance=instance)
             out.append((draw, _confirmed(record)))
+        self.decided += len(out)
         return out
 
 
@@ -250,8 +252,9 @@ def _run_search(session: _Session, deadline: float, instances: int | None, seed:
         summary = to_plain(search(space, judge, seed=seed, max_examples=instances,
                                   deadline=deadline).to_json())
     except KeyboardInterrupt:
+        judge.drain(wait=False)  # keep the outcomes already finished (in draw order)
         judge.cancel()
-        summary = {"stopped": "interrupted"}
+        summary = {"stopped": "interrupted", "drawn": judge.decided}
     summary.update(space=space.describe().splitlines(), horizon=str(space.horizon),
                    skipped=len(judge.skipped), skipped_examples=judge.skipped[:3])
     return judge.found, summary

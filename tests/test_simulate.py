@@ -297,3 +297,41 @@ def test_digits_per_entry_see_a_small_coordinate_and_never_exceed_the_truth():
     again = simulate(inst, 8, checkpoints=5, precision=30)  # a digits request holds normwise;
     assert float(again.digits[-1]) >= 30  # the per-entry figure tells the small coordinate apart
     assert again.digits_per_entry[-1][0][1] < float(again.digits[-1])
+
+
+def test_cli_simulate_stops_on_ctrl_c_with_the_checkpoints_reached(capsys, tmp_path, monkeypatch):
+    """The first SIGINT ends the run at its next step (status 'interrupted', exit 1) and the
+    summary and --save keep what was reached; the previous handler is back afterwards."""
+    import os
+    import signal
+
+    from verify.numerics._monitor import RunMonitor
+
+    check = RunMonitor.check
+
+    def interrupt_at_step_5(self, t, steps):
+        if steps == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+        return check(self, t, steps)
+
+    monkeypatch.setattr(RunMonitor, "check", interrupt_at_step_5)
+    before = signal.getsignal(signal.SIGINT)
+    path = tmp_path / "partial.npz"
+    code = main(["simulate", "claims/examples/polytope-identity.toml", "--json", "--save",
+                 str(path)])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1 and summary["run"]["status"] == "interrupted"
+    assert "SIGINT" in summary["run"]["message"]
+    assert summary["hardmax"]["reason"].startswith("no error estimate: the run stopped before T")
+    saved = load_trajectory(path)
+    assert saved.status == "interrupted" and float(saved.t[-1]) < 10
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_cli_simulate_budget(capsys):
+    assert main(["simulate", "claims/examples/high-dimension.toml", "--budget", "0.01"]) == 1
+    out = capsys.readouterr().out
+    assert "status: budget — wall-clock budget of 0.01 s used up" in out
+    assert "error estimate: not computed (the run stopped before T (budget)" in out
+    assert main(["simulate", "claims/examples/high-dimension.toml", "--budget", "-1"]) == 2
+    assert "--budget=-1.0 must be a positive number of seconds" in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """The ``verify`` command (thin over the library).
 
     verify --version
-    verify simulate FILE [--horizon T] [--precision P] [--checkpoints N] [--json] [--save PATH]
+    verify simulate FILE [--horizon T] [--precision P] [--checkpoints N] [--budget SECONDS]
+                    [--json] [--save PATH]
     verify run [ID ...] [--instances N] [--seed S] [--precision DIGITS|auto|float64]
                [--horizon T] [--out DIR] [--json] [--resume RUN_DIR] [--claims-dir DIR]
                [--scheduler ADDRESS] [--instance-budget SECONDS] [--instance-memory SIZE]
@@ -16,7 +17,9 @@
 Every flag, file and output path is checked before work starts (exit 2, naming it); sanity
 limits (instances, horizon, memory, T·|V|: :mod:`verify.resources`) are lifted by
 ``--allow-large``.  SIGINT/SIGTERM stop ``verify run`` keeping what is stored (exit 128 + the
-signal number) and print the ``--resume`` command.
+signal number) and print the ``--resume`` command; the first one stops ``verify simulate`` at its
+next step with the checkpoints reached (summarised, and saved with ``--save``; exit 1), a second
+one at once.
 
 Exit codes: 0 success (``run``: no claim expected to hold is refuted), 1 the simulation failed
 or a claim expected to hold is refuted, 2 bad usage or a malformed file. ``check``: 0 the
@@ -82,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="distance under which final tokens count as one cluster (default 1e-3)")
     sim.add_argument("--no-error-estimate", action="store_true",
                      help="skip the re-run that measures the error (faster, less trustworthy)")
+    sim.add_argument("--budget", type=float, metavar="SECONDS",
+                     help="wall-clock limit of the run and its re-run: when used up the run "
+                          "stops with the checkpoints reached (status 'budget', exit 1). "
+                          "Ctrl-C does the same at any time (a second Ctrl-C stops at once)")
     sim.add_argument("--save", metavar="PATH", help="also save the trajectory (.npz)")
     sim.add_argument("--json", action="store_true", help="print JSON instead of text")
     sim.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
@@ -279,6 +286,9 @@ def _simulate(args: argparse.Namespace) -> int:
         raise InvalidArgument(f"--rtol={args.rtol} must be between 0 and 1 (e.g. 1e-10).")
     if args.checkpoints is not None and args.checkpoints < 2:
         raise InvalidArgument(f"--checkpoints={args.checkpoints}: give at least 2 (0 and T).")
+    if args.budget is not None and not 0 < args.budget <= MAX_BUDGET:
+        raise InvalidArgument(f"--budget={args.budget} must be a positive number of seconds, at "
+                              f"most {MAX_BUDGET} (a day).")
     _check_precision(args.precision)
     loaded = load_instance_file(args.file)
     settings = dict(loaded.simulation)
@@ -287,6 +297,8 @@ def _simulate(args: argparse.Namespace) -> int:
             settings[key] = getattr(args, key)
     if args.no_error_estimate:
         settings["error_estimate"] = False
+    if args.budget is not None:
+        settings["budget"] = args.budget
     tolerance = args.cluster_tolerance or settings.pop("cluster_tolerance", 1e-3)
     settings.pop("cluster_tolerance", None)
     horizon = settings.pop("horizon", 10)
@@ -298,12 +310,15 @@ def _simulate(args: argparse.Namespace) -> int:
     checked = _positive_horizon(horizon, what, args.allow_large, bounded)
     if not bounded:
         _check_growth(loaded.instance, checked, precision, args.file, args.allow_large)
-    from verify.simulate import simulate  # heavy imports after the input is known to be good
+    # heavy imports after the input is known to be good
+    from verify.numerics._monitor import stop_on_signals
+    from verify.simulate import simulate
     from verify.summary import format_summary, simulation_summary
 
     settings.setdefault("progress", True)  # a line on stderr every 10 s of a long run
     try:
-        traj = simulate(loaded.instance, horizon, **settings)
+        with stop_on_signals((signal.SIGINT, signal.SIGTERM)):
+            traj = simulate(loaded.instance, horizon, **settings)
     except ArithmeticError as exc:  # an overflow the checks above did not foresee
         print(f"verify: the integration failed: {type(exc).__name__}: {exc} (entries too large "
               "for the precision? try --precision auto or a shorter horizon).", file=sys.stderr)

@@ -41,6 +41,13 @@ def spectral_reading(loaded: InstanceFile) -> str | None:
     return spectral_summary(model.beta * model.Q, model.K, model.V)
 
 
+def _why_no_estimate(status: str) -> str:
+    """Why a trajectory has no error estimate: the re-run is made only after a run reaches T."""
+    if status == "success":
+        return "run with --no-error-estimate"
+    return f"the run stopped before T ({status}); the re-run is made only after a complete run"
+
+
 def attention_reading(traj: Trajectory, k: int = -1) -> dict:
     """Leaders, clusters and the Boolean limit read from the hardmax graph at checkpoint ``k``,
     with the score differences certified against the trajectory's error bound
@@ -56,7 +63,7 @@ def attention_reading(traj: Trajectory, k: int = -1) -> dict:
 
     radius = traj.score_radius(k)
     if np.isscalar(radius) and not np.isfinite(radius):
-        return {"decided": False, "reason": "no error estimate: run without --no-error-estimate"}
+        return {"decided": False, "reason": "no error estimate: " + _why_no_estimate(traj.status)}
     G = hardmax_graph(traj.scaled_scores[k], radius)
     undecided = sorted(undecided_nodes(G))
     reading = {"time": float(traj.times[k]), "leaders": sorted(leaders(G)),
@@ -137,7 +144,7 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
                 f"{check['accumulated']:.1e} (added to the error estimate: a float64 reference "
                 "cannot see it)")
     else:
-        lines.append("error estimate: not computed (--no-error-estimate)")
+        lines.append(f"error estimate: not computed ({_why_no_estimate(run['status'])})")
     if run["symmetry"]:
         sym = run["symmetry"]
         lines.append(f"symmetry: {sym['description']}; kept exactly on the fixed subspace: "

@@ -10,7 +10,10 @@ the number of attempted steps; the monitor
   ``stall_seconds`` is given, when no time at all was gained in that much wall clock;
 * returns ``("budget", message)`` once ``budget`` seconds of wall clock are used up, or once
   the wall-clock budget of the enclosing :func:`wall_budget` block (one instance of a run, all
-  its integrations together) is.
+  its integrations together) is;
+* returns ``("interrupted", message)`` after a signal caught by an enclosing
+  :func:`stop_on_signals` block (``verify simulate``: the first Ctrl-C ends the run with the
+  checkpoints reached instead of losing them).
 
 >>> lines = []
 >>> m = RunMonitor(0.0, 10.0, max_steps=1000, window=10, progress=lines.append, every=0.0)
@@ -23,6 +26,7 @@ True
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +34,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-__all__ = ["RunMonitor", "stderr_progress", "PROGRESS_SECONDS", "wall_budget", "WallBudget"]
+__all__ = ["RunMonitor", "stderr_progress", "PROGRESS_SECONDS", "wall_budget", "WallBudget",
+           "stop_on_signals"]
 
 PROGRESS_SECONDS = 10.0  # at most one progress line per this many seconds
 
@@ -78,6 +83,44 @@ def wall_budget(seconds: float | None) -> Iterator[WallBudget | None]:
         _WALL_BUDGET.reset(token)
 
 
+_CAUGHT: list[str] = []  # names of the signals caught inside stop_on_signals
+
+
+@contextmanager
+def stop_on_signals(signums: tuple = (signal.SIGINT,)) -> Iterator[list[str]]:
+    """Inside the block the first of ``signums`` does not raise: every monitored integration
+    stops at its next step with status ``"interrupted"`` and keeps the checkpoints reached. The
+    handlers in place before the block come back at once, so a second signal acts as they do
+    (``KeyboardInterrupt`` for Ctrl-C). Yields the list of the caught signals' names. Main
+    thread only (where Python runs signal handlers).
+
+    >>> import os
+    >>> with stop_on_signals() as caught:
+    ...     os.kill(os.getpid(), signal.SIGINT)
+    ...     RunMonitor(0.0, 1.0, max_steps=10).check(0.25, 3)
+    ('interrupted', 'interrupted (SIGINT) at t=0.25 (of T=1); the checkpoints reached are kept.')
+    >>> caught
+    ['SIGINT']
+    """
+    previous: dict = {}
+
+    def catch(signum, frame) -> None:
+        _CAUGHT.append(signal.Signals(signum).name)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+    for number in signums:
+        previous[number] = signal.signal(number, catch)
+    caught: list[str] = []
+    try:
+        yield caught
+    finally:
+        caught.extend(_CAUGHT)
+        _CAUGHT.clear()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 class RunMonitor:
     """Progress, stall and budget for one integration from ``t0`` to ``T`` (see the module
     docstring). ``budget`` and ``progress`` may be ``None``; ``started`` (a ``time.monotonic()``
@@ -104,6 +147,9 @@ class RunMonitor:
         if self.progress is not None and now - self.last_line >= self.every:
             self.last_line = now
             self.progress(self.line(t, steps, now))
+        if _CAUGHT:
+            return "interrupted", (f"interrupted ({_CAUGHT[0]}) at t={t:.6g} (of T={self.T:g}); "
+                                   "the checkpoints reached are kept.")
         if self.budget is not None and now - self.start > self.budget:
             return "budget", (f"wall-clock budget of {self.budget:g} s used up at t={t:.6g} "
                               f"(of T={self.T:g}); the checkpoints reached are kept.")

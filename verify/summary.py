@@ -113,11 +113,20 @@ def _stats_text(stats: dict) -> str:
     return text
 
 
-def _matrix_text(rows: list[list[float]], fmt: str = "{:>10.4g}") -> list[str]:
-    return ["  " + " ".join(fmt.format(v) for v in row) for row in rows]
+def _matrix_text(rows: list[list[float]], fmt: str = "{:>10.4g}",
+                 max_cols: int | None = None) -> list[str]:
+    cut = max_cols is not None and rows and len(rows[0]) > max_cols
+    return ["  " + " ".join(fmt.format(v) for v in (row[:max_cols] if cut else row))
+            + (" …" if cut else "") for row in rows]
 
 
-def format_summary(summary: dict, max_rows: int = 12) -> str:
+def _first(items: list[str], count: int, sep: str = " ") -> str:
+    """The first ``count`` items joined, and how many more there are (``--json`` has all)."""
+    more = f"{sep}… {len(items) - count} more (use --json)" if len(items) > count else ""
+    return sep.join(items[:count]) + more
+
+
+def format_summary(summary: dict, max_rows: int = 12, max_cols: int = 8) -> str:
     """Human-readable text of :func:`simulation_summary` (long matrices are cut)."""
     run = summary["run"]
     lines = [
@@ -153,13 +162,16 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
         lines.append(f"spectral class: {summary['spectral_class']}")
     tokens = summary["final_tokens"]
     lines.append(f"final {tokens['variable']} at t={summary['final_time']:g}:")
-    lines += _matrix_text(tokens["values"][:max_rows], "{:>14.8g}")
-    if len(tokens["values"]) > max_rows:
-        lines.append(f"  … {len(tokens['values']) - max_rows} more tokens (use --json)")
+    lines += _matrix_text(tokens["values"][:max_rows], "{:>14.8g}", max_cols)
+    more = [f"{len(tokens['values']) - max_rows} more tokens"] * (len(tokens["values"]) > max_rows)
+    if summary["d"] > max_cols:
+        more.append(f"the first {max_cols} of {summary['d']} coordinates shown")
+    if more:
+        lines.append(f"  … {'; '.join(more)} (use --json)")
     groups = summary["clusters"]["groups"]
     lines.append(f"clusters of final {tokens['variable']} at tolerance "
                  f"{summary['clusters']['tolerance']:g}: {len(groups)} — "
-                 + " ".join("{" + ",".join(map(str, g)) + "}" for g in groups))
+                 + _first(["{" + ",".join(map(str, g)) + "}" for g in groups], 2 * max_rows))
     attention = summary["final_attention"]
     if len(attention) <= max_rows:
         lines.append(f"attention matrix at t={summary['final_time']:g}:")
@@ -167,8 +179,8 @@ def format_summary(summary: dict, max_rows: int = 12) -> str:
     else:
         lines.append(f"attention at t={summary['final_time']:g} (largest weight per token; "
                      "--json for the whole matrix):")
-        lines.append("  " + "  ".join(f"{i}→{int(np.argmax(row))} ({max(row):.3f})"
-                                      for i, row in enumerate(attention)))
+        lines.append("  " + _first([f"{i}→{int(np.argmax(row))} ({max(row):.3f})"
+                                    for i, row in enumerate(attention)], 2 * max_rows, "  "))
     lines += _hardmax_lines(summary["hardmax"])
     return "\n".join(lines)
 

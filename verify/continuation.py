@@ -263,7 +263,8 @@ class HardmaxLeg:
         return check_grid(self.t0, checkpoints)
 
     def describe(self) -> dict:
-        return {"t0": self.t0, "t_end": self.t_last, "leaders": sorted(int(v) for v in self.heads),
+        return {"kind": "hardmax", "t0": self.t0, "t_end": self.t_last,
+                "leaders": sorted(int(v) for v in self.heads),
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta}
 
@@ -415,6 +416,7 @@ class ArbHardmaxLeg:
         return check_grid(self.t0, [Fraction(t) for t in checkpoints])
 
     def describe(self) -> dict:
-        return {"t0": float(self.t0), "t_end": float(self.t_last), "leaders": self.heads,
+        return {"kind": "hardmax", "t0": float(self.t0), "t_end": float(self.t_last),
+                "leaders": self.heads,
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta * math.sqrt(self.d), "backend": "arb"}

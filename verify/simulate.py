@@ -21,7 +21,16 @@ z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and fal
 where a margin closes (:mod:`verify.continuation`). ``arb`` runs do the same at every checkpoint,
 in balls, once the non-leader weights are below the working precision (without symmetry
 projection; a run of ``V`` with ``λ_1 ≈ 6.7`` to ``T = 15`` at 20 digits: 2.6 s instead of 10.5 s).
-The run and its reference run switch on their own. For ``V`` symmetric, or diagonalisable over
+The run and its reference run switch on their own.
+
+**Certified consensus on the sphere** (``V = cI``, ``c ≥ 0``, tokens on the sphere; the same
+switch). Every cap of angle below ``π/2`` that holds all tokens holds them for all later time
+(:mod:`verify.consensus_cap`); once the tokens fit in a cap of chord ``≤ 100·atol`` (tested after
+every step, float64 and arb), the run stops integrating, repeats that state at the later
+checkpoints and adds the chord to their error estimate. A long horizon then costs what reaching
+consensus costs (the explicit integrators are otherwise held to small steps by stability there).
+
+For ``V`` symmetric, or diagonalisable over
 ``R`` with a well-conditioned eigenvector matrix, the float64 run integrates in eigen-coordinates
 (:class:`~verify.dynamics.EigenRescaledField`).
 
@@ -49,7 +58,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.continuation import HardmaxCertifier, certify_arb, continuation_unavailable
+from verify.consensus_cap import CapCertifier, cap_unavailable, certify_cap
+from verify.continuation import (
+    HardmaxCertifier,
+    HardmaxLeg,
+    certify_arb,
+    continuation_unavailable,
+)
 from verify.dynamics import EigenRescaledField, VectorField, attention_weights
 from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
@@ -151,7 +166,9 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         arb: weights below the working precision, gap balls tested at every checkpoint),
         continue with the exact flow of the linear field (:mod:`verify.continuation`), checking
         the leader map up to the horizon and falling back to integration if a margin closes.
-        ``Trajectory.continuation`` records where it was used.
+        ``Trajectory.continuation`` records where it was used. Tokens on the sphere with
+        ``V = cI`` (``c ≥ 0``): once they fit in a cap of chord ``≤ 100·atol`` the state is kept
+        from there on (certified consensus, :mod:`verify.consensus_cap`).
     progress : callable or True, optional
         Called with a line (``t`` reached, share of ``T``, steps, elapsed time, ETA) at most
         every 10 s of a long run; ``True`` writes the lines to standard error.
@@ -198,6 +215,10 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                                              np.abs(traj.margins - ref.margins))
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
+            frozen = _cap_bounds(traj) + _cap_bounds(ref)  # states repeated after consensus
+            if np.any(frozen):
+                _add_state_error(instance, traj, frozen)
+                traj.reference["consensus_cap_added"] = float(np.max(frozen))
             if isinstance(ref_backend, Float64) and isinstance(backend, Float64):
                 if progress and instance.n ** 2 * instance.d > 10 ** 6:  # seconds in arb
                     progress(f"field round-off: {SPOT_CHECKS} evaluations in arb")
@@ -227,14 +248,33 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     picks = sorted({inside[int(round(p))] for p in np.linspace(0, len(inside) - 1, SPOT_CHECKS)})
     check = spot_check(instance, [t[k] for k in picks], [traj.state[k] for k in picks])
     added = accumulated(check["times"], check["max_abs"], t, until)
+    scores = _add_state_error(instance, traj, added)
+    traj.reference["field_roundoff"] = {**check, "until": until,
+                                        "accumulated": float(added[-1]),
+                                        "score_error_added": float(np.max(scores))}
+
+
+def _add_state_error(instance: Instance, traj: Trajectory, added: np.ndarray) -> np.ndarray:
+    """Widen the error estimate by ``added[k]`` per entry at checkpoint ``k``: the state errors,
+    and through :func:`~verify.roundoff.score_perturbation` the score and margin errors (returned:
+    the score part)."""
+    t = [float(v) for v in traj.t]
     traj.entry_error = traj.entry_error + added[:, None, None]
     traj.error = np.max(traj.entry_error, axis=2)
     scores = score_perturbation(instance.model, t, traj.state, added)
     traj.score_error = traj.score_error + scores
     traj.margin_error = traj.margin_error + 2.0 * np.max(scores, axis=2)
-    traj.reference["field_roundoff"] = {**check, "until": until,
-                                        "accumulated": float(added[-1]),
-                                        "score_error_added": float(np.max(scores))}
+    return scores
+
+
+def _cap_bounds(run: Trajectory) -> np.ndarray:
+    """Per checkpoint, how far the exact tokens may be from a state a consensus leg
+    (:mod:`verify.consensus_cap`) repeated: its chord bound after its ``t0``, else 0."""
+    out = np.zeros(len(run.t))
+    for leg in (run.continuation or {}).get("legs", []):
+        if leg.get("kind") == "cap":
+            out[[k for k, t in enumerate(run.t) if float(t) > leg["t0"]]] += leg["bound"]
+    return out
 
 
 def _confirm_continuation(traj: Trajectory) -> None:
@@ -245,6 +285,8 @@ def _confirm_continuation(traj: Trajectory) -> None:
         return
     t = traj.t
     for leg in info["legs"]:
+        if leg.get("kind") != "hardmax":
+            continue
         entry = leg["state_error_assumed"] / math.sqrt(traj.d)
         upto = [k for k in range(len(t)) if t[k] <= leg["t0"]] or [0]
         before = upto[-1]
@@ -330,16 +372,26 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
             certifier = None
             if continuation and continuation_unavailable(model) is None:
                 certifier = HardmaxCertifier(field, rtol, atol)
+            elif continuation and cap_unavailable(model) is None:
+                certifier = CapCertifier(atol)
             eigen = EigenRescaledField(model, instance.n, [(Vt.T, B) for Vt, B in field._heads]) \
                 if EigenRescaledField.applies(model) else None
             states, status, message, stats, on_leg = _run_dop853(
                 field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
                 eigen, monitor)
         else:
+            certify, each_step = None, False
+            if continuation and project is None and isinstance(backend, Arb):
+                if continuation_unavailable(model) is None:
+                    def certify(t, y):
+                        return certify_arb(field, t, y, rtol, atol)
+                elif cap_unavailable(model) is None:
+                    def certify(t, y):
+                        return certify_cap(t, y, atol)
+                    each_step = True
             states, status, message, stats = _run_extrapolation(
-                field, times, y0, backend, rtol, atol, max_steps, project, monitor,
-                continuation and project is None and isinstance(backend, Arb)
-                and continuation_unavailable(model) is None)
+                field, times, y0, backend, rtol, atol, max_steps, project, monitor, certify,
+                each_step)
         traj = _record(field, times[:len(states)], states, backend, on_leg)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,
@@ -441,7 +493,8 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, eigen=N
                     failed_at = None
                     break
                 states.append(z)
-                on_leg[k] = leg
+                if isinstance(leg, HardmaxLeg):  # its scores come in cancellation-free form
+                    on_leg[k] = leg
                 index = k + 1
         if status != "success":
             break
@@ -472,13 +525,15 @@ class _OffsetMonitor:
 
 
 def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project, monitor,
-                       continuation: bool):
+                       certify=None, each_step: bool = False):
     """The extrapolation integrator (:func:`~verify.numerics.integrate_extrapolation`) through
-    ``times``; with ``continuation`` (an ``arb`` run of the rescaled softmax form) every
-    checkpoint is tested for a certified hardmax (:func:`~verify.continuation.certify_arb`),
-    and once certified the run follows the closed form
-    (:class:`~verify.continuation.ArbHardmaxLeg`), checked on its grid, falling back to
-    integration from the last time that passed if a margin closes."""
+    ``times``; with ``certify(t, y)`` every checkpoint is tested for a leg that ends the
+    integration: a certified hardmax (an ``arb`` run of the rescaled softmax form,
+    :func:`~verify.continuation.certify_arb`: the closed form
+    :class:`~verify.continuation.ArbHardmaxLeg`, checked on its grid, falling back to
+    integration from the last time that passed if a margin closes) or certified consensus on the
+    sphere (:func:`~verify.consensus_cap.certify_cap`: the state stays put; cheap enough to
+    be tested after every accepted step, ``each_step``)."""
     from verify.numerics import integrate_extrapolation
 
     states, legs, fallbacks = [y0], [], []
@@ -488,14 +543,14 @@ def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project
     def switch(t, y):
         if no_switch_before is not None and t <= no_switch_before:
             return None
-        return certify_arb(field, t, y, rtol, atol)
+        return certify(t, y)
 
     while True:
         result = integrate_extrapolation(
             field, [t_begin, *times[index:]], y_begin, backend=backend, rtol=rtol, atol=atol,
             max_steps=max(1, max_steps - totals["steps"]), project=project,
             monitor=None if monitor is None else _OffsetMonitor(monitor, totals["steps"]),
-            switch=switch if continuation else None)
+            switch=None if certify is None else switch, switch_each_step=each_step)
         states.extend(result.ys[1:])
         index += len(result.ys) - 1
         for key in ("steps", "accepted", "rejected", "rhs_evals"):
@@ -530,7 +585,7 @@ def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project
     stats = {"solver": "GraggBulirschStoer", **{
         key: str(value) if isinstance(value, Fraction) else value
         for key, value in totals.items()}}
-    if continuation:
+    if certify is not None:
         stats["continuation"] = {"legs": [leg.describe() for leg in legs],
                                  "fallbacks": fallbacks,
                                  "t_switch": legs[0].describe()["t0"] if legs else None}

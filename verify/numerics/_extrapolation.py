@@ -176,7 +176,7 @@ def integrate_extrapolation(
     field: Callable, t_eval: Sequence, y0, *, backend: Backend, rtol: float, atol: float,
     solver: GraggBulirschStoer | None = None, first_step=None, max_steps: int = 100_000,
     project: Callable | None = None, fixed_step=None, monitor=None,
-    switch: Callable | None = None,
+    switch: Callable | None = None, switch_each_step: bool = False,
 ) -> IntegrationResult:
     r"""Integrate :math:`\dot y = f(t, y)` through the checkpoints ``t_eval``.
 
@@ -227,6 +227,11 @@ def integrate_extrapolation(
         Checked after every attempted step (:mod:`verify.numerics._monitor`): progress lines,
         a stall (status ``"stalled"``) or a used-up wall-clock budget (status ``"budget"``) end
         the run with the checkpoints reached.
+    switch : callable ``switch(t, y) -> object or None``, optional
+        Called at every checkpoint reached before the last (``switch_each_step``: also after
+        every accepted step between checkpoints); a result other than ``None`` ends the run
+        with status ``"switched"``, the checkpoints reached so far, and that result as
+        ``IntegrationResult.switch`` (e.g. a closed form that continues the run from ``t``).
 
     Returns
     -------
@@ -274,7 +279,7 @@ def integrate_extrapolation(
     # Non-finite values are reported through the status, so NumPy's warnings would be noise.
     with backend.working_precision(), np.errstate(over="ignore", invalid="ignore"):
         run = _Run(field, backend, solver, float(rtol), float(atol), project)
-        run.monitor, run.switch = monitor, switch
+        run.monitor, run.switch, run.switch_each_step = monitor, switch, switch_each_step
         return run.integrate(times, y0, steps["first_step"], steps["fixed_step"], max_steps)
 
 
@@ -303,6 +308,7 @@ class _Run:
         self.field, self.backend, self.solver = field, backend, solver
         self.rtol, self.atol, self.project = rtol, atol, project
         self.monitor = self.switch = None
+        self.switch_each_step = False
         self.kmax = solver.fixed_columns or max(
             (k for k in range(3, solver.max_columns + 1)
              if ROUNDOFF_MARGIN * float(lebesgue(k)) * backend.epsilon <= rtol), default=3)
@@ -490,6 +496,12 @@ class _Run:
                     t, y, f0 = t + H_try, self.settle(y_new), None
                     stats["accepted"] += 1
                     stats["columns_used"][j] = stats["columns_used"].get(j, 0) + 1
+                    if self.switch_each_step and self.switch is not None and t < target:
+                        taken = self.switch(t, y)
+                        if taken is not None:
+                            result = finish("switched", f"switched at t={float(t):.6g}.")
+                            result.switch = taken
+                            return result
                 else:
                     stats["rejected"] += 1
                 after_reject = not accepted

@@ -15,8 +15,9 @@ the seconds depend on the machine and its load). No wall-clock assertion; this i
 .. math:: \dot x_i = P^\perp_{x_i}\Big(\sum_j P_{ij} V x_j\Big),\qquad
           P_{ij} = \operatorname{softmax}_j\, \beta \langle Q x_i, K x_j\rangle;
 
-and the same three at ``T = 10^2, 10^3, 10^4`` (the cost against ``T``: linear, since the working
-precision is constant on the sphere).
+and the same three at ``T = 10^2, 10^3, 10^4`` (the cost against ``T``: constant once the
+consensus is certified, :mod:`verify.consensus_cap`; linear before, the working precision being
+constant on the sphere).
 
 ``scaling`` — the paper's high-dimensional recipe at ``d = 32`` (:func:`high_dimension.make_setup`,
 seed 0, ``T = 5``) for ``n = 32, 64, 128, 256, 512``: ``simulate`` with and without its error

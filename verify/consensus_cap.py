@@ -19,14 +19,14 @@ Two points of such a cap are at most its chord diameter apart; with ``ρ = max_i
 
 .. math:: |x_i(t) - x_i(t_0)| \le 2ρ \quad\text{for every } i \text{ and every } t \ge t_0 .
 
-A run of such a model (:func:`cap_unavailable` is ``None``) tests this bound at every accepted
-step (float64) or checkpoint (arb); once ``2ρ ≤`` :data:`CAP_FACTOR` ``· atol`` — the size of
-the integrator's own error, which near consensus keeps the tokens jittering at that level — the
-run stops integrating and every later checkpoint repeats the state at ``t_0``. The bound is
+A run of such a model (:func:`cap_unavailable` is ``None``) tests this bound after every
+accepted step (float64 and arb: it costs ``O(nd)``). Once ``2ρ ≤ CAP_FACTOR · atol`` (the size
+of the integrator's own error, which near consensus keeps the tokens jittering at that level),
+the run stops integrating and every later checkpoint repeats the state at ``t_0``. The bound is
 recorded (``describe()``) and :func:`verify.simulate.simulate` adds it to the error estimate of
-every later checkpoint: it is what the frozen state may differ from the exact one by, on top of
-the run's error at ``t_0``. On the sphere this makes the cost of a long horizon that of reaching
-consensus (the explicit integrators are otherwise held back by stability after it).
+every later checkpoint: it is how far the frozen state may be from the exact one, on top of the
+run's error at ``t_0``. On the sphere a long horizon then costs what reaching consensus costs
+(the explicit integrators are otherwise held back by stability after it).
 
 >>> import numpy as np
 >>> from verify.model import Model

@@ -152,10 +152,12 @@ class Trajectory:
 
     @property
     def continuation(self) -> dict | None:
-        """Where the certified hardmax continuation (:mod:`verify.continuation`) was used:
-        ``t_switch`` (first switch time or ``None``), the ``legs`` (start ``t0``, last checked
-        time, leaders, checks, smallest log scaled margin, assumed and seen state error) and the
-        ``fallbacks`` to integration; ``None`` when the run could not use it."""
+        """Where the run stopped integrating on a certificate: ``t_switch`` (first switch time
+        or ``None``), the ``legs`` and the ``fallbacks`` to integration; ``None`` when the run
+        could not use one. A leg of ``kind`` ``"hardmax"`` (:mod:`verify.continuation`) has its
+        start ``t0``, last checked time, leaders, checks, smallest log scaled margin, assumed
+        and seen state error; one of ``kind`` ``"cap"`` (:mod:`verify.consensus_cap`) its start
+        and the chord ``bound`` added to the error estimate after it."""
         return self.stats.get("continuation") if self.stats else None
 
     @property

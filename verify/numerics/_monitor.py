@@ -91,8 +91,8 @@ def stop_on_signals(signums: tuple = (signal.SIGINT,)) -> Iterator[list[str]]:
     """Inside the block the first of ``signums`` does not raise: every monitored integration
     stops at its next step with status ``"interrupted"`` and keeps the checkpoints reached. The
     handlers in place before the block come back at once, so a second signal acts as they do
-    (``KeyboardInterrupt`` for Ctrl-C). Yields the list of the caught signals' names. Main
-    thread only (where Python runs signal handlers).
+    (``KeyboardInterrupt`` for Ctrl-C). Yields a list that holds the caught signals' names
+    once the block ends. Main thread only (where Python runs signal handlers).
 
     >>> import os
     >>> with stop_on_signals() as caught:

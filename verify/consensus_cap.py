@@ -24,9 +24,11 @@ accepted step (float64 and arb: it costs ``O(nd)``). Once ``2ρ ≤ CAP_FACTOR �
 of the integrator's own error, which near consensus keeps the tokens jittering at that level),
 the run stops integrating and every later checkpoint repeats the state at ``t_0``. The bound is
 recorded (``describe()``) and :func:`verify.simulate.simulate` adds it to the error estimate of
-every later checkpoint: it is how far the frozen state may be from the exact one, on top of the
-run's error at ``t_0``. On the sphere a long horizon then costs what reaching consensus costs
-(the explicit integrators are otherwise held back by stability after it).
+every later checkpoint, with twice the state error ``e`` estimated there: the exact tokens at
+``t_0`` lie in the computed cap widened by ``e``, so they stay within ``2ρ + 2e`` of where they
+were, and within ``2ρ + 3e`` of the repeated state (whose own error ``e`` the estimate has).
+On the sphere a long horizon then costs what reaching consensus costs (the explicit integrators
+are otherwise held back by stability after it).
 
 >>> import numpy as np
 >>> from verify.model import Model

@@ -27,7 +27,8 @@ The run and its reference run switch on their own.
 switch). Every cap of angle below ``π/2`` that holds all tokens holds them for all later time
 (:mod:`verify.consensus_cap`); once the tokens fit in a cap of chord ``≤ 100·atol`` (tested after
 every step, float64 and arb), the run stops integrating, repeats that state at the later
-checkpoints and adds the chord to their error estimate. A long horizon then costs what reaching
+checkpoints and adds to their error estimate the chord, widened by twice the state error there
+(the exact tokens' cap is the computed one widened by it). A long horizon then costs what reaching
 consensus costs (the explicit integrators are otherwise held to small steps by stability there).
 
 For ``V`` symmetric, or diagonalisable over
@@ -217,6 +218,10 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
             frozen = _cap_bounds(traj) + _cap_bounds(ref)  # states repeated after consensus
             if np.any(frozen):
+                # the exact tokens lie in the computed cap widened by the state error at t0
+                # (|run - ref| there, the repeated states), so they may move by that much more
+                widen = 2 * math.sqrt(traj.d) * np.max(traj.entry_error, axis=(1, 2))
+                frozen = np.where(frozen > 0, frozen + widen, 0.0)
                 _add_state_error(instance, traj, frozen)
                 traj.reference["consensus_cap_added"] = float(np.max(frozen))
             if isinstance(ref_backend, Float64) and isinstance(backend, Float64):

@@ -109,7 +109,8 @@ def _stats_text(stats: dict) -> str:
     if legs and legs[0].get("kind") == "cap":
         text += (f"; certified consensus from t={legs[0]['t0']:.4g}: every token in a cap of "
                  f"chord {legs[0]['bound']:.1e}, invariant for V = cI on the sphere, so the "
-                 "state is kept (the chord is added to the error estimate)")
+                 "state is kept (the chord and twice the state error are added to the error "
+                 "estimate)")
     elif continuation.get("t_switch") is not None:
         text += (f"; certified hardmax in closed form from t={continuation['t_switch']:.4g} "
                  f"({len(legs)} leg{'s' if len(legs) > 1 else ''}, "

@@ -44,6 +44,7 @@ from verify.claim._judge import ClaimResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.claim._request import CheckRequest
 from verify.claim._verdicts import (
+    Basis,
     ClaimVerdict,
     InstanceResult,
     InstanceVerdict,
@@ -69,7 +70,7 @@ __all__ = [
     "HYPOTHESES", "PredicateResult", "ScopeResult", "check_hypotheses", "register_hypothesis",
     "CONCLUSIONS", "PREDICTIONS", "ConclusionSpec", "ConclusionType", "parse_conclusions",
     "register_conclusion", "register_prediction", "CheckRequest",
-    "InstanceVerdict", "ClaimVerdict", "InstanceResult", "ClaimResult", "judge_instance",
+    "InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "ClaimResult", "judge_instance",
     "judge_comparison", "recheck_record", "effective_verdict", "judge_claim", "exit_code",
     "judge_scope", "to_plain",
 ]

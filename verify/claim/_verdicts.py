@@ -46,7 +46,7 @@ from fractions import Fraction
 from verify.claim._plain import plain_float, to_plain
 from verify.errors import InvalidArgument
 
-__all__ = ["InstanceVerdict", "ClaimVerdict", "InstanceResult", "EVIDENCE_KINDS",
+__all__ = ["InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "EVIDENCE_KINDS",
            "judge_instance", "judge_comparison", "recheck_record", "effective_verdict"]
 
 EVIDENCE_KINDS = ("conjecture", "open-problem")  # kinds that can only gather evidence
@@ -69,6 +69,34 @@ class ClaimVerdict(StrEnum):
     SUPPORTED = "supported"
     REFUTED = "refuted"
     INCONCLUSIVE = "inconclusive"
+
+
+class Basis(StrEnum):
+    """What a decision rests on (design.md, "Basis and grades"), strongest first.
+
+    * ``exact``: rational or algebraic arithmetic; the only basis printed as "exact";
+    * ``enclosure``: a rigorous ball from interval/arb arithmetic (it contains the truth);
+    * ``certificate``: a rigorous criterion from the theory, evaluated in balls;
+    * ``estimate``: a run against an independent reference, with the safety factor measured on
+      the coverage benchmark;
+    * ``fit``: a trend or a regression over checkpoints;
+    * ``evidence``: anything else.
+
+    Only ``exact``, ``enclosure`` and ``certificate`` are rigorous: a claim is refuted only by
+    violations on one of those.
+    """
+
+    EXACT = "exact"
+    ENCLOSURE = "enclosure"
+    CERTIFICATE = "certificate"
+    ESTIMATE = "estimate"
+    FIT = "fit"
+    EVIDENCE = "evidence"
+
+    @property
+    def rigorous(self) -> bool:
+        """Whether a decision on this basis is a proof (exact, enclosure or certificate)."""
+        return self in (Basis.EXACT, Basis.ENCLOSURE, Basis.CERTIFICATE)
 
 
 def _finite(x: float | None) -> bool:
@@ -104,6 +132,8 @@ class InstanceResult:
     certificate : dict or None
         For a violation of a statement about ``t → ∞``: why the observed end will not change
         (``{"kind": ..., "statement": ...}``, see :mod:`verify.judge`); ``None`` otherwise.
+    basis : Basis or None
+        What the decision rests on (:class:`Basis`); ``None`` where not (yet) stated.
 
     Raises
     ------
@@ -124,6 +154,7 @@ class InstanceResult:
     counterexample: str | None = None
     unit: str = ""
     certificate: dict | None = None
+    basis: Basis | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -132,6 +163,12 @@ class InstanceResult:
             raise InvalidArgument(f"verdict={self.verdict!r} must be one of "
                                   f"{', '.join(v.value for v in InstanceVerdict)}.") from None
         object.__setattr__(self, "verdict", verdict)
+        if self.basis is not None:
+            try:
+                object.__setattr__(self, "basis", Basis(self.basis))
+            except ValueError:
+                raise InvalidArgument(f"basis={self.basis!r} must be one of "
+                                      f"{', '.join(b.value for b in Basis)}.") from None
         object.__setattr__(self, "evidence", to_plain(dict(self.evidence)))
         for name in ("margin", "error"):
             value = getattr(self, name)
@@ -168,7 +205,8 @@ class InstanceResult:
                 "verdict": self.verdict.value, "reason": self.reason, "evidence": self.evidence,
                 "margin": to_plain(self.margin), "error": to_plain(self.error),
                 "rechecked": self.rechecked, "counterexample": self.counterexample,
-                "unit": self.unit, "certificate": self.certificate}
+                "unit": self.unit, "certificate": self.certificate,
+                "basis": self.basis.value if self.basis is not None else None}
 
     @classmethod
     def from_json(cls, data: dict) -> InstanceResult:

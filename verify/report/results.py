@@ -65,6 +65,8 @@ _INSTANCE = _obj({
     "counterexample": _STR_NULL, "exception": _STR_NULL, "unit": _STR,
     "certificate": {"type": ["object", "null"], "additionalProperties": True,
                     "required": ["kind", "statement"]},
+    "basis": {"enum": [None, "exact", "enclosure", "certificate", "estimate", "fit",
+                       "evidence"]},
     "seconds": {"type": ["number", "null"], "minimum": 0}})
 _CLAIM = _obj({
     "id": {"type": "string", "pattern": r"^[a-z0-9]+(-[a-z0-9]+)*$"}, "label": _STR,

@@ -1,0 +1,229 @@
+r"""Proving an instance: a rigorous enclosure up to :math:`t_1`, a trapping lemma at
+:math:`t_1`, a certificate that the independent checker accepts.
+
+:func:`prove_result` is the one call the judging engine makes: for an instance whose verdict
+rests on an estimate (or is undecided), it
+
+1. picks the lemma that can trap the model's dynamics (:func:`~verify.proof._lemmas.lemma_for`)
+   and maps each conclusion of the claim onto the facts that prove it
+   (:mod:`verify.proof._plans`); a conclusion without such a mapping ends the attempt;
+2. encloses the trajectory (:class:`verify.enclosure.Enclosure`) and, at the marks
+   :math:`t_1 = \tfrac12, 1, \tfrac32, \dots` up to the re-check horizon :math:`\tfrac32 T` of the
+   estimate, asks the lemma whether it traps the tokens there (:func:`~verify.proof._lemmas.
+   try_lemma`) and adds the facts;
+3. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
+   builder, decides — and on success returns the verdict **proved on this instance (for all
+   t ≥ 0)** with basis ``certificate`` and the certificate document attached.
+
+Escalation before giving up: when the enclosure loses accuracy it is started again once with
+twice the bits and a tolerance 2^-20 smaller (more digits); later marks are lemmas at a later
+:math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
+:data:`PROOF_SECONDS`, and the instance's own wall budget). When nothing is proved, the
+estimate-based verdict stands and its evidence says what was tried and why it failed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from fractions import Fraction
+
+from verify.claim import Basis, InstanceResult, InstanceVerdict, check_hypotheses
+from verify.proof._lemmas import lemma_for, try_lemma
+from verify.proof._plans import NoPlan, plan_facts
+
+__all__ = ["prove_result", "proof_budget", "PROOF_SECONDS", "MARK_STEP"]
+
+#: Default wall-clock seconds a proof may take per instance.
+PROOF_SECONDS = 120.0
+_BUDGET: ContextVar[float] = ContextVar("verify_proof_seconds", default=PROOF_SECONDS)
+
+
+@contextmanager
+def proof_budget(seconds: float | None) -> Iterator[None]:
+    """Inside the block a proof may take ``seconds`` (0: no proofs; ``None``: unchanged) —
+    how ``verify run --proof-seconds`` reaches the workers (through
+    :class:`verify.run.Budget`)."""
+    if seconds is None:
+        yield
+        return
+    token = _BUDGET.set(float(seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+#: Spacing of the times t1 at which the lemma is tried.
+MARK_STEP = Fraction(1, 2)
+
+
+def _deadline(request) -> float:
+    from verify.numerics._monitor import _WALL_BUDGET
+
+    seconds = float(request.parameters.get("proof_seconds", _BUDGET.get()))
+    deadline = time.perf_counter() + seconds
+    shared = _WALL_BUDGET.get()
+    if shared is not None:  # the instance's budget (monotonic clock) bounds the proof too
+        deadline = min(deadline, time.perf_counter() + (shared.deadline - time.monotonic()))
+    return deadline
+
+
+def _applying(request) -> list:
+    specs = []
+    for spec in request.claim.conclusions:
+        scope = check_hypotheses(spec.when, request.instance) if spec.when else None
+        if scope is None or scope.holds is True:
+            specs.append(spec)
+    return specs
+
+
+def _note(result: InstanceResult, tried: dict) -> InstanceResult:
+    return replace(result, evidence={**result.evidence, "proof": tried})
+
+
+def prove_result(request, result: InstanceResult) -> InstanceResult:
+    """The proved result of ``request``, or ``result`` with what the proof attempt tried in
+    ``evidence["proof"]`` (module docstring)."""
+    if result.verdict in (InstanceVerdict.OUT_OF_SCOPE, InstanceVerdict.VIOLATED) or \
+            request.recheck or (result.basis is not None and result.basis.rigorous) or \
+            not float(request.parameters.get("proof_seconds", _BUDGET.get())) > 0:
+        return result
+    instance = request.instance
+    from verify.enclosure import MAX_SIZE, unsupported
+
+    lemma = lemma_for(instance.model)
+    why_not = unsupported(instance.model) or (
+        None if instance.n * instance.d <= MAX_SIZE else
+        f"n·d = {instance.n * instance.d} is above {MAX_SIZE}") or (
+        None if lemma is not None else "no trapping lemma applies to this model")
+    if why_not:
+        return _note(result, {"proved": False, "reason": why_not})
+    try:
+        plans = [(spec, plan_facts(spec, lemma, instance)) for spec in _applying(request)]
+    except NoPlan as exc:
+        return _note(result, {"proved": False, "reason": str(exc)})
+    if not plans:
+        return _note(result, {"proved": False, "reason": "no conclusion applies."})
+    start = time.perf_counter()
+    outcome = _search(request, lemma, plans, _deadline(request))
+    outcome["seconds"] = round(time.perf_counter() - start, 3)
+    if outcome.get("document") is None:
+        return _note(result, outcome)
+    return _proved(request, result, lemma, plans, outcome)
+
+
+def _search(request, lemma: str, plans: list, deadline: float) -> dict:
+    """Enclose and try the lemma at successive marks; escalate the digits once."""
+    from verify.enclosure import Enclosure
+
+    instance = request.instance
+    last_mark = Fraction(request.horizon) * Fraction(3, 2)
+    tried = []
+    why = "no mark reached"
+    settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -60}]
+    for setting in settings:
+        enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
+        mark = Fraction(0)
+        while mark < last_mark:
+            mark = min(mark + MARK_STEP, last_mark)
+            if not enclosure.advance(mark, deadline=deadline):
+                why = f"the enclosure stopped: {enclosure.message}"
+                break
+            document, why = try_lemma(lemma, instance, enclosure, mark)
+            tried.append(float(mark))
+            if document is None:
+                continue
+            document, why = _with_facts(request, document, plans, enclosure, mark)
+            if document is not None:
+                return {"proved": True, "document": document, "t1": str(mark),
+                        "enclosure": enclosure.describe(), "marks_tried": tried}
+        if enclosure.status != "failed":
+            break  # the budget or the horizon ended it: more digits would not help
+    return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
+            "enclosure": enclosure.describe()}
+
+
+def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):
+    from verify.lemmas import check_certificate
+
+    facts, enclosure_facts = [], []
+    for _, templates in plans:
+        for fact in templates:
+            fact = dict(fact)
+            if fact["fact"] == "order-after-t1":
+                fact["offsets"] = _offsets(document)
+                before = _order_before(enclosure, t1)
+                if before is None:
+                    return None, "the order on [0, t1] is not resolved by the enclosure."
+                enclosure_facts.append(before)
+            facts.append(fact)
+    document = {**document, "claim": request.claim.id, "instance_name": request.instance.name,
+                "facts": facts, "enclosure_facts": enclosure_facts,
+                "conclusions_proved": [f"{spec.where} ({spec.type})" for spec, _ in plans]}
+    check = check_certificate(document)
+    if not check.valid:
+        return None, "the checker rejects the certificate: " + "; ".join(check.reasons)
+    return document, ""
+
+
+def _offsets(document: dict) -> dict:
+    """``y_j(t1) = z_j - z_leader`` as ball text, for the order fact (d = 1)."""
+    from flint import ctx
+
+    from verify.lemmas._balls import ball_text, parse_ball
+
+    leader_of = document["conclusions"]["leader_of"]
+    with ctx.workprec(int(document["enclosure"]["bits"])):
+        z = [parse_ball(row[0]) for row in document["enclosure"]["tokens"]]
+        return {str(j): ball_text(z[j] - z[a]) for j, a in enumerate(leader_of)
+                if a is not None and a != j}
+
+
+def _order_before(enclosure, t1: Fraction, pieces: int = 4) -> dict | None:
+    """(``d = 1``) the order of the tokens on ``[0, t1]`` from the steps' dense enclosures
+    (each step cut in ``pieces``): the smallest lower bound of every consecutive gap of the
+    rescaled tokens, or ``None`` when one is not positive."""
+    instance = enclosure.instance
+    order = sorted(range(instance.n), key=lambda i: instance.x0[i, 0])
+    smallest = None
+    for step in enclosure.steps:
+        if step.t0 >= t1:
+            break
+        for k in range(pieces):
+            box = step.over(step.h * k / pieces, step.h * (k + 1) / pieces)
+            for i, j in zip(order, order[1:], strict=False):
+                gap = float((box[j, 0] - box[i, 0]).lower())
+                if not gap > 0:
+                    return None
+                smallest = gap if smallest is None else min(smallest, gap)
+    return {"fact": "order on [0, t1]", "basis": "enclosure",
+            "statement": "every consecutive gap z_{i+1} - z_i of the sorted tokens stays "
+                         f"above {smallest:.3g} on [0, t1] (each step's dense enclosure, cut in "
+                         f"{pieces}).", "smallest_gap": smallest}
+
+
+def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: dict):
+    document = outcome.pop("document")
+    from flint import ctx
+
+    from verify.lemmas._balls import parse_ball
+
+    with ctx.workprec(int(document["enclosure"]["bits"])):
+        smallest = min(float(parse_ball(q["margin"]).lower()) for q in document["inequalities"])
+    t1 = float(Fraction(outcome["t1"]))
+    statement = (f"proved on this instance (for all t ≥ 0): rigorous enclosure on [0, {t1:g}] "
+                 f"({outcome['enclosure']['steps']} Taylor steps, {outcome['enclosure']['bits']}"
+                 f" bits), then lemma {lemma} at t1 = {t1:g} (smallest margin {smallest:.3g}); "
+                 f"{len(document['facts'])} fact(s) give "
+                 f"{', '.join(document['conclusions_proved'])}; the independent checker "
+                 "accepts the certificate.")
+    certificate = {"kind": "proof", "statement": statement, "lemma": lemma, "t1": outcome["t1"],
+                   "document": document}
+    return InstanceResult(result.instance, result.family, result.seed, InstanceVerdict.HOLDS,
+                          statement, evidence={**result.evidence, "proof": outcome,
+                                               "estimate": {"verdict": result.verdict.value,
+                                                            "reason": result.reason}},
+                          margin=smallest, error=0.0, unit="smallest lemma margin",
+                          certificate=certificate, basis=Basis.CERTIFICATE)

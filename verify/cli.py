@@ -8,6 +8,7 @@
                [--scheduler ADDRESS] [--instance-budget SECONDS] [--instance-memory SIZE]
     verify list [--claims-dir DIR] [--reports DIR]
     verify show ID [--claims-dir DIR]
+    verify certificate FILE ... [--json]
     verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
                  [--instance INSTANCE_FILE] [--scheduler ADDRESS] [--instance-budget SECONDS]
                  [--instance-memory SIZE]
@@ -117,19 +118,27 @@ def _add_cluster_options(parser) -> None:
     parser.add_argument("--instance-memory", metavar="SIZE",
                         help="memory one instance may add to its worker, e.g. 2G; beyond it "
                              "the instance is inconclusive (budget)")
+    parser.add_argument("--proof-seconds", type=float, metavar="SECONDS",
+                        help="wall time an instance may spend proving its verdict (a rigorous "
+                             "enclosure and a trapping lemma, checked by `verify certificate`; "
+                             "default 120; 0: no proofs)")
 
 
 def _cluster_settings(args: argparse.Namespace):
     """The per-instance :class:`~verify.run.Budget` of ``args`` (``None``: no limit)."""
     from verify.run import Budget, parse_memory
 
-    if args.instance_budget is None and args.instance_memory is None:
+    proof = getattr(args, "proof_seconds", None)
+    if args.instance_budget is None and args.instance_memory is None and proof is None:
         return None
     if args.instance_budget is not None and not args.instance_budget > 0:
         raise InvalidArgument(f"--instance-budget={args.instance_budget} must be a positive "
                               "number of seconds.")
+    if proof is not None and not proof >= 0:
+        raise InvalidArgument(f"--proof-seconds={proof} must be a number of seconds >= 0 "
+                              "(0: no proofs).")
     memory = None if args.instance_memory is None else parse_memory(args.instance_memory)
-    return Budget(args.instance_budget, memory)
+    return Budget(args.instance_budget, memory, proof)
 
 
 def _executor(args: argparse.Namespace):
@@ -366,6 +375,19 @@ def _add_claim_commands(sub) -> None:
     show = sub.add_parser("show", help="print a claim: statement, hypotheses, families")
     show.add_argument("id", metavar="ID")
     show.add_argument("--claims-dir", **claims_dir)
+    cert = sub.add_parser(
+        "certificate", help="re-check a certificate of 'proved on this instance'",
+        description="Re-check a certificate file written by `verify run` or `verify check` "
+                    "(reports/<run>/certificates/*.json) with the independent checker "
+                    "(verify.lemmas: python-flint ball arithmetic only, no code shared with the "
+                    "integrator or the judges): the exact instance and its symmetries, every "
+                    "inequality of the trapping lemma on the enclosure's balls at t1, the "
+                    "lemma's conclusions and the facts that give the claim's conclusions. The "
+                    "enclosure itself (that the balls contain the exact solution at t1) rests "
+                    "on the integrator and is not re-computed. Exit code: 0 valid, 1 rejected, "
+                    "2 unreadable.")
+    cert.add_argument("files", nargs="+", metavar="FILE", help="certificate JSON file(s)")
+    cert.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
 def _select(claims: list, ids: list[str]) -> list:
@@ -736,8 +758,30 @@ def _weights_sentence(args: argparse.Namespace) -> int:
     return 0
 
 
+def _certificate(args: argparse.Namespace) -> int:
+    from verify.lemmas import check_file
+
+    worst, out = 0, []
+    for name in args.files:
+        if not Path(name).is_file():
+            raise InvalidArgument(f"certificate file {name!r} does not exist.")
+        result = check_file(name)
+        worst = max(worst, 0 if result.valid else 1)
+        if args.json:
+            out.append({"file": name, "valid": result.valid, "lemma": result.lemma,
+                        "reasons": result.reasons,
+                        "inequalities": [q.to_dict() for q in result.inequalities],
+                        "facts": [{"fact": f, "holds": ok, "why": why}
+                                  for f, ok, why in result.facts]})
+        else:
+            print(f"{name}: {result.text()}")
+    if args.json:
+        print(json.dumps(out, indent=1))
+    return worst
+
+
 _COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show,
-             "check": _check, "weights": _weights}
+             "check": _check, "weights": _weights, "certificate": _certificate}
 
 
 def _raise_interrupted(signum, frame) -> None:

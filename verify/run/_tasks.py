@@ -32,6 +32,7 @@ from verify.claim import (
 )
 from verify.claim._plain import to_plain
 from verify.errors import OutOfScope, UserFunctionError
+from verify.proof import prove_result
 from verify.run._budget import judge_within
 
 __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
@@ -204,6 +205,8 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                            dict(claim.parameters))
     try:
         result = _judge(request)
+        if recheck:  # prove the verdict on the instance (the shrinker's oracle does not)
+            result = prove_result(request, result)
     except UserFunctionError:  # the claim file is wrong: a usage error, not a verdict
         raise
     except Exception as exc:  # noqa: BLE001

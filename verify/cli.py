@@ -267,12 +267,15 @@ def _check(args: argparse.Namespace) -> int:
                           "text": verdict.text, "reason": verdict.reason,
                           "exit_code": run.exit_code, "counterexample": minimal,
                           "check": data.get("check"), "counts": verdict.counts,
+                          "grades": verdict.grades,
                           "report": str(paths["report.html"])}, indent=2))
         return run.exit_code
     from verify.report.markdown import check_lines
 
     print(f"{conjecture.claim.id}: {verdict.text}")
     print(f"  {verdict.reason}")
+    if verdict.grades_text:
+        print(f"  grades of the in-scope instances: {verdict.grades_text}")
     for line in check_lines(build_results(run)):
         print(f"  {line}")
     if minimal:
@@ -485,7 +488,8 @@ def _run(args: argparse.Namespace) -> int:
         for res in run.claim_results:
             flag = "  <- expected to hold" if res.expected == "holds" and \
                 res.verdict.value == "refuted" else ""
-            print(f"{res.claim:<{width}}  {res.text}{flag}")
+            grades = f" [{res.grades_text}]" if res.grades["proved"] else ""
+            print(f"{res.claim:<{width}}  {res.text}{grades}{flag}")
         print(f"report: {paths['report.html']}  ({run.seconds + report_seconds:.1f} s: "
               f"{run.seconds:.1f} s of checks, {report_seconds:.1f} s writing the report"
               + (f"; {run.resumed} instances resumed" if run.resumed else "") + ")")

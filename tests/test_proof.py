@@ -1,0 +1,82 @@
+"""Proved on this instance (verify.proof): the grade, its certificate file, its limits."""
+
+import json
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+from verify.claim import (
+    Basis,
+    CheckRequest,
+    InstanceResult,
+    InstanceVerdict,
+    judge_claim,
+    load_claim,
+    parse_conclusions,
+)
+from verify.cli import main
+from verify.lemmas import check_file
+from verify.proof import proof_budget, prove_result
+from verify.run import InlineExecutor, run_claims
+
+CLAIMS = Path(__file__).resolve().parent.parent / "claims"
+
+
+def _request(claim, family_name):
+    family = claim.family(family_name)
+    instance = family.instance(0)
+    return CheckRequest(claim, family, instance, None, Fraction(family.horizon),
+                        family.checkpoints, family.precision, dict(claim.parameters))
+
+
+def _undecided(request):
+    return InstanceResult(request.instance.name, request.family.name, None,
+                          InstanceVerdict.INCONCLUSIVE, "not judged yet")
+
+
+def test_an_escape_is_proved_for_all_time_with_a_checked_certificate():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    request = _request(claim, "two-tokens")
+    result = prove_result(request, _undecided(request))
+    assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
+    assert result.reason.startswith("proved on this instance (for all t ≥ 0)")
+    document = result.certificate["document"]
+    assert document["lemma"]["id"] == "leader-map"
+    assert [f["fact"] for f in document["facts"]] == ["limit-signs"]
+    assert result.evidence["estimate"]["verdict"] == "inconclusive"
+
+
+def test_a_conclusion_without_a_proof_keeps_the_estimate_and_says_why():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    claim = replace(claim, conclusions=parse_conclusions(
+        [{"type": "escapes", "at_most_bounded": 0, "same_sign": True}], "<mutation>"))
+    request = _request(claim, "two-tokens")
+    result = prove_result(request, _undecided(request))
+    assert result.basis is None and result.verdict is InstanceVerdict.INCONCLUSIVE
+    assert "has no proof through lemma leader-map" in result.evidence["proof"]["reason"]
+
+
+def test_no_proof_is_tried_with_a_zero_budget_or_on_a_violation():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    request = _request(claim, "two-tokens")
+    with proof_budget(0):
+        assert "proof" not in prove_result(request, _undecided(request)).evidence
+    violated = InstanceResult(request.instance.name, "two-tokens", None,
+                              InstanceVerdict.VIOLATED, "violated", margin=-1.0, error=0.1)
+    assert prove_result(request, violated) is violated
+
+
+def test_a_run_writes_certificates_the_checker_accepts_and_counts_the_grades(tmp_path, capsys):
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    claim = replace(claim, families=(claim.family("two-tokens"),))
+    run = run_claims([claim], out_dir=tmp_path, executor=InlineExecutor(), progress=False)
+    (record,) = run.records.values()
+    result = InstanceResult.from_json(record["result"])
+    assert result.basis is Basis.CERTIFICATE and result.certificate["kind"] == "proof"
+    path = tmp_path / result.certificate["file"]
+    assert check_file(path).valid
+    assert main(["certificate", str(path)]) == 0
+    capsys.readouterr()
+    grades = judge_claim(claim, [result]).grades
+    assert grades == {"proved": 1, "estimate": 0, "evidence": 0, "undecided": 0}
+    assert "document" not in json.dumps(record["result"]["certificate"])

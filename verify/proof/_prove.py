@@ -15,8 +15,9 @@ rests on an estimate (or is undecided), it
    builder, decides — and on success returns the verdict **proved on this instance (for all
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
 
-Escalation before giving up: when the enclosure loses accuracy it is started again once with
-twice the bits and a tolerance 2^-20 smaller (more digits); later marks are lemmas at a later
+Escalation before giving up: the first enclosure has 128 bits and steps whose remainder is
+about 2^-32 of the state; when it loses accuracy it is started again once with 256 bits and
+2^-52 (more digits); later marks are lemmas at a later
 :math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
 :data:`PROOF_SECONDS`, and the instance's own wall budget). When nothing is proved, the
 estimate-based verdict stands and its evidence says what was tried and why it failed.
@@ -122,7 +123,7 @@ def _search(request, lemma: str, plans: list, deadline: float) -> dict:
     last_mark = Fraction(request.horizon) * Fraction(3, 2)
     tried = []
     why = "no mark reached"
-    settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -60}]
+    settings = [{"bits": 128, "tol": 2.0 ** -32}, {"bits": 256, "tol": 2.0 ** -52}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
         mark = Fraction(0)

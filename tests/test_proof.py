@@ -17,7 +17,7 @@ from verify.claim import (
 from verify.cli import main
 from verify.lemmas import check_file
 from verify.proof import proof_budget, prove_result
-from verify.run import InlineExecutor, run_claims
+from verify.run import Budget, InlineExecutor, run_claims
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
 
@@ -37,7 +37,8 @@ def _undecided(request):
 def test_an_escape_is_proved_for_all_time_with_a_checked_certificate():
     claim = load_claim(CLAIMS / "escape-threshold.toml")
     request = _request(claim, "two-tokens")
-    result = prove_result(request, _undecided(request))
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
     assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
     assert result.reason.startswith("proved on this instance (for all t ≥ 0)")
     document = result.certificate["document"]
@@ -51,7 +52,8 @@ def test_a_conclusion_without_a_proof_keeps_the_estimate_and_says_why():
     claim = replace(claim, conclusions=parse_conclusions(
         [{"type": "escapes", "at_most_bounded": 0, "same_sign": True}], "<mutation>"))
     request = _request(claim, "two-tokens")
-    result = prove_result(request, _undecided(request))
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
     assert result.basis is None and result.verdict is InstanceVerdict.INCONCLUSIVE
     assert "has no proof through lemma leader-map" in result.evidence["proof"]["reason"]
 
@@ -69,7 +71,8 @@ def test_no_proof_is_tried_with_a_zero_budget_or_on_a_violation():
 def test_a_run_writes_certificates_the_checker_accepts_and_counts_the_grades(tmp_path, capsys):
     claim = load_claim(CLAIMS / "escape-threshold.toml")
     claim = replace(claim, families=(claim.family("two-tokens"),))
-    run = run_claims([claim], out_dir=tmp_path, executor=InlineExecutor(), progress=False)
+    run = run_claims([claim], out_dir=tmp_path, executor=InlineExecutor(), progress=False,
+                     budget=Budget(proof=60))
     (record,) = run.records.values()
     result = InstanceResult.from_json(record["result"])
     assert result.basis is Basis.CERTIFICATE and result.certificate["kind"] == "proof"

@@ -25,6 +25,7 @@ estimate-based verdict stands and its evidence says what was tried and why it fa
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,8 +39,9 @@ from verify.proof._plans import NoPlan, plan_facts
 
 __all__ = ["prove_result", "proof_budget", "PROOF_SECONDS", "MARK_STEP"]
 
-#: Default wall-clock seconds a proof may take per instance.
-PROOF_SECONDS = 120.0
+#: Default wall-clock seconds a proof may take per instance (the environment variable
+#: ``VERIFY_PROOF_SECONDS`` overrides it, also in worker processes; 0: no proofs).
+PROOF_SECONDS = float(os.environ.get("VERIFY_PROOF_SECONDS", "120"))
 _BUDGET: ContextVar[float] = ContextVar("verify_proof_seconds", default=PROOF_SECONDS)
 
 
@@ -81,7 +83,15 @@ def _applying(request) -> list:
 
 
 def _note(result: InstanceResult, tried: dict) -> InstanceResult:
-    return replace(result, evidence={**result.evidence, "proof": tried})
+    """``result`` with the proof attempt in its evidence; an inconclusive reason also says
+    what was tried."""
+    reason = result.reason
+    if result.verdict is InstanceVerdict.INCONCLUSIVE and tried.get("marks_tried"):
+        marks = tried["marks_tried"]
+        reason += (f" [a proof was tried with lemma {tried.get('reason', '').split(':')[0]} "
+                   f"at t1 = {marks[0]:g}..{max(marks):g} ({len(marks)} times, "
+                   f"{tried.get('seconds', 0):.3g} s): {tried.get('reason', '')}]")
+    return replace(result, reason=reason, evidence={**result.evidence, "proof": tried})
 
 
 def prove_result(request, result: InstanceResult) -> InstanceResult:

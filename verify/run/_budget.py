@@ -56,6 +56,9 @@ class Budget:
             raise InvalidArgument(f"instance budget seconds={self.seconds} must be positive.")
         if self.memory is not None and not self.memory > 0:
             raise InvalidArgument(f"instance budget memory={self.memory} must be positive.")
+        if self.proof is not None and not self.proof >= 0:
+            raise InvalidArgument(f"proof budget proof={self.proof} must be >= 0 seconds "
+                                  "(0: no proofs).")
 
     def describe(self) -> str:
         parts = [f"{self.seconds:g} s" if self.seconds is not None else "",

@@ -8,9 +8,9 @@ rests on an estimate (or is undecided), it
    and maps each conclusion of the claim onto the facts that prove it
    (:mod:`verify.proof._plans`); a conclusion without such a mapping ends the attempt;
 2. encloses the trajectory (:class:`verify.enclosure.Enclosure`) and, at the marks
-   :math:`t_1 = \tfrac12, 1, \tfrac32, \dots` up to the re-check horizon :math:`\tfrac32 T` of the
-   estimate, asks the lemma whether it traps the tokens there (:func:`~verify.proof._lemmas.
-   try_lemma`) and adds the facts;
+   :math:`t_1 = 0, \tfrac12, 1, \dots` up to the re-check horizon :math:`\tfrac32 T` of the
+   estimate (or the longest horizon its extensions reached), asks the lemma whether it traps
+   the tokens there (:func:`~verify.proof._lemmas.try_lemma`) and adds the facts;
 3. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
    builder, decides — and on success returns the verdict **proved on this instance (for all
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
@@ -118,27 +118,36 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
     if not plans:
         return _note(result, {"proved": False, "reason": "no conclusion applies."})
     start = time.perf_counter()
-    outcome = _search(request, lemma, plans, _deadline(request))
+    outcome = _search(request, lemma, plans, _deadline(request), _reach(request, result))
     outcome["seconds"] = round(time.perf_counter() - start, 3)
     if outcome.get("document") is None:
         return _note(result, outcome)
     return _proved(request, result, lemma, plans, outcome)
 
 
-def _search(request, lemma: str, plans: list, deadline: float) -> dict:
-    """Enclose and try the lemma at successive marks; escalate the digits once."""
+def _reach(request, result: InstanceResult) -> Fraction:
+    """How far the marks go: the re-check horizon ``3T/2`` of the estimate, or the longest
+    horizon the engine's extensions reached."""
+    reach = Fraction(request.horizon) * Fraction(3, 2)
+    for tried in result.evidence.get("horizons") or []:
+        reach = max(reach, Fraction(tried.get("re_check") or tried.get("horizon") or 0))
+    return reach
+
+
+def _search(request, lemma: str, plans: list, deadline: float, last_mark: Fraction) -> dict:
+    """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
+    once."""
     from verify.enclosure import Enclosure
 
     instance = request.instance
-    last_mark = Fraction(request.horizon) * Fraction(3, 2)
     tried = []
     why = "no mark reached"
     settings = [{"bits": 128, "tol": 2.0 ** -32}, {"bits": 256, "tol": 2.0 ** -52}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
-        mark = Fraction(0)
-        while mark < last_mark:
-            mark = min(mark + MARK_STEP, last_mark)
+        mark = None
+        while mark is None or mark < last_mark:
+            mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
             if not enclosure.advance(mark, deadline=deadline):
                 why = f"the enclosure stopped: {enclosure.message}"
                 break

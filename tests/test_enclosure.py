@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 from verify.enclosure import Enclosure
 from verify.enclosure._fields import FieldSpec
 from verify.enclosure._jacobian import jacobian
-from verify.enclosure._jets import Const, State
+from verify.enclosure._jets import State
 from verify.errors import InvalidArgument
 from verify.model import Instance, Model
 
@@ -112,7 +112,7 @@ def _forward(spec, times, X, refs):
     for m in range(n * d):
         state = State(X)
         state.append(arb_mat(n, d, [1 if k == m else 0 for k in range(n * d)]))
-        time = Const((spec.heads[0][1] * times).exp().transpose()) if spec.rescaled else None
+        time = spec._time_value(times) if spec.rescaled else None
         columns.append(spec.graph(state, time, refs).coef(1).entries())
     return [[columns[m][r] for m in range(n * d)] for r in range(n * d)]
 

@@ -41,6 +41,7 @@ from verify.enclosure._jets import (
     MatMul,
     Node,
     RowScale,
+    ScalarTimes,
     Scale,
     Series,
     State,
@@ -69,6 +70,13 @@ def exact_matrix(matrix) -> arb_mat:
                     for row in matrix])
 
 
+def type_of(value):
+    """``arb_mat`` or ``acb_mat``, as fits a real or complex ball."""
+    from flint import acb, acb_mat
+
+    return acb_mat if isinstance(value, acb) else arb_mat
+
+
 def _selection(rows: list[int], n: int) -> arb_mat:
     return arb_mat([[1 if j == i else 0 for j in range(n)] for i in rows])
 
@@ -91,6 +99,12 @@ class FieldSpec:
         self.allowed = None if mask is None else [bool(v) for v in mask.reshape(-1)]
         self.heads = [(exact_matrix(model.beta * head.B), exact_matrix(head.V))
                       for head in model.heads]
+        # V = λI in the rescaled form: the scores are e^{2λt} times those of z (no matrices)
+        V0 = model.heads[0].V
+        lam = V0[0, 0]
+        self.scalar = (arb(fmpq(Fraction(lam).numerator, Fraction(lam).denominator))
+                       if self.rescaled and all(V0[a, b] == (lam if a == b else 0)
+                                                for a in range(d) for b in range(d)) else None)
         self.ones_d = Const(arb_mat(d, 1, [1] * d))
         self.ones_n = Const(arb_mat(n, 1, [1] * n))
         # per reference r: the matrix I - 1 e_rᵀ, whose row r is exactly zero
@@ -114,16 +128,30 @@ class FieldSpec:
 
         return Series(V.nrows(), V.ncols(), coefficient)
 
+    def _growth(self, t0) -> Series:
+        """:math:`e^{2\\lambda (t_0 + s)}` (``V = λI``) as a ``1 × 1`` series."""
+        if isinstance(t0, Fraction):
+            t0 = arb(fmpq(t0.numerator, t0.denominator))
+        rate = 2 * self.scalar
+        start = (rate * t0).exp()
+        return Series(1, 1, lambda m: arb_mat([[start * rate ** m / arb.fac_ui(m)]]))
+
     def _attention(self, U: Node, B: arb_mat, references: list[int],
                    scale: Node | None) -> tuple[Node, Node]:
         """``(A, A U)``: the attention matrix (softmax with reference columns, or
         unnormalised) and its product with ``U`` (computed from the exponentials directly, so
         that the state's jets never need ``A`` itself). For the rescaled form ``scale`` is
-        ``Eᵀ`` (rows ``y = z Eᵀ``)."""
+        ``Eᵀ`` (rows ``y = z Eᵀ``), or — when ``V = λI`` — the ``1 × 1`` factor
+        :math:`e^{2\\lambda t}` of the scores."""
         n = self.n
+        factor = scale if self.scalar is not None else None
+        if factor is not None:
+            scale = None
         Y = U if scale is None else MatMul(U, scale)
         if self.model.attention == "unnormalised":
             S = MatMul(MatMul(Y, Const(B)), Transpose(Y))
+            if factor is not None:
+                S = ScalarTimes(S, factor)
             A = Scale(ElementExp(S, self.allowed), Fraction(1, n))
             return A, MatMul(A, U)
         YB = MatMul(Y, Const(B))
@@ -136,6 +164,8 @@ class FieldSpec:
             pick = Const(_selection(rows, n))
             part = MatMul(Transpose(pick), MatMul(MatMul(pick, YB), Transpose(W)))
             D = part if D is None else Add(D, part)
+        if factor is not None:
+            D = ScalarTimes(D, factor)
         E = ElementExp(D, self.allowed)
         inverse = ElementPower(MatMul(E, self.ones_n), -1)
         return RowScale(inverse, E), RowScale(inverse, MatMul(E, U))
@@ -146,8 +176,7 @@ class FieldSpec:
         state = State(X)
         if self.rescaled:
             B, V = self.heads[0]
-            scale = Const((V * times).exp().transpose())
-            nodes = [self._attention(state, B, references[0], scale)[0]]
+            nodes = [self._attention(state, B, references[0], self._time_value(times))[0]]
         else:
             U = self._inputs(state)
             nodes = [self._attention(U, B, refs, None)[0]
@@ -163,7 +192,8 @@ class FieldSpec:
     def graph(self, X: Node, time: Node | None, references: list[list[int]],
               record: list | None = None) -> Node:
         """The jet graph of the field at the state ``X``; ``time`` is the series (or the value,
-        as a constant node) of :math:`E(t)^\\top` for the rescaled form and ``None`` otherwise;
+        as a constant node) of :math:`E(t)^\\top` — of :math:`e^{2\\lambda t}` when
+        ``V = λI`` — for the rescaled form and ``None`` otherwise;
         ``references[h][i]`` is the reference column of row ``i`` of head ``h``; the attention
         node of each head is appended to ``record`` when given."""
         model = self.model
@@ -220,7 +250,7 @@ class FieldSpec:
         time = exponential = None
         if self.rescaled:
             exponential = self._exponential(t0, self.heads[0][1])
-            time = Transpose(exponential)
+            time = Transpose(exponential) if self.scalar is None else self._growth(t0)
         record: list = []
         coefficients = taylor_coefficients(state, self.graph(state, time, references, record),
                                            order)
@@ -232,7 +262,12 @@ class FieldSpec:
     def value(self, times, X, references):
         """The field at the state ``X`` (``arb_mat`` or ``acb_mat``) for every time in the ball
         ``times`` (``arb`` or ``acb``; ignored by the token form)."""
-        time = None
-        if self.rescaled:
-            time = Const((self.heads[0][1] * times).exp().transpose())
+        time = self._time_value(times) if self.rescaled else None
         return self.graph(State(X), time, references).coef(0)
+
+    def _time_value(self, times) -> Const:
+        """The time dependence at every time of the ball ``times``: :math:`E(t)^\\top`, or
+        :math:`e^{2\\lambda t}` when ``V = λI``."""
+        if self.scalar is not None:
+            return Const(type_of(times)([[(2 * self.scalar * times).exp()]]))
+        return Const((self.heads[0][1] * times).exp().transpose())

@@ -37,7 +37,8 @@ from fractions import Fraction
 
 from flint import arb, fmpq
 
-__all__ = ["Node", "State", "Const", "Series", "Add", "Sub", "Scale", "MatMul", "Transpose",
+__all__ = ["Node", "State", "Const", "Series", "Add", "Sub", "Scale", "ScalarTimes", "MatMul",
+           "Transpose",
            "ElementExp", "ElementPower", "RowScale", "Hadamard", "taylor_coefficients"]
 
 
@@ -138,6 +139,22 @@ class Scale(Node):
 
     def _compute(self, m: int):
         return self.a.coef(m) * self.c
+
+
+class ScalarTimes(Node):
+    """``f · A`` for a scalar jet ``f`` (a ``1 × 1`` node): a Cauchy product of scalars and
+    matrices."""
+
+    def __init__(self, a: Node, f: Node) -> None:
+        super().__init__(a.rows, a.cols)
+        self.a, self.f = a, f
+
+    def _compute(self, m: int):
+        total = self.a.coef(m) * self.f.coef(0)[0, 0]
+        if not self.f.constant:
+            for k in range(1, m + 1):
+                total += self.a.coef(m - k) * self.f.coef(k)[0, 0]
+        return total
 
 
 class MatMul(Node):

@@ -233,9 +233,11 @@ def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: d
     with ctx.workprec(int(document["enclosure"]["bits"])):
         smallest = min(float(parse_ball(q["margin"]).lower()) for q in document["inequalities"])
     t1 = float(Fraction(outcome["t1"]))
-    statement = (f"proved on this instance (for all t ≥ 0): rigorous enclosure on [0, {t1:g}] "
-                 f"({outcome['enclosure']['steps']} Taylor steps, {outcome['enclosure']['bits']}"
-                 f" bits), then lemma {lemma} at t1 = {t1:g} (smallest margin {smallest:.3g}); "
+    how = (f"rigorous enclosure on [0, {t1:g}] ({outcome['enclosure']['steps']} Taylor steps, "
+           f"{outcome['enclosure']['bits']} bits), then lemma {lemma} at t1 = {t1:g}" if t1 > 0
+           else f"lemma {lemma} on the exact initial tokens (t1 = 0)")
+    statement = (f"proved on this instance (for all t ≥ 0): {how} (smallest margin "
+                 f"{smallest:.3g}); "
                  f"{len(document['facts'])} fact(s) give "
                  f"{', '.join(document['conclusions_proved'])}; the independent checker "
                  "accepts the certificate.")

@@ -262,7 +262,8 @@ def _claim_section(data: dict, c: dict, v: dict, figures: str) -> str:
     parts = [f'<h2 id="{e(c["id"])}"><code>{e(c["id"])}</code> — {e(c["label"])} '
              f"<small>({e(c['kind'])})</small></h2>",
              f'<div class="verdict v-{e(verdict_class(v))}"><strong>Verdict: {e(v["text"])}'
-             f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}</div>",
+             f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}"
+             f"{_grades(v)}</div>",
              markdown_to_html(c["statement"]),
              f"<p><strong>Hypotheses:</strong> {hyps}. <strong>Uses:</strong> {uses}. "
              f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Concludes:</strong> "
@@ -366,3 +367,12 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
             f"<title>verify run {e(data['run_id'])}</title><style>{_CSS}</style>"
             f"<script>{_SCRIPT}</script></head><body>\n" + "\n".join(body)
             + "\n</body></html>\n")
+
+
+def _grades(v: dict) -> str:
+    """What the in-scope instances rest on (``grades`` of results.json), as one sentence."""
+    grades = v.get("grades") or {}
+    names = {"proved": "proved on the instance (for all t ≥ 0)", "estimate": "supported by an "
+             "error estimate", "evidence": "evidence", "undecided": "undecided"}
+    parts = [f"{k} {names[g]}" for g, k in grades.items() if k and g in names]
+    return f" <em>Grades: {', '.join(parts)}.</em>" if parts else ""

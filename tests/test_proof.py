@@ -81,5 +81,5 @@ def test_a_run_writes_certificates_the_checker_accepts_and_counts_the_grades(tmp
     assert main(["certificate", str(path)]) == 0
     capsys.readouterr()
     grades = judge_claim(claim, [result]).grades
-    assert grades == {"proved": 1, "estimate": 0, "evidence": 0, "undecided": 0}
+    assert grades == {"proved": 1, "estimate": 0, "evidence": 0, "unstated": 0, "undecided": 0}
     assert "document" not in json.dumps(record["result"]["certificate"])

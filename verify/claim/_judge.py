@@ -80,30 +80,33 @@ class ClaimResult:
     def grades(self) -> dict[str, int]:
         """In-scope instances by what their verdict rests on (design.md, "Basis and grades"):
         ``proved`` — rigorous (exact, enclosure, certificate: *proved on this instance for all
-        t ≥ 0*), ``estimate`` — a verdict on an error estimate (or not stated), ``evidence`` —
-        a fit or other evidence, ``undecided`` — inconclusive."""
+        t ≥ 0*), ``estimate`` — an error estimate, ``evidence`` — a fit or other evidence,
+        ``unstated`` — a decision that does not state its basis, ``undecided`` — inconclusive."""
         from verify.claim._verdicts import Basis, InstanceVerdict, effective_verdict
 
-        out = {"proved": 0, "estimate": 0, "evidence": 0, "undecided": 0}
+        out = {"proved": 0, "estimate": 0, "evidence": 0, "unstated": 0, "undecided": 0}
         for r in self.instances:
             verdict = effective_verdict(r)[0]
             if verdict is InstanceVerdict.OUT_OF_SCOPE:
                 continue
             if verdict is InstanceVerdict.INCONCLUSIVE:
                 out["undecided"] += 1
-            elif r.basis is not None and r.basis.rigorous:
+            elif r.basis is None:
+                out["unstated"] += 1
+            elif r.basis.rigorous:
                 out["proved"] += 1
-            elif r.basis in (Basis.FIT, Basis.EVIDENCE):
-                out["evidence"] += 1
-            else:
+            elif r.basis is Basis.ESTIMATE:
                 out["estimate"] += 1
+            else:
+                out["evidence"] += 1
         return out
 
     @property
     def grades_text(self) -> str:
         """``"3 proved on the instance, 1 estimate"`` (empty when nothing is in scope)."""
         names = {"proved": "proved on the instance", "estimate": "estimate",
-                 "evidence": "evidence", "undecided": "undecided"}
+                 "evidence": "evidence", "unstated": "basis not stated",
+                 "undecided": "undecided"}
         return ", ".join(f"{k} {names[g]}" for g, k in self.grades.items() if k)
 
     @property

@@ -373,6 +373,7 @@ def _grades(v: dict) -> str:
     """What the in-scope instances rest on (``grades`` of results.json), as one sentence."""
     grades = v.get("grades") or {}
     names = {"proved": "proved on the instance (for all t ≥ 0)", "estimate": "supported by an "
-             "error estimate", "evidence": "evidence", "undecided": "undecided"}
+             "error estimate", "evidence": "evidence", "unstated": "basis not stated",
+             "undecided": "undecided"}
     parts = [f"{k} {names[g]}" for g, k in grades.items() if k and g in names]
     return f" <em>Grades: {', '.join(parts)}.</em>" if parts else ""

@@ -181,9 +181,11 @@ def instance_fields(claim, instance, horizon: object, precision: object) -> dict
 def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fraction,
                       checkpoints: object, precision: object,
                       recheck: bool = True) -> tuple[InstanceResult, dict]:
-    """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`)
-    and re-check a violation; never raises, except :class:`~verify.errors.UserFunctionError`
-    (a usage error of the claim file).
+    """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`),
+    try to prove the verdict on the instance (:func:`verify.proof.prove_result`: a rigorous
+    enclosure and a trapping lemma, within the proof budget) and re-check a violation; never
+    raises, except :class:`~verify.errors.UserFunctionError` (a usage error of the claim
+    file).
 
     ``recheck=False`` returns the first run's verdict as it is (the shrinker's oracle, whose
     final answer is re-checked by its caller).

@@ -16,8 +16,8 @@ rests on an estimate (or is undecided), it
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
 
 Escalation before giving up: the first enclosure has 128 bits and steps whose remainder is
-about 2^-32 of the state; when it loses accuracy it is started again once with 256 bits and
-2^-52 (more digits); later marks are lemmas at a later
+about 2^-40 of the state; when it loses accuracy it is started again once with 256 bits and
+2^-56 (more digits); later marks are lemmas at a later
 :math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
 :data:`PROOF_SECONDS`, and the instance's own wall budget). When nothing is proved, the
 estimate-based verdict stands and its evidence says what was tried and why it failed.
@@ -142,7 +142,7 @@ def _search(request, lemma: str, plans: list, deadline: float, last_mark: Fracti
     instance = request.instance
     tried = []
     why = "no mark reached"
-    settings = [{"bits": 128, "tol": 2.0 ** -32}, {"bits": 256, "tol": 2.0 ** -52}]
+    settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
         mark = None

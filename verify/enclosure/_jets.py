@@ -27,7 +27,7 @@ Examples
 
 >>> from flint import arb_mat
 >>> X = State(arb_mat([[1]]))
->>> [str(c[0, 0]) for c in taylor_coefficients(X, X, 4)]
+>>> [str(c[0, 0]) for c in taylor_coefficients(X, X, 3)]
 ['1.00000000000000', '1.00000000000000', '0.500000000000000', '[0.166666666666667 +/- 3.71e-16]']
 """
 

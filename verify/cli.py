@@ -757,24 +757,40 @@ def _interrupt_handlers() -> dict:
             for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
+def _stdout_closed() -> bool:
+    """Whether the reader of stdout has gone away (a pipe or socket without a reader polls as
+    an error; a file or a terminal never does)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() here, or no stdout: assume so
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    # `verify ... | head` ends quietly. Not for `run`: with the default action a write to the
-    # pipe of a worker that died (an interruption, a crash) would kill the whole run.
-    if hasattr(signal, "SIGPIPE") and args.command != "run":
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # SIGPIPE keeps Python's action (ignored: a write to a closed pipe raises BrokenPipeError).
+    # The default action would kill the whole process, without a word, when a pool writes to
+    # the pipe of a worker that has gone away (a check's deadline stops its pool).
     previous = _interrupt_handlers()
     try:
         return _COMMANDS[args.command](args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader of stdout went away: nothing left to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError as exc:
+        if _stdout_closed():  # `verify ... | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        print(f"verify: error: a pipe to another process broke ({exc}); nothing was lost that "
+              "is stored, run the command again.", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)

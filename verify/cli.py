@@ -304,6 +304,8 @@ def _simulate(args: argparse.Namespace) -> int:
     horizon = settings.pop("horizon", 10)
     what = "--horizon" if args.horizon is not None else f"{args.file}: simulation.horizon"
     precision = settings.get("precision", "float64")
+    _check_precision(precision, "--precision" if args.precision is not None
+                     else f"{args.file}: simulation.precision")
     n, d = loaded.instance.x0.shape
     check_memory(n, d, precision, args.file, args.allow_large)
     bounded = _bounded_scores(loaded.instance)
@@ -425,7 +427,7 @@ def _run(args: argparse.Namespace) -> int:
         if not isinstance(stored, dict) or not isinstance(stored.get("claims"), list):
             raise InvalidArgument(f"--resume={args.resume!r} is not a run directory (no "
                                   "run.json); give reports/<run-id>.")
-        ids = ids or [c for c in stored["claims"] if c in {x.id for x in claims}]
+        ids = ids or stored["claims"]  # the run's own claims; others are refused below
     selected = _select(claims, ids)
     if not selected:
         raise InvalidArgument(f"--claims-dir={str(args.claims_dir or default_claims_dir())!r} "
@@ -489,9 +491,11 @@ def _check_seed(seed: int | None) -> None:
         raise InvalidArgument(f"--seed={seed} must be a non-negative integer (a NumPy seed).")
 
 
-def _check_precision(precision: object) -> None:
-    if isinstance(precision, int) and precision < 16:
-        raise InvalidArgument(f"--precision={precision} digits: use at least 16, or 'float64'.")
+def _check_precision(precision: object, what: str = "--precision") -> None:
+    from verify.resources import check_digits
+
+    if precision is not None:
+        check_digits(precision, what)
 
 
 def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = False) -> float:
@@ -514,22 +518,12 @@ def _bounded_scores(instance) -> bool:
 
 
 def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:
-    """Refuse T·‖V‖∞ beyond what the precision can carry: e^{T‖V‖} overflows float64 past
-    ~709, and "auto" picks about 2.9·T·‖V‖ bits."""
-    V = getattr(instance.model, "V", None)
-    if V is None or allow:
-        return
-    import numpy as np
+    """Refuse T·‖V‖∞ beyond what the precision can carry (:func:`verify.resources.check_growth`;
+    every head's V)."""
+    from verify.resources import check_growth
 
-    norm = max(float(sum(abs(float(x)) for x in row)) for row in np.asarray(V))
-    growth = horizon * norm
-    bound = 700 if precision in (None, "float64") else 10_000
-    if not growth <= bound:
-        fix = "use --precision auto" if bound == 700 else "scale V down"
-        raise InvalidArgument(
-            f"{what}: T·|V| = {horizon:g} × {norm:.3g} = {growth:.3g} is beyond {bound} at "
-            f"precision {precision}: e^(T·V) would overflow or need about {2.9 * growth:.3g} "
-            f"bits; {fix}, shorten the horizon, or add --allow-large.")
+    for head in instance.model.heads:
+        check_growth(head.V, horizon, precision, what, allow)
 
 
 def _check_families_memory(claims: list, precision: object, allow: bool) -> None:
@@ -780,8 +774,11 @@ def main(argv: list[str] | None = None) -> int:
     # The default action would kill the whole process, without a word, when a pool writes to
     # the pipe of a worker that has gone away (a check's deadline stops its pool).
     previous = _interrupt_handlers()
+    from verify.resources import lifted_limits
+
     try:
-        return _COMMANDS[args.command](args)
+        with lifted_limits(getattr(args, "allow_large", False)):  # files read the same limits
+            return _COMMANDS[args.command](args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2

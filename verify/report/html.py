@@ -68,7 +68,7 @@ code{font-family:'DejaVu Sans Mono',monospace;font-size:90%}
 .v-refuted-expected{background:#dfe6f6} details summary{cursor:pointer}
 pre{font-size:12px;background:#f7f7f7;padding:.5em;overflow-x:auto}
 .v-inconclusive{background:#fbeccb} .i-holds{color:#1b6e2a} .i-violated{color:#a11}
-.i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777}
+.i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777} .i-error{color:#a11}
 .verdict{padding:.5em .8em;border-radius:4px;margin:.8em 0}
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:48%}
 figure.wide{display:block;max-width:100%} figure.wide svg{max-width:100%;height:auto}

@@ -37,7 +37,7 @@ __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_result
            "load_results"]
 
 SCHEMA_VERSION = 2
-_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope"]
+_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope", "error"]
 _NUM = ["number", "string", "null"]  # floats; "inf"/"nan" and exact "p/q" are strings
 _MATRIX = {"type": "array", "items": {"type": "array", "items": {"type": "string",
                                                                  "pattern": r"^-?\d+(/\d+)?$"}}}
@@ -98,7 +98,7 @@ RESULTS_SCHEMA: dict = _obj({
     "versions": {"type": "object", "required": ["python", "numpy", "scipy", "sympy", "mpmath",
                                                 "flint", "networkx", "matplotlib", "verify"],
                  "additionalProperties": _STR_NULL},
-    "exit_code": {"enum": [0, 1, 3]},
+    "exit_code": {"enum": [0, 1, 3, 4]},
     "claims": {"type": "array", "items": _CLAIM},
     "instances": {"type": "array", "items": _INSTANCE},
     "verdicts": {"type": "array", "items": _VERDICT}},

@@ -103,6 +103,9 @@ ALLOW_LARGE_HELP = ("lift the sanity limits: more than 10 000 instances, a horiz
                     "does not grow), a budget beyond a day, an instance estimated to need more "
                     "than half of the memory, T·|V| too large for the precision")
 MAX_BUDGET = 86_400  # seconds of `verify check --budget` without --allow-large
+#: The least --instance-budget and --instance-memory: below, every instance would be cut off.
+MIN_INSTANCE_SECONDS = 1.0
+MIN_INSTANCE_MEMORY = 64 * 2**20
 
 
 def _add_cluster_options(parser) -> None:
@@ -125,11 +128,18 @@ def _cluster_settings(args: argparse.Namespace):
 
     if args.instance_budget is None and args.instance_memory is None:
         return None
-    if args.instance_budget is not None and not args.instance_budget > 0:
-        raise InvalidArgument(f"--instance-budget={args.instance_budget} must be a positive "
-                              "number of seconds.")
-    memory = None if args.instance_memory is None else parse_memory(args.instance_memory)
-    return Budget(args.instance_budget, memory)
+    seconds, memory = args.instance_budget, None
+    if seconds is not None and not MIN_INSTANCE_SECONDS <= seconds <= MAX_BUDGET:
+        raise InvalidArgument(f"--instance-budget={seconds} must be between "
+                              f"{MIN_INSTANCE_SECONDS:g} and {MAX_BUDGET} seconds: below, no "
+                              "instance can finish and every one would be inconclusive.")
+    if args.instance_memory is not None:
+        memory = parse_memory(args.instance_memory)
+        if memory < MIN_INSTANCE_MEMORY:
+            raise InvalidArgument(f"--instance-memory={args.instance_memory} is below "
+                                  f"{MIN_INSTANCE_MEMORY // 2**20} MiB: no instance could "
+                                  "allocate its arrays, and every one would be inconclusive.")
+    return Budget(seconds, memory)
 
 
 def _executor(args: argparse.Namespace):
@@ -667,18 +677,25 @@ def _add_weights_command(sub) -> None:
                          help="instead of the table: run TEXT's embeddings under one head "
                               "(--head) and print the leaders (words), the predicted and "
                               "observed hyperplanes and the Boolean limit of the attention")
-    weights.add_argument("--head", metavar="L.h", default="3.9",
+    weights.add_argument("--head", metavar="L.h",
                          help="layer and head (0-based) for --sentence (default 3.9)")
-    weights.add_argument("--variant", choices=("plain", "sphere"), default="plain",
+    weights.add_argument("--variant", choices=("plain", "sphere"),
                          help="--sentence model: 'plain' (rescaled z) or 'sphere' (post-LN)")
-    weights.add_argument("--horizon", type=float, default=4.0, metavar="T",
+    weights.add_argument("--horizon", type=float, metavar="T",
                          help="--sentence horizon (default 4)")
 
 
 def _weights(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise InvalidArgument(f"--jobs={args.jobs} must be a positive integer.")
+    given = [flag for flag in ("head", "variant", "horizon") if getattr(args, flag) is not None]
+    if given and args.sentence is None:
+        raise InvalidArgument(f"--{given[0]} applies to a sentence: add --sentence TEXT (without "
+                              "it the head table is printed, for every head).")
     if args.figure:
+        if Path(args.figure).is_dir():
+            raise InvalidArgument(f"--figure={args.figure!r} is a directory; give a file name "
+                                  "ending in .png.")
         _prepare_out_dir(str(Path(args.figure).parent or "."), "--figure")
     from verify.weights import classify_heads, count_classes, load_weights
     from verify.weights._text import head_table
@@ -688,9 +705,10 @@ def _weights(args: argparse.Namespace) -> int:
     weights = load_weights(args.source)
     classes = classify_heads(weights, args.space, jobs=args.jobs)
     if args.figure:
+        from verify.atomic import write_atomic
         from verify.report.figures import figure_to_png_bytes, weights_spectra_figure
 
-        Path(args.figure).write_bytes(figure_to_png_bytes(weights_spectra_figure(classes)))
+        write_atomic(args.figure, figure_to_png_bytes(weights_spectra_figure(classes)))
     if args.json:
         print(json.dumps({"source": weights.source, "space": args.space,
                           "counts": count_classes(classes),
@@ -711,6 +729,9 @@ def _weights_sentence(args: argparse.Namespace) -> int:
     from verify.weights._dynamics import sentence_dynamics
     from verify.weights._text import dynamics_lines, sphere_line
 
+    args.head = "3.9" if args.head is None else args.head
+    args.variant = args.variant or "plain"
+    args.horizon = 4.0 if args.horizon is None else args.horizon
     match = re.fullmatch(r"(\d+)\.(\d+)", args.head)
     if match is None:
         raise InvalidArgument(f"--head={args.head!r} must be 'L.h' (layer and head, 0-based), "
@@ -788,6 +809,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"verify: error: a pipe to another process broke ({exc}); nothing was lost that "
               "is stored, run the command again.", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, a folder removed under the run: name the file
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"verify: error: cannot write{where}: {exc.strerror or exc}; free space or give "
+              "another output folder, then run the command again.", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)

@@ -186,7 +186,8 @@ def check_growth(V, horizon: float, precision: object, what: str, allow: bool = 
     growth = float(horizon) * norm
     bound = MAX_GROWTH_FLOAT64 if precision in (None, "float64") else MAX_GROWTH
     if not growth <= bound:
-        fix = "use precision 'auto' (--precision auto)" if bound == MAX_GROWTH_FLOAT64 else "scale V down"
+        fix = "use precision 'auto' (--precision auto)" if bound == MAX_GROWTH_FLOAT64 \
+            else "scale V down"
         raise InvalidArgument(
             f"{what}: T·|V| = {float(horizon):g} × {norm:.3g} = {growth:.3g} is beyond {bound} "
             f"at precision {precision}: e^(T·V) would overflow or need about "

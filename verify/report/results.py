@@ -27,6 +27,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import InstanceResult, effective_verdict
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
@@ -259,12 +260,10 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     out = Path(run.out_dir)
     paths = {name: out / name for name in ("results.json", "results.schema.json", "report.md",
                                            "report.html")}
-    paths["results.json"].write_text(json.dumps(data, indent=1, ensure_ascii=False,
-                                                allow_nan=False) + "\n", encoding="utf-8")
-    paths["results.schema.json"].write_text(json.dumps(RESULTS_SCHEMA, indent=1) + "\n",
-                                            encoding="utf-8")
-    paths["report.md"].write_text(render_markdown(data), encoding="utf-8")
-    paths["report.html"].write_text(render_html(data, figures=figures,
-                                                cache_dir=out.parent / ".cache"),
-                                    encoding="utf-8")
+    write_atomic(paths["results.json"], json.dumps(data, indent=1, ensure_ascii=False,
+                                                   allow_nan=False) + "\n")
+    write_atomic(paths["results.schema.json"], json.dumps(RESULTS_SCHEMA, indent=1) + "\n")
+    write_atomic(paths["report.md"], render_markdown(data))
+    write_atomic(paths["report.html"], render_html(data, figures=figures,
+                                                   cache_dir=out.parent / ".cache"))
     return paths

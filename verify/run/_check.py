@@ -39,6 +39,7 @@ from functools import partial
 from itertools import chain, count
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import EXIT_ERROR, InstanceResult, InstanceVerdict, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
@@ -294,8 +295,7 @@ def _minimal(session: _Session, summary: dict, record: dict, walked_back: int) -
     name = f"counterexamples/{session.claim.id}-minimal.toml"
     source = record["result"].get("counterexample")
     if source:
-        (session.out_dir / name).write_text((session.out_dir / source).read_text("utf-8"),
-                                            encoding="utf-8")
+        write_atomic(session.out_dir / name, (session.out_dir / source).read_text("utf-8"))
     summary.update(minimal=record["key"], walked_back=walked_back,
                    counterexample=name if source else None,
                    minimal_n=record["inputs"] and len(record["inputs"]["x0"]),

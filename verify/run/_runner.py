@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import InstanceResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
@@ -161,7 +162,7 @@ def _write_counterexample(record: dict, out_dir: Path) -> dict:
     folder = out_dir / "counterexamples"
     folder.mkdir(exist_ok=True)
     name = f"{record['claim']}-{record['family']}-{record['k']}.toml"
-    (folder / name).write_text(text, encoding="utf-8")
+    write_atomic(folder / name, text)
     result = InstanceResult.from_json(record["result"])
     record["result"] = replace(result, counterexample=f"counterexamples/{name}").to_json()
     return record

@@ -22,8 +22,10 @@ next step with the checkpoints reached (summarised, and saved with ``--save``; e
 one at once.
 
 Exit codes: 0 success (``run``: no claim expected to hold is refuted), 1 the simulation failed
-or a claim expected to hold is refuted, 2 bad usage or a malformed file. ``check``: 0 the
-conjecture is supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
+or a claim expected to hold is refuted (or a file could not be written), 2 bad usage or a
+malformed file, 4 an instance failed with an *error* (its input). ``check``: 0 the conjecture
+is supported, 1 refuted, 3 inconclusive, 4 an instance failed with an error, 2 bad usage or a
+malformed file. No command dies without a word: SIGPIPE keeps Python's action.
 """
 
 from __future__ import annotations
@@ -178,8 +180,8 @@ A value is a formula (NumPy over x0, V, Q, K, B, beta, n, d, phi1; and t, z, x, 
 flow) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices",
 "leader-targets", "subspace-K", "hyperplanes-a0b", "phi1", "positive-left-rows",
 "F-coordinates", "extreme-tokens", "threshold-tokens". Token indices start at 1.
-Exit codes: 0 supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
-Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
+Exit codes: 0 supported, 1 refuted, 3 inconclusive, 4 an instance failed with an error,
+2 bad usage or a malformed file. Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
 
 
 def _add_check_command(sub) -> None:
@@ -352,7 +354,8 @@ def _add_claim_commands(sub) -> None:
                     "instance families, re-check violations at higher precision and a longer "
                     "horizon, and write reports/<run-id>/ (results.json, report.md, "
                     "report.html). Exit code 0 when no claim expected to hold is refuted, 1 "
-                    "when one is, 2 on bad usage.")
+                    "when one is, 4 when an instance failed with an error (its input), 2 on "
+                    "bad usage.")
     run.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
     run.add_argument("--instances", type=int, metavar="N",
                      help="instances per random family (default: each family's count)")

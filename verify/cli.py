@@ -181,7 +181,8 @@ flow) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices"
 "leader-targets", "subspace-K", "hyperplanes-a0b", "phi1", "positive-left-rows",
 "F-coordinates", "extreme-tokens", "threshold-tokens". Token indices start at 1.
 Exit codes: 0 supported, 1 refuted, 3 inconclusive, 4 an instance failed with an error,
-2 bad usage or a malformed file. Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
+2 bad usage or a malformed file.
+Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
 
 
 def _add_check_command(sub) -> None:

@@ -234,7 +234,7 @@ def test_a_scheduler_address_where_nothing_or_something_else_listens(tmp_path, c
         port = closed.getsockname()[1]
     usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
                          str(tmp_path), "--scheduler", f"tcp://127.0.0.1:{port}"],
-                "nothing answers there")
+                "no Dask scheduler answered, nothing listens")
     with socket.socket() as server:  # a server that waits for a request, like a web server
         server.bind(("127.0.0.1", 0))
         server.listen()
@@ -243,7 +243,7 @@ def test_a_scheduler_address_where_nothing_or_something_else_listens(tmp_path, c
         usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
                              str(tmp_path), "--scheduler",
                              f"tcp://127.0.0.1:{server.getsockname()[1]}"],
-                    "not a Dask scheduler")
+                    "sent no Dask handshake")
         for connection, _ in accepted:
             connection.close()
 

@@ -204,7 +204,7 @@ def _check_address(address: str, flag: str, timeout: float) -> None:
     hint = ("a Dask scheduler's address reads tcp://HOST:PORT (port 8786 by default; the "
             "dashboard's http:// address is not the scheduler)")
     if match is None or (match["scheme"] or "tcp") not in _SCHEMES:
-        raise InvalidArgument(f"{flag}={address!r} is not a scheduler address: {hint}.")
+        raise InvalidArgument(f"{flag}={address} is not a scheduler address: {hint}.")
     host, port = match["host"].strip("[]"), int(match["port"])
     if match["scheme"] == "tls":
         return  # the TLS handshake is Dask's
@@ -216,12 +216,12 @@ def _check_address(address: str, flag: str, timeout: float) -> None:
             except TimeoutError:
                 greeting = b""
     except OSError as exc:
-        raise InvalidArgument(f"{flag}={address}: nothing answers there ({exc.strerror or exc}); "
-                              "start a scheduler with `dask scheduler` and workers with "
-                              "`dask worker ADDRESS`.") from None
+        raise InvalidArgument(f"{flag}={address}: no Dask scheduler answered, nothing listens "
+                              f"there ({exc.strerror or exc}); start a scheduler with `dask "
+                              "scheduler` and workers with `dask worker ADDRESS`.") from None
     if len(greeting) < 8 or int.from_bytes(greeting[:8], "little") > 2**24:
-        raise InvalidArgument(f"{flag}={address}: a server answers there but it is not a Dask "
-                              f"scheduler (no Dask handshake within {_PROBE_SECONDS:g} s); "
+        raise InvalidArgument(f"{flag}={address}: no Dask scheduler answered: a server listens "
+                              f"there but sent no Dask handshake within {_PROBE_SECONDS:g} s; "
                               f"{hint}.")
 
 

@@ -305,7 +305,7 @@ def lost_record(claim, family: str, k: int, seed: int | None, precision: object,
     true`` (a resumed run computes it again)."""
     from verify.run._tasks import _error_result, new_record
 
-    out = _error_result(f"{family}#{k}", family, seed, "the worker", exc)
+    out = _error_result(f"{family}#{k}", family, seed, "the worker", exc, lost=True)
     record = new_record(claim, family, k, seed, precision, horizon)
     record.update(exception=out["exception"], traceback=out["traceback"],
                   result=out["result"].to_json(), seconds=None, lost=True)

@@ -102,10 +102,18 @@ def exact_inputs(instance) -> dict:
     return out
 
 
-def _error_result(instance: str, family: str, seed, what: str, exc: BaseException) -> dict:
+def _error_result(instance: str, family: str, seed, what: str, exc: BaseException,
+                  lost: bool = False) -> dict:
+    """The record fields of an instance that raised: *error* (its input cannot be judged), or
+    *inconclusive* when nothing says the input is at fault: its worker was ``lost`` (recomputed
+    on resume) or memory ran out."""
     message = f"{type(exc).__name__}: {exc}"
-    result = InstanceResult(instance, family, seed, InstanceVerdict.ERROR,
-                            f"{what} failed, so nothing was decided: {message}",
+    if lost or isinstance(exc, MemoryError):
+        verdict, why = InstanceVerdict.INCONCLUSIVE, f"{what} raised an exception"
+    else:
+        verdict, why = InstanceVerdict.ERROR, f"{what} failed"
+    result = InstanceResult(instance, family, seed, verdict,
+                            f"{why}, so nothing was decided: {message}",
                             evidence={"exception": message})
     return {"result": result, "exception": message,
             "traceback": "".join(traceback.format_exception(exc))[-4000:]}

@@ -127,7 +127,10 @@ def test_high_dimension_example_is_the_benchmark_recipe():
     inst = loaded.instance
     V, _, _ = bench.make_setup(128, 128, 0)
     assert (inst.n, inst.d) == (128, 128)
-    assert np.array_equal(as_float_array(inst.model.V), V)
+    # V is regenerated through LAPACK (eigh), whose round-off depends on the BLAS kernel: the
+    # file's V agrees with it to the backward error of eigh and of the product, d·ε·‖V‖₂
+    bound = inst.d * np.finfo(float).eps * np.linalg.norm(V, 2)
+    assert np.abs(as_float_array(inst.model.V) - V).max() <= bound
     assert all(float(v) == v for v in inst.model.V.flat[:50])  # exact binary values
     assert loaded.simulation["horizon"] == 15
     traj = simulate(inst, "1/10", checkpoints=3, error_estimate=False)

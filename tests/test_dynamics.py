@@ -66,7 +66,10 @@ def test_single_token_is_linear_flow(name):
     assert error < 1e-9 * max(1.0, np.abs(expected).max())
     assert error <= 5 * traj.error_estimate + 1e-13  # the estimate covers the true error
     rescaled = simulate(Instance(Model(V=V), x0), T, checkpoints=3, error_estimate=False)
-    assert np.array_equal(rescaled.z[-1], rescaled.z[0])
+    # the field is zero; what is left is the round-off of the change to eigen-coordinates and
+    # back (a few ulps, which fall differently with each BLAS kernel)
+    z0 = np.abs(rescaled.z[0]).max()
+    assert np.abs(rescaled.z[-1] - rescaled.z[0]).max() <= 16 * np.finfo(float).eps * z0
     assert np.allclose(rescaled.x[-1], expected, rtol=1e-12)
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verify.atomic import atomic_path
 from verify.errors import InvalidArgument
 
 __all__ = ["Trajectory", "load_trajectory", "agreeing_digits"]
@@ -242,7 +243,8 @@ class Trajectory:
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value
-        np.savez_compressed(path, **arrays)
+        with atomic_path(path) as tmp:  # a second Ctrl-C never leaves a corrupt file
+            np.savez_compressed(tmp, **arrays)
         return path
 
 

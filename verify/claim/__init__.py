@@ -40,7 +40,7 @@ from verify.claim._hypotheses import (
     check_hypotheses,
     register_hypothesis,
 )
-from verify.claim._judge import ClaimResult, exit_code, judge_claim
+from verify.claim._judge import EXIT_ERROR, ClaimResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.claim._request import CheckRequest
 from verify.claim._verdicts import (
@@ -72,6 +72,7 @@ __all__ = [
     "register_conclusion", "register_prediction", "CheckRequest",
     "InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "ClaimResult", "judge_instance",
     "judge_comparison", "recheck_record", "effective_verdict", "judge_claim", "exit_code",
+    "EXIT_ERROR",
     "judge_scope", "to_plain",
 ]
 

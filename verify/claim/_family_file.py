@@ -27,6 +27,14 @@ from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
 from verify.exact.inputs import rational_array, to_rational
 from verify.model import Model
+from verify.precision import BOUNDED_SCORES
+from verify.resources import (
+    check_digits,
+    check_growth,
+    check_horizon,
+    check_instances,
+    check_memory,
+)
 
 __all__ = ["parse_family", "FAMILY_KEYS", "MODEL_KEYS", "MLP_KEYS"]
 
@@ -210,6 +218,8 @@ def parse_family(table: dict, index: int, source: str) -> Family:
         n = len(tokens)
         if "n" in table and table["n"] != n:
             fail(source, f"{here}.n", f"n = {table['n']!r} but x0 has {n} rows.")
+    precision = _precision(table.get("precision", "float64"), f"{here}.precision", source)
+    check_memory(n, d, precision, f"{source}: {here} (family {name!r})")  # before n², d² work
     _requires(V_GENERATORS, V, n, d, f"{here}.V", source)
     _requires(QK_GENERATORS, QK, n, d, f"{here}.QK", source)
     _requires(TOKEN_DISTRIBUTIONS, tokens, n, d, f"{here}.tokens", source)
@@ -238,16 +248,16 @@ def parse_family(table: dict, index: int, source: str) -> Family:
             if key not in table:
                 fail(source, f"{here}.{key}", "missing (required for a random family).")
         count = _int(table["count"], f"{here}.count", source, 1)
+        check_instances(count, f"{source}: {here}.count")
         seed = _int(table["seed"], f"{here}.seed", source, 0)
     horizon = _number(table["horizon"], f"{here}.horizon", source)
     if horizon <= 0:
         fail(source, f"{here}.horizon", f"{horizon} must be positive.")
+    bounded = model.get("normalisation") in BOUNDED_SCORES
+    check_horizon(horizon, f"{source}: {here}.horizon", bounded=bounded)
+    if not isinstance(V, GeneratorSpec) and not bounded:
+        check_growth(V, horizon, precision, f"{source}: {here} (family {name!r})")
     checkpoints = _checkpoints(table.get("checkpoints"), horizon, f"{here}.checkpoints", source)
-    precision = table.get("precision", "float64")
-    if not (precision in ("float64", "auto") or (isinstance(precision, int) and not
-                                                 isinstance(precision, bool) and precision >= 16)):
-        fail(source, f"{here}.precision", f"{precision!r} must be 'float64', 'auto' or a number "
-             "of digits ≥ 16.")
     description = table.get("description", "")
     if not isinstance(description, str):
         fail(source, f"{here}.description", "must be a string.")
@@ -259,6 +269,15 @@ def parse_family(table: dict, index: int, source: str) -> Family:
         except InvalidArgument as exc:
             fail(source, here, str(exc))
     return family
+
+
+def _precision(value, where: str, source: str):
+    """``"float64"``, ``"auto"`` or digits in ``[16, MAX_DIGITS]`` (:func:`check_digits`)."""
+    try:
+        check_digits(value, "precision")
+    except InvalidArgument as exc:
+        fail(source, where, str(exc).removeprefix("precision="))
+    return value
 
 
 def _checkpoints(value, horizon, where, source):

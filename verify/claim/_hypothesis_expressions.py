@@ -83,12 +83,25 @@ def _type(node: ast.AST) -> str:
     return "truth"
 
 
+#: Characters of one hypothesis expression (a longer one could exhaust Python's recursion).
+MAX_EXPRESSION_LENGTH = 1000
+
+
 def _parse(text: str) -> ast.Expression:
     """The checked syntax tree of ``text``; ``ValueError`` with what is wrong."""
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"it is {len(text)} characters long, more than "
+                         f"{MAX_EXPRESSION_LENGTH}; split it into several hypotheses")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        return _checked(ast.parse(text.strip(), mode="eval"))
     except SyntaxError as exc:
         raise ValueError(f"it does not parse ({exc.msg})") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("it is nested too deeply to evaluate; split it into several "
+                         "hypotheses") from None
+
+
+def _checked(tree: ast.Expression) -> ast.Expression:
     names = {**QUANTITIES, **_predicates()}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -128,7 +141,8 @@ def check_hypothesis(text: object, source: str, where: str) -> None:
         if str(exc).startswith("it does not parse"):
             hint = " Write '==' to test equality." if "=" in text and "==" not in text \
                 else suggest(text, HYPOTHESES)
-        fail(source, where, f"{text!r} is neither a registered predicate nor a valid "
+        shown = repr(text) if len(text) <= 80 else repr(text[:60] + "…")
+        fail(source, where, f"{shown} is neither a registered predicate nor a valid "
              f"expression: {exc}.{hint}")
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from verify.errors import InvalidArgument
 
-__all__ = ["ClaimResult", "judge_claim", "exit_code"]
+__all__ = ["ClaimResult", "judge_claim", "exit_code", "EXIT_ERROR"]
 
 _FORBIDDEN = ("proved", "proven")
 
@@ -120,6 +120,7 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
               if verdict is v] for v in InstanceVerdict}
     holds, violated = by[InstanceVerdict.HOLDS], by[InstanceVerdict.VIOLATED]
     undecided, out = by[InstanceVerdict.INCONCLUSIVE], by[InstanceVerdict.OUT_OF_SCOPE]
+    failed = by[InstanceVerdict.ERROR]
     in_scope = len(results) - len(out)
 
     def make(verdict, reason, text):
@@ -147,6 +148,12 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
                     f" and out-of-scope instances never count as support: {first(out)}",
                     "inconclusive: all instances out of scope")
     skipped = f" {_instances(len(out))} out of scope, not counted." if out else ""
+    if failed:
+        return make(ClaimVerdict.INCONCLUSIVE,
+                    f"{len(failed)} of {in_scope} instances could not be judged because of an "
+                    f"error in their input ({len(holds)} hold): {first(failed)}.{skipped}",
+                    f"inconclusive: {len(failed)} of {_instances(in_scope)} failed with an "
+                    "error")
     if not undecided:
         n = len(holds)
         word = "supported by evidence on" if evidence_only else "supported on"
@@ -175,6 +182,14 @@ def _horizons(holds: list) -> str:
             f"{_instances(len(spans))} ({where}).")
 
 
+#: Exit code of ``verify run`` and ``verify check`` when an instance failed with an error.
+EXIT_ERROR = 4
+
+
 def exit_code(results: Iterable[ClaimResult]) -> int:
-    """0 when no claim expected to hold is refuted, 1 otherwise (2, bad usage, is the CLI's)."""
-    return int(any(r.expected == "holds" and r.verdict.value == "refuted" for r in results))
+    """1 when a claim expected to hold is refuted, else :data:`EXIT_ERROR` (4) when an instance
+    failed with an error (its input is wrong), else 0 (2, bad usage, is the CLI's)."""
+    results = list(results)
+    if any(r.expected == "holds" and r.verdict.value == "refuted" for r in results):
+        return 1
+    return EXIT_ERROR if any(r.counts.get("error") for r in results) else 0

@@ -1,9 +1,12 @@
 r"""Verdicts: per instance and per claim, and the rules that produce them (design.md, "Verdicts").
 
 Per instance (:class:`InstanceVerdict`): ``holds``, ``violated``, ``inconclusive`` (the numerics
-could not decide; the reason says why) or ``out-of-scope`` (a hypothesis is not met; never
-counted as support).  A check reduces its comparison to a signed **margin** (positive: the claim
-is satisfied with that much room) and the numerical **error** estimate of that margin:
+could not decide; the reason says why), ``out-of-scope`` (a hypothesis is not met; never
+counted as support) or ``error`` (the instance could not be judged because its input is wrong:
+a formula of the wrong shape, a hypothesis that divides by zero, values the code cannot take;
+the reason names the problem, and ``verify run``/``check`` exit non-zero).  A check reduces
+its comparison to a signed **margin** (positive: the claim is satisfied with that much room)
+and the numerical **error** estimate of that margin:
 
 * ``holds`` only when ``margin > error``;
 * ``violated`` only when ``-margin > error`` (the violation exceeds the error estimate);
@@ -61,6 +64,7 @@ class InstanceVerdict(StrEnum):
     VIOLATED = "violated"
     INCONCLUSIVE = "inconclusive"
     OUT_OF_SCOPE = "out-of-scope"
+    ERROR = "error"
 
 
 class ClaimVerdict(StrEnum):

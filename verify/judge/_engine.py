@@ -117,7 +117,8 @@ def _simulate(request, horizon: Fraction, run_to: Fraction, fallback: bool):
 
 def _judge(request, traj, spec, cache: dict) -> InstanceResult:
     """One conclusion on one run (``cache`` shared by the conclusions judged on that run:
-    predictions, certificates, fits); an error of the user's data becomes inconclusive."""
+    predictions, certificates, fits); an error of the user's data (``InvalidArgument``) is
+    raised, and the instance's verdict is *error* (:mod:`verify.run._tasks`)."""
     from verify.errors import InvalidArgument
     from verify.predict import Unavailable
 
@@ -127,7 +128,8 @@ def _judge(request, traj, spec, cache: dict) -> InstanceResult:
         return inconclusive(request, f"{spec.where} ({spec.type}): the prediction is not "
                             f"available at t = {float(traj.times[-1]):.4g}: {exc}")
     except InvalidArgument as exc:
-        return inconclusive(request, f"{spec.where} ({spec.type}) could not be evaluated: {exc}")
+        raise InvalidArgument(f"{spec.where} ({spec.type}) could not be evaluated: {exc}") \
+            from None
 
 
 def _sound(request, decision: InstanceResult) -> InstanceResult:

@@ -23,9 +23,9 @@ __all__ = ["render_markdown", "summary_rows", "instance_rows", "format_value",
            "decisive_record", "decisive_lines", "verdict_class", "SUMMARY_HEADER",
            "INSTANCE_HEADER", "COUNT_KEYS", "TABLE_LEGEND"]
 
-COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope")
+COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope", "error")
 SUMMARY_HEADER = ("claim", "label", "kind", "expected", "verdict", "holds", "violated",
-                  "inconclusive", "out of scope")
+                  "inconclusive", "out of scope", "error")
 INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted vs observed", "margin", "error",
                    "unit", "note")
 TABLE_LEGEND = ("Margin and error are in the unit named (positive margin: the conclusion holds "

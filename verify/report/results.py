@@ -27,6 +27,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import InstanceResult, effective_verdict
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
@@ -37,7 +38,7 @@ __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_result
            "load_results"]
 
 SCHEMA_VERSION = 2
-_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope"]
+_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope", "error"]
 _NUM = ["number", "string", "null"]  # floats; "inf"/"nan" and exact "p/q" are strings
 _MATRIX = {"type": "array", "items": {"type": "array", "items": {"type": "string",
                                                                  "pattern": r"^-?\d+(/\d+)?$"}}}
@@ -98,7 +99,7 @@ RESULTS_SCHEMA: dict = _obj({
     "versions": {"type": "object", "required": ["python", "numpy", "scipy", "sympy", "mpmath",
                                                 "flint", "networkx", "matplotlib", "verify"],
                  "additionalProperties": _STR_NULL},
-    "exit_code": {"enum": [0, 1, 3]},
+    "exit_code": {"enum": [0, 1, 3, 4]},
     "claims": {"type": "array", "items": _CLAIM},
     "instances": {"type": "array", "items": _INSTANCE},
     "verdicts": {"type": "array", "items": _VERDICT}},
@@ -259,12 +260,10 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     out = Path(run.out_dir)
     paths = {name: out / name for name in ("results.json", "results.schema.json", "report.md",
                                            "report.html")}
-    paths["results.json"].write_text(json.dumps(data, indent=1, ensure_ascii=False,
-                                                allow_nan=False) + "\n", encoding="utf-8")
-    paths["results.schema.json"].write_text(json.dumps(RESULTS_SCHEMA, indent=1) + "\n",
-                                            encoding="utf-8")
-    paths["report.md"].write_text(render_markdown(data), encoding="utf-8")
-    paths["report.html"].write_text(render_html(data, figures=figures,
-                                                cache_dir=out.parent / ".cache"),
-                                    encoding="utf-8")
+    write_atomic(paths["results.json"], json.dumps(data, indent=1, ensure_ascii=False,
+                                                   allow_nan=False) + "\n")
+    write_atomic(paths["results.schema.json"], json.dumps(RESULTS_SCHEMA, indent=1) + "\n")
+    write_atomic(paths["report.md"], render_markdown(data))
+    write_atomic(paths["report.html"], render_html(data, figures=figures,
+                                                   cache_dir=out.parent / ".cache"))
     return paths

@@ -39,7 +39,8 @@ from functools import partial
 from itertools import chain, count
 from pathlib import Path
 
-from verify.claim import InstanceResult, InstanceVerdict, judge_claim
+from verify.atomic import write_atomic
+from verify.claim import EXIT_ERROR, InstanceResult, InstanceVerdict, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.run._budget import Budget, judge_within
@@ -60,7 +61,8 @@ from verify.run._workers import new_pool, stop_workers
 __all__ = ["check_conjecture", "CheckRun", "EXIT_CODES", "DEFAULT_BUDGET", "SearchFamily",
            "judge_instance_file"]
 
-#: ``verify check`` exit codes by verdict (2 is bad usage, from the CLI).
+#: ``verify check`` exit codes by verdict (2 is bad usage, from the CLI; 4,
+#: :data:`~verify.claim.EXIT_ERROR`, an instance failed with an error and nothing refuted).
 EXIT_CODES = {"supported": 0, "refuted": 1, "inconclusive": 3}
 #: Seconds of search when neither a budget nor a number of instances is given.
 DEFAULT_BUDGET = 60.0
@@ -75,7 +77,10 @@ class CheckRun(RunResult):
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.claim_results[0].verdict.value]
+        result = self.claim_results[0]
+        if result.verdict.value != "refuted" and result.counts.get("error"):
+            return EXIT_ERROR
+        return EXIT_CODES[result.verdict.value]
 
 
 @dataclass(frozen=True)
@@ -290,8 +295,7 @@ def _minimal(session: _Session, summary: dict, record: dict, walked_back: int) -
     name = f"counterexamples/{session.claim.id}-minimal.toml"
     source = record["result"].get("counterexample")
     if source:
-        (session.out_dir / name).write_text((session.out_dir / source).read_text("utf-8"),
-                                            encoding="utf-8")
+        write_atomic(session.out_dir / name, (session.out_dir / source).read_text("utf-8"))
     summary.update(minimal=record["key"], walked_back=walked_back,
                    counterexample=name if source else None,
                    minimal_n=record["inputs"] and len(record["inputs"]["x0"]),

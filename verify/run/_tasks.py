@@ -3,7 +3,8 @@
 :func:`run_task` runs in a worker process (or a Dask worker), so it takes and returns plain,
 picklable values: a :class:`Task` in, a record dict out (see :func:`run_task`).  It never raises:
 an exception in drawing the instance, deciding the hypotheses or the check becomes an
-``inconclusive`` result carrying the error message.
+``error`` result carrying the error message (never *inconclusive*: the numerics did not fail,
+the instance could not be judged; the run then exits non-zero).
 
 Examples
 --------
@@ -101,10 +102,18 @@ def exact_inputs(instance) -> dict:
     return out
 
 
-def _error_result(instance: str, family: str, seed, what: str, exc: BaseException) -> dict:
+def _error_result(instance: str, family: str, seed, what: str, exc: BaseException,
+                  lost: bool = False) -> dict:
+    """The record fields of an instance that raised: *error* (its input cannot be judged), or
+    *inconclusive* when nothing says the input is at fault: its worker was ``lost`` (recomputed
+    on resume) or memory ran out."""
     message = f"{type(exc).__name__}: {exc}"
-    result = InstanceResult(instance, family, seed, InstanceVerdict.INCONCLUSIVE,
-                            f"{what} raised an exception, so nothing was decided: {message}",
+    if lost or isinstance(exc, MemoryError):
+        verdict, why = InstanceVerdict.INCONCLUSIVE, f"{what} raised an exception"
+    else:
+        verdict, why = InstanceVerdict.ERROR, f"{what} failed"
+    result = InstanceResult(instance, family, seed, verdict,
+                            f"{why}, so nothing was decided: {message}",
                             evidence={"exception": message})
     return {"result": result, "exception": message,
             "traceback": "".join(traceback.format_exception(exc))[-4000:]}

@@ -50,11 +50,14 @@ from verify.claim._family_file import (
     _int,
     _model_options,
     _number,
+    _precision,
 )
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
 from verify.claim._hypothesis_expressions import beta_excluded, size_bounds
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
+from verify.precision import BOUNDED_SCORES
+from verify.resources import check_horizon, check_memory
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
 
 __all__ = ["SearchSpace", "parse_search", "SEARCH_KEYS", "HYPOTHESIS_V_CLASSES",
@@ -371,6 +374,8 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
         bounds["d"] = (max(bounds["d"][0], 2), bounds["d"][1])
     n = _sizes(table.get("n"), (2, 6), bounds["n"], "n", source)
     d = _sizes(table.get("d"), (1, 3), bounds["d"], "d", source)
+    precision = _precision(table.get("precision", "float64"), "search.precision", source)
+    check_memory(n[1], d[1], precision, f"{source}: search.n, search.d")  # before any d² work
     V = _classes(table.get("V", list(_default_classes(hypotheses, _V_FOR) or BROAD_V)),
                  V_GENERATORS, HYPOTHESIS_V_CLASSES, "V class", "V", source)
     QK = _classes(table.get("QK", list(_default_classes(hypotheses, _QK_FOR) or BROAD_QK)),
@@ -399,13 +404,10 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
     horizon = _number(table.get("horizon", 10), "search.horizon", source)
     if horizon <= 0:
         fail(source, "search.horizon", f"{horizon} must be positive.")
+    check_horizon(horizon, f"{source}: search.horizon", bounded=all(
+        m.get("normalisation") in BOUNDED_SCORES for m in models))
     checkpoints = _checkpoints(table.get("checkpoints", 41), horizon, "search.checkpoints",
                                source)
-    precision = table.get("precision", "float64")
-    if not (precision in ("float64", "auto") or (isinstance(precision, int) and not
-                                                 isinstance(precision, bool) and precision >= 16)):
-        fail(source, "search.precision", f"{precision!r} must be 'float64', 'auto' or a number "
-             "of digits ≥ 16.")
     space = SearchSpace(n, d, V, QK, beta, tokens, models[0], horizon, checkpoints, precision,
                         heads, defaults, tuple(models[1:]))
     space = _drop_unfit_defaults(space)

@@ -73,6 +73,14 @@ def head_table_markdown(classes: list[HeadClass]) -> str:
     return "\n".join(lines + ["", LEGEND, "", counts_sentence(classes)])
 
 
+def _boolean(dyn: dict) -> str:
+    """The hardmax attention read at the horizon: the Boolean limit of P only if the leaders do
+    not change after it, which a finite run does not show (at a tiny horizon it is the hardmax
+    of the initial scores)."""
+    return (f"hardmax attention at t = {dyn['horizon']:g} of rank {dyn['boolean_rank']} (the "
+            "Boolean limit of P if these leaders stay)")
+
+
 def dynamics_lines(dyn: dict) -> list[str]:
     """Sentences (Markdown) on a run of :func:`verify.weights.sentence_dynamics`."""
     words = " ".join(dyn["words"])
@@ -82,8 +90,7 @@ def dynamics_lines(dyn: dict) -> list[str]:
         lines.append("Leaders (certified hardmax at the horizon): " + ", ".join(
             f"`{w}` (token {i + 1})" for i, w in zip(dyn["leaders"], dyn["leader_words"],
                                                      strict=True))
-            + (f"; Boolean limit of P of rank {dyn['boolean_rank']}." if
-               dyn.get("boolean_rank") is not None else "."))
+            + (f"; {_boolean(dyn)}." if dyn.get("boolean_rank") is not None else "."))
     if dyn["undecided"]:
         lines.append(f"Rows whose leader is undecided at the horizon: "
                      f"{[i + 1 for i in dyn['undecided']]}.")
@@ -108,4 +115,4 @@ def sphere_line(dyn: dict | None) -> list[str]:
                 f"{[i + 1 for i in dyn['undecided']]})."]
     return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): leaders "
             + ", ".join(f"`{w}`" for w in dyn["leader_words"])
-            + f"; Boolean limit of P of rank {dyn['boolean_rank']}."]
+            + f"; {_boolean(dyn)}."]

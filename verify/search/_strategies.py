@@ -226,7 +226,7 @@ def draw_strategy(space: SearchSpace) -> st.SearchStrategy:
 
 
 def _random(registry: dict, spec: GeneratorSpec) -> bool:
-    return spec.name in registry and not registry[spec.name].deterministic
+    return spec.name in registry and registry[spec.name].draws(spec.params)
 
 
 def _square(entries: list, d: int) -> IntMatrix:

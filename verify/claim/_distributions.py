@@ -251,9 +251,9 @@ def _tokens_hemisphere(rng, n, d, params):
 def _circle_problem(n, d, p) -> str | None:
     if d != 2:
         return f"needs d = 2 (got d = {d})"
-    if p["angles"] is not None and p["radians"] is not None:
+    if p.get("angles") is not None and p.get("radians") is not None:
         return "takes angles (in turns) or radians, not both"
-    given = p["angles"] if p["angles"] is not None else p["radians"]
+    given = p.get("angles") if p.get("angles") is not None else p.get("radians")
     if given is not None and n is not None and len(given) != n:
         return f"needs one angle per token ({len(given)} angles, n = {n})"
     return None
@@ -267,7 +267,7 @@ def _circle_problem(n, d, p) -> str | None:
            {"angles": ("numbers", None), "radians": ("numbers", None)}, _circle_problem,
            deterministic=True)
 def _tokens_circle_angles(rng, n, d, params):
-    if params["radians"] is not None:
+    if params.get("radians") is not None:
         import sympy
 
         from verify.exact.reals import from_sympy, symbolic

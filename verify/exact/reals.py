@@ -120,8 +120,8 @@ def _refuse(node: ast.AST) -> str:
                 f"{', '.join(CONSTANTS)} and the functions {', '.join(FUNCTIONS)}")
     if isinstance(node, ast.Call):
         called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-        return (f"the call {called}(...) is outside the allowed functions "
-                f"({', '.join(FUNCTIONS)})")
+        return (f"the call {called}(...) is not allowed (outside the allowed functions "
+                f"{', '.join(FUNCTIONS)})")
     if isinstance(node, ast.Constant):
         return f"{node.value!r} is not a number"
     return f"{type(node).__name__} ({ast.unparse(node)!r}) is not allowed in a number"

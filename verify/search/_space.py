@@ -55,6 +55,7 @@ from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENER
 from verify.claim._hypothesis_expressions import beta_excluded, size_bounds
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
+from verify.search._beta import BetaRange, parse_beta_range
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
 
 __all__ = ["SearchSpace", "parse_search", "SEARCH_KEYS", "HYPOTHESIS_V_CLASSES",
@@ -98,8 +99,9 @@ class SearchSpace:
         Inclusive ranges ``(lo, hi)``.
     V, QK, tokens : tuple of GeneratorSpec
         The classes to draw from (``integer``/``integer-diagonal`` are drawn by Hypothesis).
-    beta : tuple of Fraction
-        The choices of ``beta``.
+    beta : tuple of Fraction or BetaRange
+        The choices of ``beta``: values, or distributions on a range
+        (:mod:`verify.search._beta`, e.g. log-uniform on ``(0, ∞)``).
     model : dict
         Fixed model options (``form``, ``attention``, ``mask``, ``normalisation``, ``h``,
         ``mlp``), validated as in a family's ``model`` table.
@@ -118,7 +120,7 @@ class SearchSpace:
     d: tuple[int, int] = (1, 3)
     V: tuple[GeneratorSpec, ...] = ()
     QK: tuple[GeneratorSpec, ...] = ()
-    beta: tuple[Fraction, ...] = (Fraction(1),)
+    beta: tuple = (Fraction(1),)
     tokens: tuple[GeneratorSpec, ...] = ()
     model: dict = field(default_factory=dict)
     horizon: Fraction = Fraction(10)
@@ -151,8 +153,9 @@ class SearchSpace:
                 return f"{key} = {value} is outside {lo}..{hi}"
         if len(model.heads) != self.heads:
             return f"{len(model.heads)} head(s), the space has {self.heads}"
-        if model.beta not in self.beta:
-            return f"beta = {model.beta} is not one of {[str(b) for b in self.beta]}"
+        if not any(b.contains(model.beta) if isinstance(b, BetaRange) else b == model.beta
+                   for b in self.beta):
+            return f"beta = {model.beta} is not one of {[_show(b) for b in self.beta]}"
         problem = self._model_options_differ(model)
         if problem:
             return problem
@@ -215,6 +218,8 @@ def spec_label(spec: GeneratorSpec, registry: dict) -> str:
 
 
 def _show(value) -> str:
+    if isinstance(value, BetaRange):
+        return value.describe()
     if isinstance(value, tuple):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -377,6 +382,8 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                   QK_GENERATORS, HYPOTHESIS_QK_CLASSES, "QK class", "QK", source)
     beta = _betas(table.get("beta", [1]), source)
     for i, b in enumerate(beta):
+        if isinstance(b, BetaRange):  # drawn values the hypotheses exclude are out of scope
+            continue
         excluded = beta_excluded(hypotheses, b)
         if excluded and "beta" not in table:
             fail(source, "search.beta", f"the default beta = {b} is excluded by the hypotheses "
@@ -455,11 +462,20 @@ def _betas(value, source):
     betas = []
     for i, item in enumerate(items):
         where = f"search.beta[{i}]" if indexed else "search.beta"
-        betas.append(_number(item, where, source))  # 0 (uniform attention) and < 0 included
+        if isinstance(item, dict):  # a distribution: { distribution = "log-uniform", ... }
+            betas.append(parse_beta_range(item, where, source, _number))
+        else:  # 0 (uniform attention) and < 0 included
+            betas.append(_number(item, where, source))
     return tuple(dict.fromkeys(betas))
 
 
+def beta_values(betas) -> list[Fraction]:
+    """One value per choice of ``beta`` (a range gives its centre)."""
+    return [b.representative() if isinstance(b, BetaRange) else b for b in betas]
+
+
 def _model(value, n, d, heads, beta, source, where: str = "search.model"):
+    beta = beta_values(beta)
     if isinstance(value, dict) and "beta" in value:
         fail(source, f"{where}.beta", "beta is an axis of the search: give it as "
              "search.beta (a list of choices).")

@@ -53,7 +53,7 @@ from verify.claim._data_hypotheses import (
 from verify.errors import InvalidArgument
 
 __all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "beta_excluded",
-           "QUANTITIES", "about_data"]
+           "QUANTITIES", "about_data", "pinned"]
 
 #: The numbers an expression may name, read exactly off the instance.
 QUANTITIES = {"n": lambda inst: inst.n, "d": lambda inst: inst.d,
@@ -294,6 +294,62 @@ def _conjuncts(node: ast.AST):
             yield from _conjuncts(child)
     else:
         yield node
+
+
+def _constant(node: ast.AST, text: str):
+    """The value of a node that reads nothing of an instance (a literal), or ``None``."""
+    if any(isinstance(n, ast.Name) and n.id not in ("pi", "E") and not any(
+            isinstance(c, ast.Call) and c.func is n for c in ast.walk(node))
+           for n in ast.walk(node)):
+        return None
+    try:
+        return _value(node, None, {}, text)
+    except (InvalidArgument, NotApplicable, AttributeError, TypeError):
+        return None
+
+
+def pinned(texts) -> dict:
+    """What the hypotheses fix outright, for a search to draw inside them: conjuncts (not
+    under ``or``/``not``) ``V == [[...]]`` and ``mask == [[...]]`` (the matrix, entries as
+    exact numbers), ``equiangular(x0, rho)`` (``"rho"``), ``in_open_hemisphere(x0)`` and
+    ``unit_rows(x0)`` (``True``).
+
+    >>> pinned(["V == [[0, -1], [1, 0]] and equiangular(x0, 1/2)", "d == 2"])
+    {'V': ((Fraction(0, 1), Fraction(-1, 1)), (Fraction(1, 1), Fraction(0, 1))), 'rho': \
+Fraction(1, 2)}
+    """
+    from verify.exact.reals import from_sympy, symbolic
+
+    def entry(v):
+        return from_sympy(symbolic(v)) if not isinstance(v, Fraction) else v
+
+    out: dict = {}
+    for text in texts:
+        try:
+            tree = _parse(text)
+        except ValueError:
+            continue
+        for node in _conjuncts(tree.body):
+            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                    node.ops[0], ast.Eq):
+                sides = (node.left, node.comparators[0])
+                for name_node, other in (sides, sides[::-1]):
+                    if isinstance(name_node, ast.Name) and name_node.id in ("V", "mask") \
+                            and isinstance(other, ast.List):
+                        matrix = _constant(other, text)
+                        if matrix is not None and isinstance(matrix[0], tuple):
+                            out[name_node.id] = tuple(tuple(entry(v) for v in row)
+                                                      for row in matrix)
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
+                    and node.args[0].id == "x0":
+                name = node.func.id
+                if name == "equiangular" and len(node.args) == 2:
+                    rho = _constant(node.args[1], text)
+                    if rho is not None:
+                        out["rho"] = entry(rho)
+                elif name in ("in_open_hemisphere", "unit_rows"):
+                    out[name] = True
+    return out
 
 
 def beta_excluded(texts, beta) -> str | None:

@@ -52,7 +52,7 @@ from verify.claim._family_file import (
     _number,
 )
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
-from verify.claim._hypothesis_expressions import beta_excluded, size_bounds
+from verify.claim._hypothesis_expressions import beta_excluded, pinned, size_bounds
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
 from verify.search._beta import BetaRange, parse_beta_range
@@ -322,8 +322,16 @@ def _options_differ(options: dict, model) -> str | None:
     return None
 
 
-def _default_tokens(hypotheses, models) -> list:
-    """Token distributions that suit every model variant and the hypotheses."""
+def _default_tokens(hypotheses, models, pins: dict) -> list:
+    """Token distributions that suit every model variant and the hypotheses (and what they
+    pin: ``equiangular(x0, rho)`` draws equiangular configurations with that ``rho``)."""
+    if "rho" in pins:
+        return [{"distribution": "equiangular", "rho": pins["rho"]},
+                {"distribution": "equiangular", "rho": pins["rho"], "rotate": True}]
+    if pins.get("in_open_hemisphere"):
+        return ["hemisphere"]
+    if pins.get("unit_rows"):
+        return ["sphere-exact", "regular-polygon"]
     if "above_escape_threshold" in hypotheses:
         return [{"distribution": "gaussian", "scale": 3},
                 {"distribution": "uniform", "low": -4, "high": 4}]
@@ -370,13 +378,20 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
     defaults = tuple(k for k in ("n", "d", "V", "QK", "beta", "tokens", "horizon")
                      if k not in table)
     bounds = size_bounds(hypotheses)
+    pins = pinned(hypotheses)  # V == [[...]], mask == [[...]], equiangular(x0, rho), ...
+    for key, axis in (("V", "d"), ("mask", "n")):
+        if key in pins:
+            size, (lo, hi) = len(pins[key]), bounds[axis]
+            bounds[axis] = (max(lo, size), size if hi is None else min(hi, size))
     if any(h in hypotheses for h in _D1):
         bounds["d"] = (1, 1)
     if any(h in hypotheses for h in _D2):
         bounds["d"] = (max(bounds["d"][0], 2), bounds["d"][1])
     n = _sizes(table.get("n"), (2, 6), bounds["n"], "n", source)
     d = _sizes(table.get("d"), (1, 3), bounds["d"], "d", source)
-    V = _classes(table.get("V", list(_default_classes(hypotheses, _V_FOR) or BROAD_V)),
+    default_V = [{"generator": "matrix", "matrix": [list(row) for row in pins["V"]]}] \
+        if "V" in pins else list(_default_classes(hypotheses, _V_FOR) or BROAD_V)
+    V = _classes(table.get("V", default_V),
                  V_GENERATORS, HYPOTHESIS_V_CLASSES, "V class", "V", source)
     QK = _classes(table.get("QK", list(_default_classes(hypotheses, _QK_FOR) or BROAD_QK)),
                   QK_GENERATORS, HYPOTHESIS_QK_CLASSES, "QK class", "QK", source)
@@ -394,6 +409,11 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                  "draws only what they allow.")
     heads = _int(table.get("heads", 1), "search.heads", source, 1)
     given = table.get("model", {})
+    if "mask" in pins:  # the hypotheses name the mask: every variant has it
+        mask = [[int(v) for v in row] for row in pins["mask"]]
+        given = [dict(m, mask=m.get("mask", mask)) if isinstance(m, dict) else m
+                 for m in given] if isinstance(given, list) else \
+            dict(given, mask=given.get("mask", mask)) if isinstance(given, dict) else given
     if isinstance(given, list):  # several variants: the search draws one of them
         if not given:
             fail(source, "search.model", "is an empty list; give a table or a list of tables.")
@@ -401,7 +421,7 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                   for i, m in enumerate(given)]
     else:
         models = [_model(given, n, d, heads, beta, source)]
-    tokens = _classes(table.get("tokens", _default_tokens(hypotheses, models)),
+    tokens = _classes(table.get("tokens", _default_tokens(hypotheses, models, pins)),
                       TOKEN_DISTRIBUTIONS, (), "token distribution", "tokens", source)
     horizon = _number(table.get("horizon", 10), "search.horizon", source)
     if horizon <= 0:

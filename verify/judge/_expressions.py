@@ -83,7 +83,7 @@ FUNCTIONS = {
     "ones": np.ones, "zeros": np.zeros, "eye": np.eye, "array": np.asarray, "arange": np.arange,
     "argmax": np.argmax, "argmin": np.argmin, "sort": np.sort, "unique": np.unique,
     "clip": np.clip, "transpose": np.transpose, "norm": norm, "diameter": diameter,
-    "hull": hull,
+    "hull": hull, "len": len,
     "pi": np.pi, "inf": np.inf,
 }
 _INITIAL = ("x0", "V", "Q", "K", "B", "beta", "n", "d", "I", "phi1", "hull_x0")

@@ -470,7 +470,7 @@ def judge_inequality(evaluation):
                     evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
                               "at_equality_within_error": int(np.sum(~resolved
                                                                      & (margin >= -error)))})
-    if until > t[-1] and result.verdict.value == "holds":
+    if "until" in p and until > t[-1] and result.verdict.value == "holds":
         return inconclusive(request, f"{result.reason} — but the statement runs until "
                             f"t = {until:.4g} and the run ends at t = {t[-1]:.4g}.",
                             result.evidence, unit=result.unit)

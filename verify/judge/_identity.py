@@ -81,7 +81,7 @@ def judge_identity(evaluation):
                         f"{what} at t = {t[keep][k]:.4g}", unit=str(p["quantity"]),
                         evidence=evidence)
         return replace(result, basis=Basis.ESTIMATE)
-    if until > t[-1]:
+    if "until" in p and until > t[-1]:
         return inconclusive(request, f"{what} within its error up to t = {t[-1]:.4g}, but the "
                             f"statement runs until t = {until:.4g}.", evidence)
     return InstanceResult(request.instance.name, request.family.name, request.seed,

@@ -345,3 +345,22 @@ def test_the_shrinker_never_leaves_a_data_hypothesis(tmp_path):
                                out_dir=tmp_path / "without", seed=0, instances=1,
                                executor=InlineExecutor())
     assert without.extra["shrink"]["n"] == [4, 2]  # the hypothesis is what kept three tokens
+
+
+def test_instance_files_take_expressions_and_normalise(tmp_path):
+    from verify.instance_file import instance_to_toml, load_instance_file
+
+    path = tmp_path / "pent.toml"
+    path.write_text('[model]\nV = [[1, 0], [0, 1]]\nform = "x"\nnormalisation = "sphere"\n'
+                    '[tokens]\nx0 = [[2, 0], ["cos(2*pi/5)", "sin(2*pi/5)"], [1, 1]]\n'
+                    'normalise = true\n', encoding="utf-8")
+    inst = load_instance_file(path).instance
+    assert inst.x0[0].tolist() == [1, 0] and str(inst.x0[2, 0]) == "sqrt(2)/2"
+    again = tmp_path / "again.toml"  # written back with its expressions: the same exact data
+    again.write_text(instance_to_toml(inst), encoding="utf-8")
+    assert [str(v) for v in load_instance_file(again).instance.x0.flat] == \
+        [str(v) for v in inst.x0.flat]
+    path.write_text(path.read_text("utf-8").replace("normalise = true", 'normalise = "yes"'),
+                    encoding="utf-8")
+    with pytest.raises(InvalidArgument, match="tokens.normalise"):
+        load_instance_file(path)

@@ -324,31 +324,26 @@ Fraction(1, 2)}
         return from_sympy(symbolic(v)) if not isinstance(v, Fraction) else v
 
     out: dict = {}
-    for text in texts:
-        try:
-            tree = _parse(text)
-        except ValueError:
-            continue
-        for node in _conjuncts(tree.body):
-            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
-                    node.ops[0], ast.Eq):
-                sides = (node.left, node.comparators[0])
-                for name_node, other in (sides, sides[::-1]):
-                    if isinstance(name_node, ast.Name) and name_node.id in ("V", "mask") \
-                            and isinstance(other, ast.List):
-                        matrix = _constant(other, text)
-                        if matrix is not None and isinstance(matrix[0], tuple):
-                            out[name_node.id] = tuple(tuple(entry(v) for v in row)
-                                                      for row in matrix)
-            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
-                    and node.args[0].id == "x0":
-                name = node.func.id
-                if name == "equiangular" and len(node.args) == 2:
-                    rho = _constant(node.args[1], text)
-                    if rho is not None:
-                        out["rho"] = entry(rho)
-                elif name in ("in_open_hemisphere", "unit_rows"):
-                    out[name] = True
+    for text, node in _all_conjuncts(texts):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0],
+                                                                               ast.Eq):
+            sides = (node.left, node.comparators[0])
+            for name_node, other in (sides, sides[::-1]):
+                if isinstance(name_node, ast.Name) and name_node.id in ("V", "mask") \
+                        and isinstance(other, ast.List):
+                    matrix = _constant(other, text)
+                    if matrix is not None and isinstance(matrix[0], tuple):
+                        out[name_node.id] = tuple(tuple(entry(v) for v in row)
+                                                  for row in matrix)
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == "x0":
+            name = node.func.id
+            if name == "equiangular" and len(node.args) == 2:
+                rho = _constant(node.args[1], text)
+                if rho is not None:
+                    out["rho"] = entry(rho)
+            elif name in ("in_open_hemisphere", "unit_rows"):
+                out[name] = True
     return out
 
 
@@ -361,13 +356,19 @@ def beta_excluded(texts, beta) -> str | None:
     >>> beta_excluded(["0 < beta <= 4"], 4) is None
     True
     """
+    for text, node in _all_conjuncts(texts):
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if names == {"beta"} and _value(node, None, {"beta": Fraction(beta)}, text) is False:
+            return ast.unparse(node)
+    return None
+
+
+def _all_conjuncts(texts):
+    """``(text, conjunct)`` for the conjuncts of every hypothesis that is an expression."""
     for text in texts:
         try:
             tree = _parse(text)
         except ValueError:
             continue
         for node in _conjuncts(tree.body):
-            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            if names == {"beta"} and _value(node, None, {"beta": Fraction(beta)}, text) is False:
-                return ast.unparse(node)
-    return None
+            yield text, node

@@ -411,6 +411,11 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
     if "relation" not in p:
         fail(source, f"{where}.relation", "missing: one of <=, <, >=, >.")
     check_expression(p.get("value"), "state", source, f"{where}.value")
+    check_window(p, source, where)
+
+
+def check_window(p: dict, source: str, where: str) -> None:
+    """``from_time`` and ``until``: numbers ≥ 0, in that order."""
     for key in ("from_time", "until"):
         if key in p:
             _number(p, key, source, where, nonnegative=True)

@@ -22,11 +22,10 @@ from dataclasses import replace
 import numpy as np
 
 from verify.claim import Basis, InstanceResult, InstanceVerdict
-from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
 from verify.judge._decision import decide, inconclusive
 from verify.judge._expressions import check_expression
-from verify.judge._flow import _bound_series, _number, check_quantity, quantity_or_reason
+from verify.judge._flow import _bound_series, check_quantity, check_window, quantity_or_reason
 
 __all__ = ["judge_identity"]
 
@@ -34,11 +33,7 @@ __all__ = ["judge_identity"]
 def _validate_identity(p: dict, source: str, where: str) -> None:
     check_quantity(p, source, where)
     check_expression(p.get("value"), "state", source, f"{where}.value")
-    for key in ("from_time", "until"):
-        if key in p:
-            _number(p, key, source, where, nonnegative=True)
-    if "from_time" in p and "until" in p and not p["from_time"] <= p["until"]:
-        fail(source, f"{where}.until", f"{p['until']} is before from_time = {p['from_time']}.")
+    check_window(p, source, where)
 
 
 @register_conclusion(

@@ -275,10 +275,11 @@ def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
         """Why ``candidate`` is not an instance of the claim: outside the space, or a
         hypothesis (on the data too) not certainly met. Refused before any run."""
         reason = space.contains(candidate) if inside_space else None
-        if reason is None and check_hypotheses(session.claim.hypotheses,
-                                               candidate).holds is not True:
-            reason = "a hypothesis is not met (or undecided)"
-        return reason
+        try:
+            met = check_hypotheses(session.claim.hypotheses, candidate).holds
+        except InvalidArgument as exc:
+            met, reason = None, reason or f"the hypotheses cannot be decided: {exc}"
+        return reason or (None if met is True else "a hypothesis is not met (or undecided)")
 
     result = shrink(instance, lambda c: session.first_pass_violated(c, family),
                     deadline=deadline, outside=outside)

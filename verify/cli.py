@@ -156,7 +156,7 @@ def _executor(args: argparse.Namespace):
 CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
  about t -> infinity (holds: a resolved trend, re-checked at 3/2 of the horizon; violated:
  only with a certificate that the end will not change, else inconclusive and integrate longer)
-  converges   every token converges (optionally: to = <points>)
+  converges   every token converges (optionally: to = <points>, e.g. "hull_x0")
   consensus   a single cluster: the diameter tends to 0 (not just convergence)
   limit       every token tends to its predicted limit: equals = <n x d or d-vector>
   approach    the tokens approach a subspace, hyperplanes, a polytope or its boundary
@@ -164,22 +164,37 @@ CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]
   attention   the limit of P: boolean, rank_at_most, leaders, targets_within, switching
   escapes     tokens escape like e^{tV} (z -> gamma != 0); at_most_bounded stay bounded
   tends       a scalar quantity tends to a value
-  rate        convergence law and rate: law = exponential|doubly-exponential|power-law
+  rate        convergence law and rate: law = exponential|doubly-exponential|power-law,
+              relation >=, <=, == (with tolerance) or strict > and < (e.g. > 0)
+  exists      constants exist: constants = { C = "(0, inf)", lam = "(0, inf)" },
+              bound = "C * exp(-lam * t)"; holds (basis fit) when the law fitted on the
+              first 2/3 of the window resolves each constant inside its range and predicts
+              the last 1/3 out of sample, with a witness on the whole window; never violated
+  theta       q = Theta(g): of = "t**-2"; holds (basis fit) when q/g shows no resolved
+              drift (fitted t^s, s within its error bar of 0); never violated
   remainder-bound  the bound |r_j(t)| <= C e^{t(lambda + |lambda_2|)} of Theorem 5.2's proof
  about finite times (checked at the checkpoints; a value beyond its error decides)
   monotone    a quantity is monotone along the flow
-  inequality  a quantity stays below/above a bound
-  events      merge order and times of token groups at a threshold
+  inequality  a quantity stays below/above a bound (from_time, until)
+  identity    q(t) = value exactly (a conserved quantity): violated beyond its error, holds
+              within its error at every checkpoint (basis estimate: to the run's accuracy)
+  events      merge order and times of token groups at a threshold (a number or a formula)
   hull-shrinks      conv{z_i(t)} is non-increasing (Proposition 8.2)
   field-bounds      the bounds of Proposition 6.1 on the field of an empirical measure
   stability         W_2 stability of two runs (Proposition 6.1)
   rescaling-identity  Remark 3.4, in exact arithmetic
  the escape hatch
   predicate   a Python function over the trajectory
-A value is a formula (NumPy over x0, V, Q, K, B, beta, n, d, phi1; and t, z, x, P along the
-flow) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices",
+A value is a formula (NumPy over x0, V, Q, K, B, beta, n, d, phi1, hull_x0; and t, z, x, P
+along the flow; walked, never eval'ed: no attributes, dunder names or calls outside the
+allowed functions) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices",
 "leader-targets", "subspace-K", "hyperplanes-a0b", "phi1", "positive-left-rows",
 "F-coordinates", "extreme-tokens", "threshold-tokens". Token indices start at 1.
+Entries of tokens and matrices may be exact expressions ("cos(2*pi/5)", "sqrt(2)/2"; families
+may say normalise = true). Hypotheses may read the data: "sum(x0) != 0",
+"equiangular(x0, 1/3)", "convex_position(x0)", "in_closed_hemisphere(x0)",
+"V == [[0, -1], [1, 0]]", "mask == [[...]]" (decided exactly; undecided: out of scope).
+[search] beta may be a distribution: { distribution = "log-uniform", low = 0, high = "inf" }.
 Exit codes: 0 supported, 1 refuted, 3 inconclusive, 4 an instance failed with an error,
 2 bad usage or a malformed file.
 Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""

@@ -81,7 +81,10 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
     """The result of an instance outside the claim's scope, or ``None`` when it is in scope.
 
     A hypothesis that fails gives ``out-of-scope``; one that is undecided gives
-    ``inconclusive``; both carry the explanations.
+    ``inconclusive``, except a hypothesis that reads the data (``"sum(x0) != 0"``,
+    ``"equiangular(x0, 1/3)"``): an instance that cannot be placed inside or outside the set
+    the statement is about is not judged, so it is ``out-of-scope`` with the reason. All carry
+    the explanations.
 
     Examples
     --------
@@ -92,6 +95,7 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
     >>> judge_scope(["d >= 2"], inst, family="f") is None
     True
     """
+    names = list(names)
     scope = check_hypotheses(names, instance)
     if scope.holds is True:
         return None
@@ -100,6 +104,16 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
                   if value is False]
         return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
                               "hypothesis not met: " + "; ".join(failed),
+                              evidence={"hypotheses": list(scope.explanations)})
+    from verify.claim._hypothesis_expressions import about_data
+
+    undecided = [name for name, value in zip(names, scope.values, strict=True) if value is None]
+    if all(about_data(name) for name in undecided):
+        shown = [line for line, value in zip(scope.explanations, scope.values, strict=True)
+                 if value is None]
+        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
+                              "whether the data meet the hypotheses is undecided, so the "
+                              "instance is not judged: " + "; ".join(shown),
                               evidence={"hypotheses": list(scope.explanations)})
     return InstanceResult(instance.name, family, seed, InstanceVerdict.INCONCLUSIVE,
                           "a hypothesis could not be decided: " + "; ".join(scope.explanations),

@@ -39,7 +39,8 @@ from verify.resources import (
 __all__ = ["parse_family", "FAMILY_KEYS", "MODEL_KEYS", "MLP_KEYS"]
 
 FAMILY_KEYS = ("name", "kind", "description", "count", "seed", "n", "d", "V", "Q", "K", "QK",
-               "x0", "tokens", "heads", "model", "horizon", "checkpoints", "precision")
+               "x0", "normalise", "tokens", "heads", "model", "horizon", "checkpoints",
+               "precision")
 MODEL_KEYS = ("beta", "form", "attention", "mask", "normalisation", "h", "mlp")
 MLP_KEYS = ("W", "activation", "bias")
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -77,6 +78,20 @@ def _matrix(value, where, source, *, square: bool = False, ndim: int = 2) -> Mat
     if ndim == 1:
         return tuple(array.tolist())
     return tuple(tuple(row) for row in array.tolist())
+
+
+def _normalise(flag, tokens: Matrix, where: str, source: str) -> Matrix:
+    """``tokens`` with every row divided by its norm, exactly, when ``flag`` is true."""
+    from verify.exact.reals import normalise_rows
+
+    if not isinstance(flag, bool):
+        fail(source, where, f"{flag!r} must be true or false.")
+    if not flag:
+        return tokens
+    try:
+        return tuple(tuple(row) for row in normalise_rows(tokens))
+    except ValueError as exc:
+        fail(source, where, f"{exc}.")
 
 
 def _generator(value, registry: dict, what: str, where: str, source: str) -> GeneratorSpec:
@@ -191,6 +206,11 @@ def parse_family(table: dict, index: int, source: str) -> Family:
     if "x0" in table:
         tokens = _matrix(table["x0"], f"{here}.x0", source)
         dims["x0"] = len(tokens[0])
+        if "normalise" in table:
+            tokens = _normalise(table["normalise"], tokens, f"{here}.normalise", source)
+    elif "normalise" in table:
+        fail(source, f"{here}.normalise", "normalises explicit tokens x0 only (a distribution "
+             "says itself whether its points are on the sphere).")
     else:
         if not isinstance(table["tokens"], (str, dict)):
             fail(source, f"{here}.tokens", "must be a distribution name or a table "
@@ -225,7 +245,7 @@ def parse_family(table: dict, index: int, source: str) -> Family:
     _requires(TOKEN_DISTRIBUTIONS, tokens, n, d, f"{here}.tokens", source)
     heads = _int(table.get("heads", 1), f"{here}.heads", source, 1)
     model = _model_options(table.get("model", {}), d, n, heads, f"{here}.model", source)
-    random = any(isinstance(s, GeneratorSpec) and not registry[s.name].deterministic
+    random = any(isinstance(s, GeneratorSpec) and registry[s.name].draws(s.params)
                  for s, registry in ((V, V_GENERATORS), (QK, QK_GENERATORS),
                                      (tokens, TOKEN_DISTRIBUTIONS))) or \
         (model.get("mlp") or {}).get("W") == "random"

@@ -83,7 +83,8 @@ def combine(request, parts: list[InstanceResult], evidence: dict | None = None
         only = parts[0]
         return InstanceResult(only.instance, only.family, only.seed, only.verdict, only.reason,
                               evidence={**record, **only.evidence}, margin=only.margin,
-                              error=only.error, unit=only.unit, certificate=only.certificate)
+                              error=only.error, unit=only.unit, certificate=only.certificate,
+                              basis=only.basis)
     worst = min(applying, key=lambda r: (VERDICT_ORDER[r.verdict], _ratio(r)))
     record["parts"] = [{"verdict": r.verdict.value, "margin": r.margin, "error": r.error,
                         "unit": r.unit, "reason": r.reason,
@@ -98,4 +99,4 @@ def combine(request, parts: list[InstanceResult], evidence: dict | None = None
               f"{n_ok} of {len(applying)} parts hold; {worst.reason}")
     return InstanceResult(worst.instance, worst.family, worst.seed, worst.verdict, reason,
                           evidence=record, margin=worst.margin, error=worst.error,
-                          unit=worst.unit, certificate=worst.certificate)
+                          unit=worst.unit, certificate=worst.certificate, basis=worst.basis)

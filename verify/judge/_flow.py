@@ -92,7 +92,7 @@ __all__ = ["NAMED_QUANTITIES", "DIRECTIONS", "LAWS", "RELATIONS", "quantity_seri
 
 DIRECTIONS = ("nonincreasing", "nondecreasing", "increasing", "decreasing")
 LAWS = ("exponential", "doubly-exponential", "power-law")
-RELATIONS = (">=", "<=", "==")
+RELATIONS = (">=", "<=", "==", ">", "<")
 _SAMPLED = "checked at the {m} checkpoints only; the flow between them is not examined"
 
 
@@ -411,6 +411,16 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
     if "relation" not in p:
         fail(source, f"{where}.relation", "missing: one of <=, <, >=, >.")
     check_expression(p.get("value"), "state", source, f"{where}.value")
+    check_window(p, source, where)
+
+
+def check_window(p: dict, source: str, where: str) -> None:
+    """``from_time`` and ``until``: numbers ≥ 0, in that order."""
+    for key in ("from_time", "until"):
+        if key in p:
+            _number(p, key, source, where, nonnegative=True)
+    if "from_time" in p and "until" in p and not p["from_time"] <= p["until"]:
+        fail(source, f"{where}.until", f"{p['until']} is before from_time = {p['from_time']}.")
 
 
 @register_conclusion(
@@ -428,7 +438,9 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
           "value": "formula: the bound (over x0, V, n, d, ... or t, z, x, P)",
           "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the "
                       "run integrates)",
-          "from_time": "check only the checkpoints with t >= this (default 0)"},
+          "from_time": "check only the checkpoints with t >= this (default 0)",
+          "until": "check only the checkpoints with t <= this (default: the horizon; beyond "
+                   "the run's end it cannot hold)"},
     required=("quantity", "relation", "value"), validate=_validate_inequality)
 def judge_inequality(evaluation):
     """Judge ``inequality``: the checkpoint (and component) with the smallest
@@ -440,9 +452,10 @@ def judge_inequality(evaluation):
     t = traj.t
     values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     bound, bound_error = _bound_series(evaluation, p["value"])
-    keep = t >= float(p.get("from_time", 0))
+    until = float(p["until"]) if "until" in p else math.inf
+    keep = (t >= float(p.get("from_time", 0))) & (t <= until)
     if not np.any(keep):
-        return inconclusive(request, "no checkpoint at or after from_time.")
+        return inconclusive(request, "no checkpoint between from_time and until.")
     upper = p["relation"] in ("<=", "<")
     margin = (bound[:, None] - values) if upper else (values - bound[:, None])
     error = errors + bound_error[:, None]
@@ -456,12 +469,17 @@ def judge_inequality(evaluation):
     k, c = np.unravel_index(flat, margin.shape)
     tk = t[keep][k]
     component = f" (component {c + 1})" if values.shape[1] > 1 else ""
-    return decide(request, float(margin[k, c]), float(error[k, c]),
-                  f"{p['quantity']}{component} {p['relation']} {p['value']} at every checkpoint "
-                  f"(deciding: t = {tk:.4g})", unit=p["quantity"], strict=strict,
-                  evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
-                            "at_equality_within_error": int(np.sum(~resolved
-                                                                   & (margin >= -error)))})
+    result = decide(request, float(margin[k, c]), float(error[k, c]),
+                    f"{p['quantity']}{component} {p['relation']} {p['value']} at every "
+                    f"checkpoint (deciding: t = {tk:.4g})", unit=p["quantity"], strict=strict,
+                    evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
+                              "at_equality_within_error": int(np.sum(~resolved
+                                                                     & (margin >= -error)))})
+    if "until" in p and until > t[-1] and result.verdict.value == "holds":
+        return inconclusive(request, f"{result.reason} — but the statement runs until "
+                            f"t = {until:.4g} and the run ends at t = {t[-1]:.4g}.",
+                            result.evidence, unit=result.unit)
+    return result
 
 
 def _bound_series(evaluation, formula: str) -> tuple[np.ndarray, np.ndarray]:
@@ -554,7 +572,8 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
     keys={"law": "exponential, doubly-exponential or power-law",
           "value": "the rate r of e^(-rt), the exponent p of t^(-p), or the rate c of "
                    "log(-log gap) ~ c t",
-          "relation": "'>=' (default), '<=' or '==' between the fitted and the stated value",
+          "relation": "'>=' (default), '<=', '==' or the strict '>', '<' between the fitted "
+                      "and the stated value (e.g. '>' with value 0: some positive rate)",
           "tolerance": "the allowed |fitted − value| (required for '==')",
           "quantity": "what converges (default: exponential — the tokens, by their successive "
                       "differences; power-law — the tokens' size, which must tend to 0; "
@@ -578,9 +597,9 @@ def judge_rate(evaluation):
     if reason:
         return inconclusive(request, f"rate of {what or 'the quantity'}: {reason}",
                             {"law": law, "value": value})
-    if relation == ">=":
+    if relation in (">=", ">"):
         margin = fitted - value
-    elif relation == "<=":
+    elif relation in ("<=", "<"):
         margin = value - fitted
     else:
         margin = float(p["tolerance"]) - abs(fitted - value)
@@ -590,7 +609,7 @@ def judge_rate(evaluation):
                 "value": value, "relation": relation, "of": what}
     result = decide(request, margin, kappa * sigma, f"the {law} {name[law]} of {what} (fitted "
                     f"{fitted:.6g} ± κσ = {kappa * sigma:.2g}) {relation} {stated}",
-                    unit=name[law], evidence=evidence, strict=False)
+                    unit=name[law], evidence=evidence, strict=relation in (">", "<"))
     if result.verdict.value == "violated":  # a fitted rate is a trend, not a certificate
         return inconclusive(request, f"{result.reason} — a rate fitted on [t_start, T] is "
                             "evidence, not a certificate (it may change later); integrate "
@@ -602,7 +621,7 @@ def _algebraic(evaluation, law: str, value: float, relation: str):
     """A certified refutation of an exponential rate ``r >= value > 0`` (or ``== value``): the
     end state is at a degenerate equilibrium (:func:`~verify.judge._certificates.
     degenerate_equilibrium`), so the approach is algebraic and the exponential rate is 0."""
-    if law != "exponential" or relation == "<=" or not value > 0:
+    if law != "exponential" or relation in ("<=", "<") or not value > 0:
         return None
     from verify.judge._certificates import degenerate_equilibrium
 
@@ -621,7 +640,14 @@ def _algebraic(evaluation, law: str, value: float, relation: str):
 
 # --------------------------------------------------------------------------- events
 def _validate_events(p: dict, source: str, where: str) -> None:
-    _number(p, "threshold", source, where, positive=True)
+    threshold = p.get("threshold")
+    if isinstance(threshold, str):
+        try:
+            p["threshold"] = Fraction(threshold.strip())
+        except (ValueError, ZeroDivisionError):  # a formula of the initial data
+            check_expression(threshold, "initial", source, f"{where}.threshold")
+    if not isinstance(p["threshold"], str):
+        _number(p, "threshold", source, where, positive=True)
     groups = p.get("merge_order")
     ok = isinstance(groups, list) and groups and all(
         isinstance(g, list) and len(g) >= 2 and len(set(g)) == len(g) and all(
@@ -716,7 +742,8 @@ def _merge(t, D, e, delta) -> dict:
           "(linear vs quadratic crossing); margin = T_next − T (error: both "
           "uncertainties, plus the checkpoint spacing when no checkpoint separates the two "
           "merges) and tolerance − |T − stated time|. Checkpoints only.",
-    keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ",
+    keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ; a number or a "
+                       "formula of the initial data (e.g. 'diameter(x0) / 100')",
           "merge_order": "groups of token indices (from 1) in the claimed order of merging, "
                          "e.g. [[1, 2], [3, 4]]",
           "times": "the stated merge time of each group (optional)",
@@ -728,7 +755,12 @@ def judge_events(evaluation):
     that has not surely merged by the horizon makes its parts inconclusive, unless the next
     group provably merged before it could have (violated)."""
     p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
-    delta, groups = float(p["threshold"]), p["merge_order"]
+    groups = p["merge_order"]
+    delta = float(evaluate(p["threshold"], initial_namespace(request.instance)).reshape(())) \
+        if isinstance(p["threshold"], str) else float(p["threshold"])
+    if not (math.isfinite(delta) and delta > 0):
+        return inconclusive(request, f"the threshold {p['threshold']!r} is {delta:.6g} on this "
+                            "instance; it must be a positive number.")
     variable = p.get("variable") or default_variable(traj)
     n, t = request.instance.n, traj.t
     if max(max(g) for g in groups) > n:

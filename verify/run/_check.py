@@ -40,7 +40,13 @@ from itertools import chain, count
 from pathlib import Path
 
 from verify.atomic import write_atomic
-from verify.claim import EXIT_ERROR, InstanceResult, InstanceVerdict, judge_claim
+from verify.claim import (
+    EXIT_ERROR,
+    InstanceResult,
+    InstanceVerdict,
+    check_hypotheses,
+    judge_claim,
+)
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.run._budget import Budget, judge_within
@@ -268,14 +274,26 @@ def _run_search(session: _Session, deadline: float, instances: int | None, seed:
 def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
             deadline: float, space) -> dict:
     """Shrink a confirmed counterexample, never leaving the claim: every candidate must keep
-    the hypotheses (the oracle judges an out-of-scope candidate as not violated) and, when the
+    the hypotheses — those on the data included, decided before any run — and, when the
     counterexample lies in the conjecture's ``[search]`` space, stay in it (moves that leave
-    are refused and counted)."""
+    are refused and counted; the oracle also judges an out-of-scope candidate as not
+    violated)."""
     from verify.search import shrink
 
     inside_space = space is not None and space.contains(instance) is None
+
+    def outside(candidate) -> str | None:
+        """Why ``candidate`` is not an instance of the claim: outside the space, or a
+        hypothesis (on the data too) not certainly met. Refused before any run."""
+        reason = space.contains(candidate) if inside_space else None
+        try:
+            met = check_hypotheses(session.claim.hypotheses, candidate).holds
+        except InvalidArgument as exc:
+            met, reason = None, reason or f"the hypotheses cannot be decided: {exc}"
+        return reason or (None if met is True else "a hypothesis is not met (or undecided)")
+
     result = shrink(instance, lambda c: session.first_pass_violated(c, family),
-                    deadline=deadline, outside=space.contains if inside_space else None)
+                    deadline=deadline, outside=outside)
     summary = {"from": record["key"], "moves": list(result.moves),
                "evaluations": result.evaluations, "refused": result.refused,
                "within": "the hypotheses and the [search] space" if inside_space

@@ -91,7 +91,7 @@ def test_the_arb_bound_resolves_chords_far_below_float64():
     with backend.working_precision():
         from flint import arb, arb_mat
 
-        base = [arb(1) / 3, arb(2) / 3, arb(2) / 3]            # a unit vector
+        base = [arb(1) / 7, arb(3).sqrt() / 7, arb(45).sqrt() / 7]  # unit, not a float
         shift = [arb(10) ** -25 * c for c in (1, -2, 1)]
         x = arb_mat([base, [b + s for b, s in zip(base, shift, strict=True)]])
         bound = cap_bound(x)

@@ -149,7 +149,8 @@ def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
     evaluated = np.flatnonzero(needed).tolist()  # row by row, left to right
     for k in evaluated:
         i = k // n
-        w = ((entries[k] - entries[i * n + best[i]]) * factor).exp()  # e^{e^L (S̃_ij − m_i)}
+        exponent = entries[k] - entries[i * n + best[i]]       # × e^L: e^L (S̃_ij − m_i) ≤ 0
+        w = (exponent if unscaled else exponent * factor).exp()
         weights[k] = w
         totals[i] = totals[i] + w
     for k in evaluated:

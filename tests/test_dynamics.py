@@ -161,22 +161,6 @@ def test_eigen_coordinates_field_is_the_rescaled_field(mask, symmetric):
         assert np.allclose(got, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
 
 
-def test_the_fused_eigen_field_is_the_kernel_field():
-    """The fused, in-place softmax field of EigenRescaledField against (attention_weights(S)
-    w − w)Λ from its own scores, from soft attention to e^L beyond the float range (L ≥ 700:
-    the gaps scaled in log form) and exactly 0/1 weights."""
-    from verify.dynamics import EigenRescaledField
-
-    rng = np.random.default_rng(5)
-    M = rng.integers(-3, 4, (4, 4))
-    f = EigenRescaledField(Model(V=(M + M.T).tolist()), 6)
-    w = f.to_w(rng.uniform(-1, 1, (6, 4)))
-    for t in (0.0, 0.3, 2.0, 200.0):
-        S, L = f.scores(t, w)
-        expected = (attention_weights(S, L) @ w - w) * f.lam
-        assert np.allclose(f(t, w), expected, rtol=1e-12, atol=1e-13 * np.abs(w).max())
-
-
 def test_eigen_coordinates_refuse_complex_or_defective_v():
     """A rotation-like V (complex pair) and a Jordan block stay on the general field."""
     from verify.dynamics import EigenRescaledField

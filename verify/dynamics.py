@@ -373,7 +373,6 @@ class EigenRescaledField:
         B = P.T @ Bf @ P
         self.B = None if self.kind == "symmetric" and np.array_equal(Bf, np.eye(len(lam))) \
             else B
-        self._buffers = None  # work arrays of the fused softmax field, made on first call
 
     @staticmethod
     def applies(model: Model) -> bool:
@@ -402,48 +401,7 @@ class EigenRescaledField:
 
     def __call__(self, t, w: np.ndarray) -> np.ndarray:
         self.nfev += 1
-        t = float(t)
-        if self.mask is not None or self.model.attention != "softmax":
-            return (self.attention(t, w) @ w - w) * self.lam
-        return self._softmax_field(t, w)
-
-    def _softmax_field(self, t: float, w: np.ndarray) -> np.ndarray:
-        """``(P w − w) Λ`` for full softmax attention, fused: the kernel of
-        :func:`attention_weights` computed in place in buffers kept between calls, and the row
-        sums of the unnormalised weights divided out of ``E w`` (``n×d``) instead of out of
-        ``E`` (``n×n``). One field evaluation of ``n = d = 128`` allocates nothing of size
-        ``n²``."""
-        n, d = w.shape
-        if self._buffers is None or self._buffers[0].shape != (n, n):
-            self._buffers = (np.empty((n, n)), np.empty((n, d)), np.empty((n, 1)),
-                             np.empty((n, d)), np.empty((n, n), dtype=bool))
-        S, Ys, top, out, floor = self._buffers
-        np.multiply(w, np.exp((self.lam - self.mu) * t), out=Ys)
-        if self.B is None:
-            np.matmul(Ys, Ys.T, out=S)
-        else:
-            np.matmul(Ys @ self.B, Ys.T, out=S)
-        L = 2.0 * self.mu * t
-        np.max(S, axis=1, keepdims=True, out=top)
-        np.subtract(S, top, out=S)                         # −gap ≤ 0
-        if L < 700:
-            np.multiply(S, math.exp(L), out=S)             # −e^L·gap
-        else:                                              # without forming e^L
-            with np.errstate(divide="ignore", over="ignore"):
-                np.negative(S, out=S)
-                np.log(S, out=S)
-                np.add(S, L, out=S)
-                np.exp(S, out=S)
-                np.negative(S, out=S)                      # 0 where gap = 0
-        np.less_equal(S, _EXP_FLOOR, out=floor)            # weights set to 0 (see
-        np.maximum(S, _EXP_FLOOR, out=S)                   # attention_weights)
-        np.exp(S, out=S)
-        np.copyto(S, 0.0, where=floor)
-        np.sum(S, axis=1, keepdims=True, out=top)
-        np.matmul(S, w, out=out)
-        np.divide(out, top, out=out)
-        np.subtract(out, w, out=out)
-        return out * self.lam
+        return (self.attention(float(t), w) @ w - w) * self.lam
 
 
 def _real_eigen_decomposition(V_exact: np.ndarray, Vf: np.ndarray):

@@ -60,7 +60,7 @@ from verify.model import Instance, Model  # noqa: E402
 from verify.simulate import simulate  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-12
-ROW = "{:<50}{:>9}{:>10}{:>8}{:>8}{:>11}"
+ROW = "{:<50}{:>9}{:>10}{:>8}{:>8}{:>11}{:>11}"
 
 
 def best_of(repeat: int, fn):
@@ -73,10 +73,11 @@ def best_of(repeat: int, fn):
     return min(times), out
 
 
-def row(name, seconds, extra="", steps="", reached="", error=None):
+def row(name, seconds, extra="", steps="", reached="", error=None, second=None):
     err = "" if error is None else f"{error:.1e}"
+    err2 = "" if second is None else f"{second:.1e}"
     print(ROW.format(name, f"{seconds:.3f}" if seconds is not None else "—", extra, steps,
-                     reached, err))
+                     reached, err, err2))
 
 
 def optional(module: str):
@@ -160,39 +161,49 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
                    error_estimate=False)
     z_ref = ref.z[-1]
     scale = float(np.abs(z_ref).max())
+    # max|z| is dominated by the coordinates along negative eigen-directions, which diverge
+    # (~1e13 at T = 15) and hide O(1) errors of the clustering directions: the error is also
+    # taken on the positive eigen-directions alone (where the leaders decide the limits)
+    up = lam > 0
+    w_ref = (z_ref @ Phi)[:, up]
+    up_scale = float(np.abs(w_ref).max())
 
     def rel(z):
         return float(np.abs(z - z_ref).max()) / scale
 
+    def rel_up(z):
+        return float(np.abs((z @ Phi)[:, up] - w_ref).max()) / up_scale
+
     print(f"\nhd: n = d = 128, T = {T:g} (reference: simulate rtol 3e-14, "
           f"{ref.stats['steps']} steps)")
-    print(ROW.format("method", "wall s", "compile s", "steps", "t", "rel err"))
+    print(ROW.format("method", "wall s", "compile s", "steps", "t", "rel err", "on λ > 0"))
     full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints))
     bare_s, bare = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints,
                                                     error_estimate=False))
     row("verify simulate, with its error estimate", full_s, "", full.stats["steps"],
-        f"{float(full.t[-1]):g}", rel(full.z[-1]))
+        f"{float(full.t[-1]):g}", rel(full.z[-1]), rel_up(full.z[-1]))
     row("verify simulate, no error estimate", bare_s, "", bare.stats["steps"],
-        f"{float(bare.t[-1]):g}", rel(bare.z[-1]))
+        f"{float(bare.t[-1]):g}", rel(bare.z[-1]), rel_up(bare.z[-1]))
     print(f"  (verify's own estimate: {full.error_estimate / scale:.1e} relative)")
     times = {"verify+est": full_s, "verify": bare_s}
     sp_s, (w, reached, steps) = best_of(1 if T > 5 else repeat,
                                         lambda: scipy_eigen(lam, w0, mu, T))
     ok = reached >= T
     row("SciPy DOP853, eigen-coordinates", sp_s, "", steps, f"{reached:.3g}",
-        rel(w @ Phi.T) if ok else None)
+        rel(w @ Phi.T) if ok else None, rel_up(w @ Phi.T) if ok else None)
     times["scipy"] = sp_s
     if optional("diffrax") is not None:
         for name in ("Tsit5", "Dopri8"):
             compiled, run, w, steps = diffrax_eigen(lam, w0, mu, T, name)
             row(f"diffrax {name}, eigen-coordinates", run, f"{compiled - run:.2f}", steps,
                 f"{T:g}" if w is not None else "failed",
-                rel(w @ Phi.T) if w is not None else None)
+                rel(w @ Phi.T) if w is not None else None,
+                rel_up(w @ Phi.T) if w is not None else None)
             times[name] = run
     if heyoka_hd and optional("heyoka") is not None:
         compiled, run, z = heyoka_hd_run(lam, w0, mu, T, Phi)
         row("heyoka Taylor, eigen-coordinates (compact mode)", run, f"{compiled:.1f}", "",
-            f"{T:g}", rel(z))
+            f"{T:g}", rel(z), rel_up(z))
     if "Tsit5" in times:
         print(f"  verify with its estimate / diffrax Tsit5: ×{full_s / times['Tsit5']:.2f}; "
               f"without: ×{bare_s / times['Tsit5']:.2f}; / SciPy DOP853: "
@@ -317,7 +328,7 @@ def sphere_case(repeat: int) -> None:
 
     print(f"\nsphere: n = 16, d = 3, β = 1, Q = K = V = I, T = 10^4 (reference: simulate at "
           f"30 digits, frozen at consensus t = {ref.continuation['t_switch']:.3g})")
-    print(ROW.format("method", "wall s", "compile s", "steps", "t", "abs err"))
+    print(ROW.format("method", "wall s", "compile s", "steps", "t", "abs err", ""))
     full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=11))
     bare_s, bare = best_of(repeat, lambda: simulate(inst, T, checkpoints=11,
                                                     error_estimate=False))

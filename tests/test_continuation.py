@@ -127,7 +127,9 @@ def test_high_dimension_example_is_the_benchmark_recipe():
     inst = loaded.instance
     V, _, _ = bench.make_setup(128, 128, 0)
     assert (inst.n, inst.d) == (128, 128)
-    assert np.array_equal(as_float_array(inst.model.V), V)
+    # the recipe goes through an eigen-decomposition, whose last bits depend on the BLAS kernel
+    # (OPENBLAS_CORETYPE): the file holds the recipe's V to round-off, at exact binary values
+    assert np.max(np.abs(as_float_array(inst.model.V) - V)) <= 1e-14 * np.abs(V).max()
     assert all(float(v) == v for v in inst.model.V.flat[:50])  # exact binary values
     assert loaded.simulation["horizon"] == 15
     traj = simulate(inst, "1/10", checkpoints=3, error_estimate=False)

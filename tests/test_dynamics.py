@@ -19,6 +19,8 @@ from verify.model import Instance, Model
 from verify.numerics import Float64
 from verify.simulate import simulate
 
+EPS = np.finfo(float).eps
+
 F = Fraction
 
 
@@ -66,7 +68,8 @@ def test_single_token_is_linear_flow(name):
     assert error < 1e-9 * max(1.0, np.abs(expected).max())
     assert error <= 5 * traj.error_estimate + 1e-13  # the estimate covers the true error
     rescaled = simulate(Instance(Model(V=V), x0), T, checkpoints=3, error_estimate=False)
-    assert np.array_equal(rescaled.z[-1], rescaled.z[0])
+    # constant up to the round trip through the eigen-coordinates the run integrates in
+    assert np.max(np.abs(rescaled.z[-1] - rescaled.z[0])) <= 8 * EPS * np.abs(rescaled.z[0]).max()
     assert np.allclose(rescaled.x[-1], expected, rtol=1e-12)
 
 

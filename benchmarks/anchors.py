@@ -119,8 +119,7 @@ def scipy_eigen(lam, w0, mu, T, max_steps=20_000, seconds=120.0):
 
 
 def diffrax_eigen(lam, w0, mu, T, solver_name, max_steps=20_000):
-    """diffrax on the same field: ``(compile+run s, run s, w(T) or None, steps, t reached)``."""
-    import diffrax
+    """diffrax on the same field: ``(compile+run s, run s, w(T) or None, steps)``."""
     import jax
     import jax.numpy as jnp
 
@@ -133,23 +132,31 @@ def diffrax_eigen(lam, w0, mu, T, solver_name, max_steps=20_000):
         E = jnp.exp(jnp.exp(2 * mu * t) * (S - S.max(axis=1, keepdims=True)))
         return ((E @ w) / E.sum(axis=1, keepdims=True) - w) * lam_j
 
+    compiled, run, w, steps, ok = diffrax_solve(f, jnp.asarray(w0), T, solver_name, max_steps)
+    return compiled, run, w if ok else None, steps
+
+
+def diffrax_solve(f, y0, T, solver_name, max_steps, repeat=2):
+    """``diffeqsolve`` of ``f`` from 0 to ``T`` (PID controller at RTOL, ATOL), jitted:
+    ``(compile + first run s, best run s, y(T), steps, success)``."""
+    import diffrax
+    import jax
+
     solver = getattr(diffrax, solver_name)()
 
     @jax.jit
-    def solve(y0):
+    def solve(y):
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(f), solver, t0=0.0, t1=float(T), dt0=None, y0=y0,
+            diffrax.ODETerm(f), solver, t0=0.0, t1=float(T), dt0=None, y0=y,
             stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
             saveat=diffrax.SaveAt(t1=True), max_steps=max_steps, throw=False)
         return sol.ys[-1], sol.stats["num_steps"], sol.result == diffrax.RESULTS.successful
 
-    y0 = jnp.asarray(w0)
     start = time.perf_counter()
-    first = solve(y0)
-    first[0].block_until_ready()
+    solve(y0)[0].block_until_ready()
     compiled = time.perf_counter() - start
-    run, (w, steps, ok) = best_of(2, lambda: [v.block_until_ready() for v in solve(y0)])
-    return compiled, run, np.asarray(w) if bool(ok) else None, int(steps)
+    run, (y, steps, ok) = best_of(repeat, lambda: [v.block_until_ready() for v in solve(y0)])
+    return compiled, run, np.asarray(y), int(steps), bool(ok)
 
 
 # --------------------------------------------------------------------------- hd
@@ -256,7 +263,6 @@ def sphere_field_numpy(n, d):
 
 
 def diffrax_sphere(x0, T, solver_name):
-    import diffrax
     import jax
     import jax.numpy as jnp
 
@@ -269,22 +275,9 @@ def diffrax_sphere(x0, T, solver_name):
         return m - jnp.sum(m * x, axis=1, keepdims=True) / jnp.sum(x * x, axis=1,
                                                                   keepdims=True) * x
 
-    solver = getattr(diffrax, solver_name)()
-
-    @jax.jit
-    def solve(y0):
-        sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(f), solver, t0=0.0, t1=float(T), dt0=None, y0=y0,
-            stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
-            saveat=diffrax.SaveAt(t1=True), max_steps=1_000_000, throw=False)
-        return sol.ys[-1], sol.stats["num_steps"]
-
-    y0 = jnp.asarray(x0)
-    start = time.perf_counter()
-    solve(y0)[0].block_until_ready()
-    compiled = time.perf_counter() - start
-    run, (x, steps) = best_of(3, lambda: [v.block_until_ready() for v in solve(y0)])
-    return compiled, run, np.asarray(x), int(steps)
+    compiled, run, x, steps, _ = diffrax_solve(f, jnp.asarray(x0), T, solver_name, 1_000_000,
+                                               repeat=3)
+    return compiled, run, x, steps
 
 
 def heyoka_sphere(x0, T):

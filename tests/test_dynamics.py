@@ -19,6 +19,8 @@ from verify.model import Instance, Model
 from verify.numerics import Float64
 from verify.simulate import simulate
 
+EPS = np.finfo(float).eps
+
 F = Fraction
 
 

@@ -209,3 +209,17 @@ def test_a_slow_inward_spiral_is_not_refuted_by_the_linear_flow():
               "V": [["-1/10000000000", -1], [1, "-1/10000000000"]], "horizon": 10}
     result = _judge({"type": "converges"}, family)
     assert result.verdict.value == "inconclusive" and result.certificate is None
+
+
+def test_a_variant_no_certificate_covers_is_judged_at_its_horizon_only():
+    """The rescaled form with an MLP has no certificate of its end: a longer run could never
+    refute, so an undecided instance is not extended (unless the claim sets max_horizon)."""
+    family = dict(_leaders_case(), horizon=2, checkpoints=5,
+                  model={"mlp": {"W": [[1, 0], [0, 1]], "activation": "tanh"}})
+    result = _judge({"type": "test-violated-without-certificate"}, family)
+    assert result.verdict.value == "inconclusive"
+    assert [h["horizon"] for h in result.evidence["horizons"]] == ["2"]
+    assert "the horizon is not extended" in result.reason and "an MLP" in result.reason
+    longer = _judge({"type": "test-violated-without-certificate"}, family,
+                    parameters={"max_horizon": 6})
+    assert [h["horizon"] for h in longer.evidence["horizons"]] == ["2", "4"]

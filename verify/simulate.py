@@ -59,7 +59,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.consensus_cap import CapCertifier, cap_unavailable, certify_cap
+from verify.consensus_cap import CapCertifier, CapLeg, cap_bound, cap_unavailable, certify_cap
 from verify.continuation import (
     HardmaxCertifier,
     HardmaxLeg,
@@ -203,8 +203,9 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                 monitor("run", max_steps))
     if traj.success and error_estimate:
         ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
-        ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
-                   4 * max_steps, continuation, monitor("reference run", 4 * max_steps))
+        ref = _reference_run(instance, times, traj, ref_backend, ref_rtol, min(atol, ref_rtol),
+                             group, 4 * max_steps, continuation,
+                             monitor("reference run", 4 * max_steps))
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -234,6 +235,48 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     if throw and not traj.success:
         raise IntegrationError(traj.message)
     return traj
+
+
+# ---------------------------------------------------------------------------------------------
+def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
+                   backend: Backend, rtol: float, atol: float, group, max_steps: int,
+                   continuation: bool, monitor: RunMonitor) -> Trajectory:
+    """The reference run of the error estimate. When the run froze at a certified consensus
+    (a cap leg from ``t0``, :mod:`verify.consensus_cap`), the reference *inherits* that
+    certificate instead of integrating on: it is integrated to ``t0`` only, and the lemma (any
+    cap of angle below ``π/2`` holding every token is invariant) keeps its own state at ``t0``
+    within its own cap's chord for all later time, a bound recorded as its cap leg (``"inherited":
+    true``) and added to the estimate like the run's. If the reference's tokens at ``t0`` are in
+    no such cap (it disagrees with the run), it is integrated to the horizon after all."""
+    legs = (traj.continuation or {}).get("legs") or []
+    t0 = Fraction(legs[0]["t0"]) if len(legs) == 1 and legs[0].get("kind") == "cap" else None
+    if t0 is None or not continuation or not times[0] < t0 < times[-1]:
+        return _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
+                    monitor)
+    before = [t for t in times if t < t0]
+    field, states, status, message, stats, on_leg = _integrate(
+        instance, [*before, t0], backend, rtol, atol, group, max_steps, continuation, monitor)
+    if status != "success":  # a failed reference says so, as a full one would
+        return _finish(instance, times, backend, rtol, atol, group, field, states, status,
+                       message, stats, on_leg)
+    y_t0 = states[-1]
+    with backend.working_precision():
+        bound = cap_bound(y_t0)
+        later = [y_t0.copy() if isinstance(y_t0, np.ndarray) else y_t0.mid()
+                 for t in times if t > t0]
+    own = (stats.get("continuation") or {}).get("legs") or []
+    if not own:  # (a reference that froze on its own before t0 already repeats its state)
+        if not math.isfinite(bound):  # no cap holds its tokens: integrate it to the end
+            return _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
+                        monitor)
+        leg = CapLeg(t0, y_t0, bound)
+        leg.t_last = times[-1]
+        info = dict(stats.get("continuation") or {"fallbacks": []})
+        info.update(legs=[{**leg.describe(), "inherited": True}], t_switch=float(t0))
+        stats = {**stats, "continuation": info}
+    kept = len(before) + (t0 in times)  # t0 itself may be a checkpoint
+    return _finish(instance, times, backend, rtol, atol, group, field, states[:kept] + later,
+                   status, message, stats, {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,6 +403,16 @@ def _symmetry_group(instance: Instance):
 def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
          group, max_steps: int, continuation: bool = True,
          monitor: RunMonitor | None = None) -> Trajectory:
+    integrated = _integrate(instance, times, backend, rtol, atol, group, max_steps,
+                            continuation, monitor)
+    return _finish(instance, times, backend, rtol, atol, group, *integrated)
+
+
+def _integrate(instance: Instance, times: list[Fraction], backend: Backend, rtol: float,
+               atol: float, group, max_steps: int, continuation: bool,
+               monitor: RunMonitor | None):
+    """``(field, states, status, message, stats, on_leg)``: the states at ``times`` (or the
+    first ones, if the run ends early) in the backend's arithmetic."""
     model = instance.model
     on_leg: dict = {}
     field = VectorField(model, instance.n, backend)
@@ -397,6 +450,15 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
             states, status, message, stats = _run_extrapolation(
                 field, times, y0, backend, rtol, atol, max_steps, project, monitor, certify,
                 each_step)
+    return field, states, status, message, stats, on_leg
+
+
+def _finish(instance: Instance, times: list[Fraction], backend: Backend, rtol: float,
+            atol: float, group, field, states, status: str, message: str, stats: dict,
+            on_leg: dict) -> Trajectory:
+    """The :class:`Trajectory` of integrated ``states`` (recorded at the first ``times``)."""
+    model = instance.model
+    with backend.working_precision():
         traj = _record(field, times[:len(states)], states, backend, on_leg)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,

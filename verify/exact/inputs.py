@@ -30,6 +30,7 @@ array([[Fraction(1, 1), Fraction(1, 2)],
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from numbers import Integral
@@ -42,6 +43,7 @@ from verify.exact.reals import Irrational
 __all__ = ["to_rational", "rational_array", "as_float_array", "format_rational"]
 
 # The order in which conversions are reported when several kinds meet in one matrix.
+_P_OVER_Q = re.compile(r"[+-]?[0-9]+/[0-9]+")
 _KIND_ORDER = [
     "integer", "rational", "fraction-string", "decimal-string", "decimal", "float-binary",
     "expression", "expression-rounded",
@@ -94,6 +96,10 @@ def to_rational(value: object, name: str = "value") -> tuple[Fraction, str]:
         text = value.strip().replace("_", "")
         problem = "not finite"
         if "/" in text:
+            if _P_OVER_Q.fullmatch(text):  # the files' "p/q": without Fraction's parser
+                numerator, _, denominator = text.partition("/")
+                if int(denominator):
+                    return Fraction(int(numerator), int(denominator)), "fraction-string"
             try:
                 return Fraction(text), "fraction-string"
             except (ValueError, ZeroDivisionError):
@@ -158,11 +164,14 @@ def rational_array(name: str, value: object, ndim: int = 2) -> tuple[np.ndarray,
         )
     out = np.empty(raw.shape, dtype=object)
     kinds = set()
-    for index in np.ndindex(raw.shape):
-        label = f"{name}[{', '.join(map(str, index))}]" if index else name
-        out[index], kind = to_rational(raw[index].item() if hasattr(raw[index], "item")
-                                       and not isinstance(raw[index], Fraction) else raw[index],
-                                       label)
+    for index, entry in zip(np.ndindex(raw.shape), raw.flat, strict=True):
+        if hasattr(entry, "item") and not isinstance(entry, Fraction):
+            entry = entry.item()
+        try:
+            out[index], kind = to_rational(entry, name)
+        except InvalidArgument:  # said again with the entry's position
+            to_rational(entry, f"{name}[{', '.join(map(str, index))}]" if index else name)
+            raise
         kinds.add(kind)
     conversion = "+".join(k for k in _KIND_ORDER if k in kinds) or "empty"
     return out, conversion

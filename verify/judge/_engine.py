@@ -24,7 +24,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    the ``3/2`` re-check; extensions run in the family's precision, without the
    arbitrary-precision fallback). When the budget ends first, or an extension's integration
    fails, the instance is *inconclusive* on the last horizon judged, saying how far it got
-   and why.
+   and why. Variants that no certificate covers (the rescaled form with an MLP, several heads
+   or a mask) are not extended unless the claim sets ``max_horizon``
+   (:func:`_extension_pointless`).
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -193,6 +195,26 @@ def _next_horizon(horizon: Fraction, end) -> Fraction:
     return max(doubled, Fraction(math.ceil(aimed / unit) * unit))
 
 
+def _extension_pointless(request) -> str | None:
+    """Why extending the horizon cannot change this instance's verdict (``None`` when it can).
+
+    For the rescaled form with an MLP, several heads, a mask, a normalisation or a non-softmax
+    attention, no certificate that the end will not change exists
+    (:mod:`verify.judge._certificates`: the field depends on ``t`` and none of the theory's
+    trapping arguments covers the variant), so no longer run can refute. Such a variant is
+    judged at the claim's horizon and its ``3/2`` re-check only, unless the claim asks for
+    longer runs with ``parameters.max_horizon``: an ReLU field integrated to ``4T`` cost a
+    third of the suite and stalled in the non-smooth sliding without changing a verdict.
+    """
+    model = request.instance.model
+    if "max_horizon" in request.parameters or model.form != "z" or not model.departures():
+        return None
+    return (f"no certificate that the end will not change exists for this variant "
+            f"({', '.join(model.departures())}): a longer run could never refute, and a hold "
+            "not seen at the claim's horizon is not searched for further (set "
+            "parameters.max_horizon in the claim to integrate longer)")
+
+
 def judge_request(request) -> InstanceResult:
     """Judge the claim's conclusions on ``request.instance`` (see the module docstring)."""
     specs = request.claim.conclusions
@@ -249,6 +271,10 @@ def judge_request(request) -> InstanceResult:
         if not pending or overall.verdict is InstanceVerdict.VIOLATED:
             return overall
         nxt = _next_horizon(horizon, end)
+        pointless = _extension_pointless(request)
+        if pointless is not None:
+            return replace(overall, reason=f"{overall.reason} [the horizon is not extended: "
+                           f"{pointless}]")
         if horizon * RECHECK_FACTOR >= budget:
             return replace(overall, reason=f"{overall.reason} [the horizon budget "
                            f"max_horizon = {float(budget):.4g} ends here, after "

@@ -39,7 +39,7 @@ from functools import partial
 from itertools import chain, count
 from pathlib import Path
 
-from verify.claim import InstanceResult, InstanceVerdict, judge_claim
+from verify.claim import InstanceResult, InstanceVerdict, effective_verdict, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.run._budget import Budget, judge_within
@@ -109,8 +109,9 @@ def judge_drawn(claim, family: SearchFamily, k: int, instance, seed, draw=None,
 
 
 def _confirmed(record: dict) -> bool:
-    rechecked = record["result"].get("rechecked") or {}
-    return record["result"]["verdict"] == "violated" and rechecked.get("verdict") == "violated"
+    """A violation that counts: on a rigorous basis and confirmed by its re-check."""
+    verdict, _ = effective_verdict(InstanceResult.from_json(record["result"]))
+    return verdict is InstanceVerdict.VIOLATED
 
 
 class _Session:
@@ -167,11 +168,13 @@ class _Session:
         return self.keep(judge_drawn(self.claim, family, k, instance, seed, draw, self.budget))
 
     def first_pass_violated(self, instance, family: SearchFamily) -> bool:
-        """The shrinker's oracle: in scope and violated by the first run (no re-check)."""
+        """The shrinker's oracle: in scope and violated by the first run (no re-check) on a
+        rigorous basis (only such a violation can refute)."""
         result, _ = judge_within(self.budget, lambda: judge_on_instance(
             self.claim, family, instance, seed=None, horizon=family.horizon,
             checkpoints=family.checkpoints, precision=family.precision, recheck=False))
-        return result.verdict is InstanceVerdict.VIOLATED
+        return result.verdict is InstanceVerdict.VIOLATED and result.basis is not None \
+            and result.basis.rigorous
 
     def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
                extra: dict) -> CheckRun:

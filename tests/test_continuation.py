@@ -191,3 +191,34 @@ def test_arb_margin_that_closes_falls_back_to_integration():
     fallback, first = info["fallbacks"][0], info["legs"][0]
     assert first["t0"] <= fallback["restart"] < fallback["at"] <= info["legs"][1]["t0"]
     _assert_agree_arb(on, off)
+
+
+# -- a continuation whose assumed state error the reference run contradicts -------------------
+def test_a_contradicted_continuation_is_made_again_without_it(monkeypatch):
+    """The switch assumes a state error; when the reference run shows more, nothing after the
+    switch is certified: the run is made again without the continuation."""
+    import verify.continuation
+
+    monkeypatch.setattr(verify.continuation, "STATE_SAFETY", 1e-9)  # an assumption too small
+    inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
+    traj = simulate(inst, 8, checkpoints=17, symmetry="off")
+    assert traj.success and traj.stats["continuation_rejected"]["t_switch"] > 0
+    assert traj.continuation is None
+    plain = simulate(inst, 8, checkpoints=17, symmetry="off", continuation=False)
+    assert np.array_equal(traj.state, plain.state)
+
+
+def test_a_contradicted_continuation_that_cannot_be_redone_has_no_error_after_the_switch():
+    from verify.simulate import _without_continuation
+
+    inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
+    traj = simulate(inst, 8, checkpoints=17, symmetry="off")
+    t0 = traj.continuation["t_switch"]
+    failed = simulate(inst, 8, checkpoints=17, max_steps=3, error_estimate=False,
+                      continuation=False)
+    assert not failed.success
+    out = _without_continuation(traj, t0, lambda: failed)
+    after = traj.t > t0
+    assert np.all(np.isinf(out.error[after])) and np.all(np.isfinite(out.error[~after]))
+    assert np.all(np.isnan(out.reference_run.state[after]))
+    assert out.stats["continuation_rejected"]["error_after_switch"] == "inf"

@@ -28,7 +28,9 @@ run falls back to integration from the last time that passed (:func:`verify.simu
 
 The state error used in the bound is ``δ = STATE_SAFETY·(rtol·max|z| + atol)`` per entry (an
 a-priori figure: the integrator's local tolerance, with a safety factor); ``simulate`` checks it
-a posteriori against the reference run and records the outcome.
+a posteriori against the reference run and, when the reference contradicts it, makes the run
+again without the continuation (or, if that fails, sets the error after the switch to
+``inf``): nothing after a switch whose assumption failed is certified.
 
 Examples
 --------

@@ -196,10 +196,12 @@ def test_cli_simulate(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "clusters of final z" in out and "agreeing digits" in out
     assert "spectral class: V = I" in out
-    assert "leaders at t=4" in out and "Boolean limit of P" in out and "exact rank" in out
+    # V = I: the leader-map lemma carries the hardmax at t = 4 to every later time
+    assert "leaders at t = 4" in out and "Boolean limit of P" in out and "rank" in out
     assert main(["simulate", "claims/examples/hyperplanes-2d.toml", "--json",
                  "--no-error-estimate", "--save", str(tmp_path / "t.npz")]) == 0
     summary = json.loads(capsys.readouterr().out)
+    assert summary["hardmax"]["decided"] is False  # no error estimate: nothing certified
     assert summary["n"] == 20 and len(summary["final_attention"]) == 20
     assert load_trajectory(tmp_path / "t.npz").n == 20
 
@@ -335,3 +337,33 @@ def test_cli_simulate_budget(capsys):
     assert "error estimate: not computed (the run stopped before T (budget)" in out
     assert main(["simulate", "claims/examples/high-dimension.toml", "--budget", "-1"]) == 2
     assert "--budget=-1.0 must be a positive number of seconds" in capsys.readouterr().err
+
+
+def test_simulate_reads_the_leaders_the_judge_reads_on_a_causal_model(tmp_path, capsys):
+    """The summary's hardmax reading uses the model's mask (it dropped it: on a causal model it
+    printed leaders [3] where the judge finds [0, 1, 3]), and the judge's rule for a leader."""
+    from types import SimpleNamespace
+
+    from verify.claim import CheckRequest
+    from verify.claim._vocabulary import ConclusionSpec
+    from verify.judge._attention import judge_attention
+    from verify.judge._evaluation import Evaluation
+
+    x0 = [["1", "0"], ["0", "1"], ["-1", "1/2"], ["3/2", "1"]]
+    path = tmp_path / "causal.toml"
+    path.write_text('name = "causal"\n[model]\nV = [[1, 0], [0, 1]]\nmask = "causal"\n'
+                    f'[tokens]\nx0 = {json.dumps(x0)}\n[simulation]\nhorizon = 4\n'
+                    'checkpoints = 9\n', encoding="utf-8")
+    assert main(["simulate", str(path), "--json"]) == 0
+    reading = json.loads(capsys.readouterr().out)["hardmax"]
+    inst = Instance(Model(V=[[1, 0], [0, 1]], mask="causal"), x0, name="causal#0")
+    request = CheckRequest(None, SimpleNamespace(name="causal"), inst, None, 4, 9, "float64")
+    traj = simulate(inst, 4, checkpoints=9)
+    judged = judge_attention(Evaluation(request, traj, ConclusionSpec(
+        "attention", {"rank_at_most": 4, "tail_fraction": 1 / 9})))
+    assert reading["leaders"] == [i - 1 for i in judged.evidence["leaders"]]
+    assert 0 in reading["leaders"]  # the first token sees only itself: a leader
+    assert reading["limit"] is False  # a mask: no lemma, the attention at t = 4
+    main(["simulate", str(path)])
+    out = capsys.readouterr().out
+    assert "attention at t = 4, rounded to its hardmax" in out and "Boolean limit" not in out

@@ -672,7 +672,8 @@ def _add_weights_command(sub) -> None:
     weights.add_argument("--sentence", metavar="TEXT",
                          help="instead of the table: run TEXT's embeddings under one head "
                               "(--head) and print the leaders (words), the predicted and "
-                              "observed hyperplanes and the Boolean limit of the attention")
+                              "observed hyperplanes and the attention at the horizon (the "
+                              "Boolean limit only where a certificate carries it to t = ∞)")
     weights.add_argument("--head", metavar="L.h", default="3.9",
                          help="layer and head (0-based) for --sentence (default 3.9)")
     weights.add_argument("--variant", choices=("plain", "sphere"), default="plain",

@@ -267,6 +267,7 @@ class HardmaxLeg:
     def describe(self) -> dict:
         return {"kind": "hardmax", "t0": self.t0, "t_end": self.t_last,
                 "leaders": sorted(int(v) for v in self.heads),
+                "leader_of": [int(v) for v in self.leaders],
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta}
 
@@ -419,6 +420,6 @@ class ArbHardmaxLeg:
 
     def describe(self) -> dict:
         return {"kind": "hardmax", "t0": float(self.t0), "t_end": float(self.t_last),
-                "leaders": self.heads,
+                "leaders": self.heads, "leader_of": list(self.leaders),
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta * math.sqrt(self.d), "backend": "arb"}

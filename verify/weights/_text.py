@@ -82,7 +82,7 @@ def dynamics_lines(dyn: dict) -> list[str]:
         lines.append("Leaders (certified hardmax at the horizon): " + ", ".join(
             f"`{w}` (token {i + 1})" for i, w in zip(dyn["leaders"], dyn["leader_words"],
                                                      strict=True))
-            + (f"; Boolean limit of P of rank {dyn['boolean_rank']}." if
+            + (f"; {_attention_words(dyn)} of rank {dyn['boolean_rank']}." if
                dyn.get("boolean_rank") is not None else "."))
     if dyn["undecided"]:
         lines.append(f"Rows whose leader is undecided at the horizon: "
@@ -108,4 +108,12 @@ def sphere_line(dyn: dict | None) -> list[str]:
                 f"{[i + 1 for i in dyn['undecided']]})."]
     return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): leaders "
             + ", ".join(f"`{w}`" for w in dyn["leader_words"])
-            + f"; Boolean limit of P of rank {dyn['boolean_rank']}."]
+            + f"; {_attention_words(dyn)} of rank {dyn['boolean_rank']}."]
+
+
+def _attention_words(dyn: dict) -> str:
+    """The words for the 0/1 attention: "Boolean limit of P" only when a certificate carries it
+    to all later times; otherwise the finite-time reading it is."""
+    if dyn.get("boolean_is_limit"):
+        return "Boolean limit of P"
+    return f"attention at t = {dyn['horizon']:g} (Boolean, not certified as the limit)"

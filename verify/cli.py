@@ -262,7 +262,7 @@ def _check(args: argparse.Namespace) -> int:
         return run.exit_code
     from verify.report.markdown import check_lines
 
-    print(f"{conjecture.claim.id}: {verdict.text}")
+    print(f"{conjecture.claim.id}: {verdict.text}{_bases_text(verdict)}")
     print(f"  {verdict.reason}")
     for line in check_lines(build_results(run)):
         print(f"  {line}")
@@ -463,11 +463,17 @@ def _run(args: argparse.Namespace) -> int:
         for res in run.claim_results:
             flag = "  <- expected to hold" if res.expected == "holds" and \
                 res.verdict.value == "refuted" else ""
-            print(f"{res.claim:<{width}}  {res.text}{flag}")
+            print(f"{res.claim:<{width}}  {res.text}{flag}{_bases_text(res)}")
         print(f"report: {paths['report.html']}  ({run.seconds + report_seconds:.1f} s: "
               f"{run.seconds:.1f} s of checks, {report_seconds:.1f} s writing the report"
               + (f"; {run.resumed} instances resumed" if run.resumed else "") + ")")
     return run.exit_code
+
+
+def _bases_text(result) -> str:
+    """What a claim's decided instances rest on: "  [2 holds (estimate), 10 holds (fit)]"."""
+    bases = ", ".join(f"{count} {label}" for label, count in sorted(result.bases.items()))
+    return f"  [{bases}]" if bases else ""
 
 
 def _check_predicates(conjecture, source: str) -> None:

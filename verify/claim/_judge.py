@@ -78,6 +78,13 @@ class ClaimResult:
         return dict(Counter(effective_verdict(r)[0].value for r in self.instances))
 
     @property
+    def bases(self) -> dict[str, int]:
+        """Number of decided instances per verdict and basis ("holds (estimate)", "violated
+        (evidence)", ...): what the claim's verdict rests on."""
+        return dict(Counter(r.label for r in self.instances if r.basis is not None
+                            and r.verdict.value in ("holds", "violated")))
+
+    @property
     def matches_expected(self) -> bool | None:
         """Whether the verdict is what the file expects (``None`` if inconclusive or open)."""
         if self.verdict.value == "inconclusive" or self.expected == "open":

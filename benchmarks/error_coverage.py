@@ -213,11 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for row in pool.map(measure, [draw(k) for k in range(count)]):
             rows.append(row)
+            scores = row.get("score_ratio")
             print(f"  #{row['k']:<4} {row['variant']:34} "
                   + (f"state {row['state_ratio']:.3g}  scores "
-                     f"{row['score_ratio'] if row['score_ratio'] is None else round(row['score_ratio'], 3)}"
-                     f"  ({row['seconds']} s)" if "skipped" not in row else row["skipped"]),
-                  file=sys.stderr, flush=True)
+                     f"{'—' if scores is None else f'{scores:.3g}'}  ({row['seconds']} s)"
+                     if "skipped" not in row else row["skipped"]), file=sys.stderr, flush=True)
     text, worst = table(rows)
     from verify.numerics import ESTIMATE_SAFETY
 

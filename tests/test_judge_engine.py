@@ -19,8 +19,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from verify.claim import CheckRequest, InstanceVerdict, effective_verdict, parse_claim
-from verify.claim import register_conclusion
+from verify.claim import (
+    CheckRequest,
+    InstanceVerdict,
+    effective_verdict,
+    parse_claim,
+    register_conclusion,
+)
 from verify.judge import decide, judge_request
 
 CIRCLE = {"form": "x", "normalisation": "sphere"}

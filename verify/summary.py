@@ -73,8 +73,8 @@ def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -
     (:func:`verify.judge._certificates.leader_map_at`), which carries the map to every
     ``t ≥ t_k`` on the estimate basis: only then is it called the limit (``"limit": True``).
     """
-    from verify.graph import clusters, hardmax_graph, undecided_nodes
     from verify.exact import exact_rank
+    from verify.graph import clusters, hardmax_graph, undecided_nodes
 
     time = float(traj.times[k])
     leg = _continuation_leg(traj, k)

@@ -167,7 +167,9 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
     weak = [(r, why) for r, why in undecided if r.verdict is InstanceVerdict.VIOLATED]
     also = (f"; {len(weak)} violated on a non-rigorous basis "
             f"({_bases(r for r, _ in weak)}), which does not refute") if weak else ""
-    headline = f" ({len(weak)} violated ({_bases(r for r, _ in weak)}))" if weak else ""
+    kinds = sorted({(r.basis or "evidence") for r, _ in weak})
+    headline = "" if not weak else (f" ({len(weak)} violated ({kinds[0]}))" if len(kinds) == 1
+                                    else f" ({len(weak)} violated: {_bases(r for r, _ in weak)})")
     return make(ClaimVerdict.INCONCLUSIVE,
                 f"{len(undecided)} of {in_scope} in-scope instances are inconclusive "
                 f"({len(holds)} hold{also}): {first(weak or undecided)}.{skipped}",

@@ -414,9 +414,10 @@ def _equilibrium(instance, traj) -> tuple[Certificate | None, str]:
                  + "; the state is inside the ball where the linearisation dominates, so it "
                  f"converges to a point within {bound:.3g} of it.")
     return Certificate("stable-equilibrium", statement, "x", time, lin.x_star,
-                       np.full(n, bound), Basis.EVIDENCE, {"rate": gamma, "rate_error": lin.rate_error,
-                                           "neutral": int(lin.neutral.sum()), "distance": delta,
-                                           "restricted_to": lin.text}), ""
+                       np.full(n, bound), Basis.EVIDENCE,
+                       {"rate": gamma, "rate_error": lin.rate_error,
+                        "neutral": int(lin.neutral.sum()), "distance": delta,
+                        "restricted_to": lin.text}), ""
 
 
 def _invariant_point(instance, traj, text: str) -> tuple[Certificate | None, str]:

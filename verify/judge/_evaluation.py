@@ -110,8 +110,8 @@ class Evaluation:
 
     def value(self, key: str) -> Value:
         """The value of the key ``key``: a prediction (computed once per run, shared by the
-        horizon and its re-check) or a formula of the initial data (exact inputs rounded once: error 0 here, the
-        rounding is in the judges' error terms)."""
+        horizon and its re-check) or a formula of the initial data (exact inputs rounded once:
+        error 0 here, the rounding is in the judges' error terms)."""
         given = self.parameters[key]
         if is_prediction(given):
             name = given["predict"]

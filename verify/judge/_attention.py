@@ -106,11 +106,11 @@ def _offdiagonal_gap(P: np.ndarray) -> np.ndarray:
     "attention", summary="the limit of P is Boolean / has rank ≤ r / has the given leaders / "
                          "points only at given tokens — or P keeps switching (no limit)",
     needs="the certified hardmax graph at the last checkpoint, decided (up to "
-          "free_rows_at_most rows) and with the same Boolean limit over the tail; rank, leaders "
-          "and targets are then exact; Boolean also needs max_ij min(P_ij, 1 − P_ij) → 0 (trend)"
-          ". Violated only with the hardmax leader-map certificate. `switching`: the certified "
-          "pattern changes over the tail (supports that P has no limit; never violated without "
-          "a certificate).",
+          "free_rows_at_most rows) and with the same Boolean limit over the tail (basis: "
+          "evidence, a finite-time graph; with the hardmax leader-map certificate, estimate); "
+          "Boolean also needs max_ij min(P_ij, 1 − P_ij) → 0 (trend). A violation without the "
+          "certificate is evidence. `switching`: the certified pattern changes over the tail "
+          "(evidence that P has no limit).",
     asymptotic=True, validate=_validate_attention,
     keys={"tail_fraction": COMMON_KEYS["tail_fraction"],
           "boolean": "true: the limit of P is a 0/1 matrix",

@@ -133,7 +133,10 @@ def test_high_dimension_example_is_the_benchmark_recipe():
     inst = loaded.instance
     V, _, _ = bench.make_setup(128, 128, 0)
     assert (inst.n, inst.d) == (128, 128)
-    assert np.array_equal(as_float_array(inst.model.V), V)
+    # the recipe recomposes V from a BLAS eigen-decomposition: equal up to a few ulp, whatever
+    # kernel OpenBLAS picks (the file stores one kernel's exact binary values)
+    assert np.allclose(as_float_array(inst.model.V), V, rtol=0, atol=64 * np.finfo(float).eps
+                       * float(np.abs(V).max()))
     assert all(float(v) == v for v in inst.model.V.flat[:50])  # exact binary values
     assert loaded.simulation["horizon"] == 15
     traj = simulate(inst, "1/10", checkpoints=3, error_estimate=False)

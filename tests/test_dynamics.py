@@ -68,7 +68,8 @@ def test_single_token_is_linear_flow(name):
     assert error <= estimate_bound(traj.error_estimate) + 4 * np.finfo(float).eps * max(
         1.0, np.abs(expected).max())
     rescaled = simulate(Instance(Model(V=V), x0), T, checkpoints=3, error_estimate=False)
-    assert np.array_equal(rescaled.z[-1], rescaled.z[0])
+    # z is constant; the eigen-coordinates round trip may move it by an ulp (BLAS kernels differ)
+    assert np.allclose(rescaled.z[-1], rescaled.z[0], rtol=4 * np.finfo(float).eps, atol=0)
     assert np.allclose(rescaled.x[-1], expected, rtol=1e-12)
 
 

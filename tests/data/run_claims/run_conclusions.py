@@ -23,7 +23,8 @@ from verify.judge import decide
 
 CALLS: list[str] = []
 KEYS = {"margin": "the margin (exact)", "recheck_margin": "the margin when re-checking",
-        "error": "the error estimate", "figure": "attach evidence['figure']"}
+        "error": "the error estimate", "figure": "attach evidence['figure']",
+        "basis": "what the decision rests on (default: exact for error 0, else estimate)"}
 
 
 def margin_judge(evaluation):
@@ -42,7 +43,7 @@ def margin_judge(evaluation):
                             "errors": 1e-12, "fit": [1.0, 0.0]}}
     error = Fraction(p["error"])
     return decide(request, margin, error, "toy bound", unit="toy", evidence=evidence,
-                  basis="exact" if error == 0 else "estimate")
+                  basis=p.get("basis", "exact" if error == 0 else "estimate"))
 
 
 def raising_judge(evaluation):

@@ -368,3 +368,22 @@ def test_simulate_reads_the_leaders_the_judge_reads_on_a_causal_model(tmp_path, 
     main(["simulate", str(path)])
     out = capsys.readouterr().out
     assert "attention at t = 4, rounded to its hardmax" in out and "Boolean limit" not in out
+
+
+def test_the_summary_reads_the_leaders_a_certified_continuation_carries():
+    """Issue 26's 128×128 run printed "leaders: []" with every row undecided although its
+    continuation certified the leaders from t = 1.02: a leg covering the last checkpoint gives
+    the leaders, even where the reference run does not resolve the scores."""
+    from verify.summary import attention_reading
+
+    tokens = [["9/10", "1/5"], ["-7/10", "3/5"], ["1/2", "-4/5"], ["-3/10", "-1/2"],
+              ["1/10", "7/10"]]
+    traj = simulate(Instance(Model(V=[[1, 0], [0, "-1/2"]]), tokens), 10, checkpoints=21,
+                    symmetry="off")
+    leg = traj.continuation["legs"][-1]
+    assert leg["kind"] == "hardmax" and leg["t_end"] >= 10
+    traj.score_error = np.full_like(traj.score_error, 1.0)  # scores no longer resolved
+    reading = attention_reading(traj)
+    assert reading["leaders"] == leg["leaders"] and not reading["undecided"]
+    assert reading["certified_by"].startswith("the hardmax continuation")
+    assert reading["limit"] is False  # V is not λI: certified on [t0, T], not a limit

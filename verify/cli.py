@@ -290,7 +290,7 @@ def _check(args: argparse.Namespace) -> int:
         return run.exit_code
     from verify.report.markdown import check_lines
 
-    print(f"{conjecture.claim.id}: {verdict.text}")
+    print(f"{conjecture.claim.id}: {verdict.text}{_bases_text(verdict)}")
     print(f"  {verdict.reason}")
     for line in check_lines(build_results(run)):
         print(f"  {line}")
@@ -494,11 +494,17 @@ def _run(args: argparse.Namespace) -> int:
         for res in run.claim_results:
             flag = "  <- expected to hold" if res.expected == "holds" and \
                 res.verdict.value == "refuted" else ""
-            print(f"{res.claim:<{width}}  {res.text}{flag}")
+            print(f"{res.claim:<{width}}  {res.text}{flag}{_bases_text(res)}")
         print(f"report: {paths['report.html']}  ({run.seconds + report_seconds:.1f} s: "
               f"{run.seconds:.1f} s of checks, {report_seconds:.1f} s writing the report"
               + (f"; {run.resumed} instances resumed" if run.resumed else "") + ")")
     return run.exit_code
+
+
+def _bases_text(result) -> str:
+    """What a claim's decided instances rest on: "  [2 holds (estimate), 10 holds (fit)]"."""
+    bases = ", ".join(f"{count} {label}" for label, count in sorted(result.bases.items()))
+    return f"  [{bases}]" if bases else ""
 
 
 def _check_predicates(conjecture, source: str) -> None:
@@ -695,7 +701,8 @@ def _add_weights_command(sub) -> None:
     weights.add_argument("--sentence", metavar="TEXT",
                          help="instead of the table: run TEXT's embeddings under one head "
                               "(--head) and print the leaders (words), the predicted and "
-                              "observed hyperplanes and the Boolean limit of the attention")
+                              "observed hyperplanes and the attention at the horizon (the "
+                              "Boolean limit only where a certificate carries it to t = ∞)")
     weights.add_argument("--head", metavar="L.h",
                          help="layer and head (0-based) for --sentence (default 3.9)")
     weights.add_argument("--variant", choices=("plain", "sphere"),

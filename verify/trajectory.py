@@ -40,6 +40,7 @@ import numpy as np
 
 from verify.atomic import atomic_path
 from verify.errors import InvalidArgument
+from verify.numerics._coverage import estimate_bound
 
 __all__ = ["Trajectory", "load_trajectory", "agreeing_digits"]
 
@@ -167,12 +168,15 @@ class Trajectory:
         return None if self.error is None else float(np.max(self.error))
 
     def score_radius(self, k: int = -1) -> np.ndarray | float:
-        """Absolute error bound on ``scaled_scores[k]``: the difference with the reference run
-        plus the rounding of the stored float64 values (4 ulp of the largest score)."""
+        """The error bound used to certify facts of ``scaled_scores[k]`` (the hardmax graph,
+        the leader map): the difference with the reference run times the measured safety
+        factor (:func:`verify.numerics.estimate_bound`: an estimate is not a bound until its
+        coverage is measured) plus the rounding of the stored float64 values (4 ulp of the
+        largest score)."""
         rounding = 4 * np.finfo(float).eps * float(np.max(np.abs(self.scaled_scores[k])))
         if self.score_error is None:
             return np.inf
-        return self.score_error[k] + rounding
+        return estimate_bound(self.score_error[k]) + rounding
 
     def summary(self) -> dict:
         """Plain data describing the run (what ``verify simulate --json`` prints, less arrays)."""

@@ -8,9 +8,11 @@ r"""Claims, instance families and verdicts: the types every check, runner and re
   file states its conclusions in (registered by :mod:`verify.judge` and :mod:`verify.predict`);
   :class:`CheckRequest` — one claim on one instance, for the engine;
 * :class:`InstanceResult`, :func:`judge_instance`, :func:`judge_comparison`,
-  :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code` — the verdict rules of
-  design.md: an instance *holds* only when its margin exceeds the error estimate, a claim is
-  *refuted* only by a violation that survives re-checking, and nothing is ever "proved".
+  :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code`, :class:`Basis` — the verdict
+  rules of design.md: every decision states its basis, an instance *holds* only when its
+  margin exceeds its error (an estimate times the measured safety factor), a claim is
+  *refuted* only by a violation on a rigorous basis that survives re-checking, and nothing is
+  ever "proved".
 
 Examples
 --------
@@ -18,9 +20,10 @@ Examples
 >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/2"]], name="f#0")
 >>> check_hypotheses(["is_identity", "qk_positive_definite"], inst).holds
 True
->>> r = judge_comparison(0.25, 0.5, 1e-10, relation="<=", instance=inst.name, family="f")
->>> r.verdict
-<InstanceVerdict.HOLDS: 'holds'>
+>>> r = judge_comparison(0.25, 0.5, 1e-10, relation="<=", instance=inst.name, family="f",
+...                      basis="estimate")
+>>> r.verdict, r.basis
+(<InstanceVerdict.HOLDS: 'holds'>, <Basis.ESTIMATE: 'estimate'>)
 """
 
 from verify.claim._claim import (

@@ -7,7 +7,8 @@ Examples
 >>> from types import SimpleNamespace
 >>> from verify.claim._verdicts import InstanceResult
 >>> claim = SimpleNamespace(id="codimension", kind="conjecture", expected="open")
->>> ok = InstanceResult("f#0", "f", 0, "holds", "three planes seen.", margin=0.5, error=1e-9)
+>>> ok = InstanceResult("f#0", "f", 0, "holds", "three planes seen.", margin=0.5, error=1e-9,
+...                     basis="estimate")
 >>> judge_claim(claim, [ok]).text
 'supported by evidence on 1 instance'
 """
@@ -77,6 +78,13 @@ class ClaimResult:
         return dict(Counter(effective_verdict(r)[0].value for r in self.instances))
 
     @property
+    def bases(self) -> dict[str, int]:
+        """Number of decided instances per verdict and basis ("holds (estimate)", "violated
+        (evidence)", ...): what the claim's verdict rests on."""
+        return dict(Counter(r.label for r in self.instances if r.basis is not None
+                            and r.verdict.value in ("holds", "violated")))
+
+    @property
     def matches_expected(self) -> bool | None:
         """Whether the verdict is what the file expects (``None`` if inconclusive or open)."""
         if self.verdict.value == "inconclusive" or self.expected == "open":
@@ -108,8 +116,10 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
     Returns
     -------
     ClaimResult
-        refuted iff some violation survived re-checking; supported iff some instance is in
-        scope and every in-scope instance holds; inconclusive otherwise, with the reason.
+        refuted iff some violation on a rigorous basis survived re-checking; supported iff some
+        instance is in scope and every in-scope instance holds (the reason counts the bases the
+        holds rest on); inconclusive otherwise, with the reason (violations on a weaker basis
+        are named: "violated (evidence)").
     """
     from verify.claim._verdicts import ClaimVerdict, InstanceVerdict, effective_verdict
 
@@ -159,11 +169,26 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
         word = "supported by evidence on" if evidence_only else "supported on"
         return make(ClaimVerdict.SUPPORTED,
                     f"every in-scope instance ({n}) holds with a margin above its error "
-                    f"estimate.{_horizons(holds)}{skipped}", f"{word} {_instances(n)}")
+                    f"({_bases(r for r, _ in holds)}).{_horizons(holds)}{skipped}",
+                    f"{word} {_instances(n)}")
+    weak = [(r, why) for r, why in undecided if r.verdict is InstanceVerdict.VIOLATED]
+    also = (f"; {len(weak)} violated on a non-rigorous basis "
+            f"({_bases(r for r, _ in weak)}), which does not refute") if weak else ""
+    kinds = sorted({(r.basis or "evidence") for r, _ in weak})
+    headline = "" if not weak else (f" ({len(weak)} violated ({kinds[0]}))" if len(kinds) == 1
+                                    else f" ({len(weak)} violated: {_bases(r for r, _ in weak)})")
     return make(ClaimVerdict.INCONCLUSIVE,
                 f"{len(undecided)} of {in_scope} in-scope instances are inconclusive "
-                f"({len(holds)} hold): {first(undecided)}.{skipped}",
-                f"inconclusive: {len(undecided)} of {_instances(in_scope)} undecided")
+                f"({len(holds)} hold{also}): {first(weak or undecided)}.{skipped}",
+                f"inconclusive: {len(undecided)} of {_instances(in_scope)} undecided{headline}")
+
+
+def _bases(results) -> str:
+    """How many decisions rest on each basis, strongest first: "10 estimate, 2 fit"."""
+    from verify.claim._verdicts import Basis
+
+    counts = Counter((r.basis or Basis.EVIDENCE) for r in results)
+    return ", ".join(f"{counts[b]} {b.value}" for b in Basis if counts[b])
 
 
 def _horizons(holds: list) -> str:

@@ -11,11 +11,15 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    float64 run that fails is repeated once in arbitrary precision.
 3. **The rules for ``t → ∞``.** An asymptotic conclusion *holds* only if it holds at both
    horizons (a hold is re-checked at a longer horizon exactly as a violation is); it is
-   *violated* only with a certificate that the end will not change
-   (:mod:`verify.judge._certificates`) — a violation without one is turned into
-   *inconclusive* here, whatever the judge said, so that no trend on a window ever refutes; a
-   certified violation at ``T`` must persist at ``3/2 T``.
-4. **The horizon policy.** While some asymptotic conclusion is inconclusive, the horizon is
+   *violated* — able to refute — only on a rigorous basis (:class:`~verify.claim.Basis`: a
+   certificate that the end will not change, :mod:`verify.judge._certificates`, or exact
+   arithmetic); a violation on a weaker basis (a trend on a window, a lemma whose hypotheses are
+   read off the run) stays *violated (estimate / fit / evidence)* with its evidence, which
+   never refutes and leaves the conclusion pending; a violation at ``T`` must persist at
+   ``3/2 T``. Predictions are read once per run, at their first certified time, and shared by
+   both horizons (:mod:`verify.predict`).
+4. **The horizon policy.** While some asymptotic conclusion is inconclusive or violated on a
+   non-rigorous basis, the horizon is
    extended and everything is judged again: doubled, or — when the end state sits near an
    equilibrium with an unstable direction of rate :math:`r`, at distance :math:`\delta` on a
    configuration of size :math:`s` — moved to :math:`T + 2\ln(s/\delta)/r` (the time to
@@ -53,7 +57,7 @@ import math
 from dataclasses import replace
 from fractions import Fraction
 
-from verify.claim import InstanceResult, InstanceVerdict, check_hypotheses
+from verify.claim import Basis, InstanceResult, InstanceVerdict, check_hypotheses
 from verify.judge._decision import combine, inconclusive, not_applicable
 from verify.judge._evaluation import Evaluation
 
@@ -117,15 +121,16 @@ def _simulate(request, horizon: Fraction, run_to: Fraction, fallback: bool):
     return traj, None
 
 
-def _judge(request, traj, spec, cache: dict) -> InstanceResult:
-    """One conclusion on one run (``cache`` shared by the conclusions judged on that run:
-    predictions, certificates, fits); an error of the user's data (``InvalidArgument``) is
+def _judge(request, traj, spec, cache: dict, shared: dict, run) -> InstanceResult:
+    """One conclusion on ``traj``, a part of ``run`` (``cache`` shared by the conclusions judged
+    on that part: certificates, fits; ``shared`` by every part of ``run``: the predictions, read
+    once at their first certified time); an error of the user's data (``InvalidArgument``) is
     raised, and the instance's verdict is *error* (:mod:`verify.run._tasks`)."""
     from verify.errors import InvalidArgument
     from verify.predict import Unavailable
 
     try:
-        return spec.kind.judge(Evaluation(request, traj, spec, cache))
+        return spec.kind.judge(Evaluation(request, traj, spec, cache, shared, run))
     except Unavailable as exc:
         return inconclusive(request, f"{spec.where} ({spec.type}): the prediction is not "
                             f"available at t = {float(traj.times[-1]):.4g}: {exc}")
@@ -134,13 +139,21 @@ def _judge(request, traj, spec, cache: dict) -> InstanceResult:
             from None
 
 
+def _weak(decision: InstanceResult) -> bool:
+    """A violation on a basis that cannot refute (estimate, fit, evidence)."""
+    return decision.verdict is InstanceVerdict.VIOLATED and not (
+        decision.basis is not None and decision.basis.rigorous)
+
+
 def _sound(request, decision: InstanceResult) -> InstanceResult:
-    """The rule for ``t → ∞``: a violation without a certificate is inconclusive."""
-    if decision.verdict is InstanceVerdict.VIOLATED and decision.certificate is None:
-        return inconclusive(request, f"{decision.reason} — but this is read off a finite run "
-                            "without a certificate that its end will not change, so it is "
-                            "evidence, not a violation; integrate longer.", decision.evidence,
-                            unit=decision.unit)
+    """The rule for ``t → ∞``: a violation on a non-rigorous basis is *violated (basis)*, with
+    the evidence kept — it leaves the claim inconclusive and the horizon is extended."""
+    if _weak(decision):
+        basis = (decision.basis or Basis.EVIDENCE).value
+        return replace(decision, basis=Basis(basis), reason=(
+            f"{decision.reason} — but this is read off a finite run on the {basis} basis, "
+            "without a rigorous certificate that its end will not change, so it is evidence, "
+            "not a violation; integrate longer."))
     return decision
 
 
@@ -152,9 +165,9 @@ def _twice(request, at_T: InstanceResult, at_R: InstanceResult, T: Fraction,
     if at_R.verdict is InstanceVerdict.VIOLATED:
         return at_R
     if at_T.verdict is InstanceVerdict.VIOLATED:
-        return inconclusive(request, f"certified violated at t = {float(T):.4g} ({at_T.reason})"
-                            f" but not at t = {float(R):.4g} ({at_R.reason}): the certificate "
-                            "did not hold up.", at_R.evidence)
+        return inconclusive(request, f"violated at t = {float(T):.4g} ({at_T.reason}) but not "
+                            f"at t = {float(R):.4g} ({at_R.reason}): the violation did not hold "
+                            "up.", at_R.evidence)
     if at_T.verdict is hold and at_R.verdict is hold:
         return replace(at_R, reason=f"{at_R.reason} (holds at t = {float(T):.4g} and at the "
                        f"re-check t = {float(R):.4g})")
@@ -249,14 +262,15 @@ def judge_request(request) -> InstanceResult:
         if failure is not None:
             return replace(failure, evidence={**failure.evidence, "horizons": attempts})
         prefix = traj.until(horizon) if asymptotic else traj
-        at_T, at_R = {}, {}
+        at_T, at_R, shared = {}, {}, {}
         parts = list(parts_na)
         for spec in applying:
             if spec.asymptotic:
-                parts.append(_twice(request, _judge(request, prefix, spec, at_T),
-                                    _judge(request, traj, spec, at_R), horizon, run_to))
+                parts.append(_twice(request, _judge(request, prefix, spec, at_T, shared, traj),
+                                    _judge(request, traj, spec, at_R, shared, traj), horizon,
+                                    run_to))
             else:
-                parts.append(_judge(request, traj, spec, at_R))
+                parts.append(_judge(request, traj, spec, at_R, shared, traj))
         end = _end_state(request, traj) if asymptotic else None
         attempts.append({"horizon": str(horizon), "re_check": str(run_to) if asymptotic
                          else None, "verdict": combine(request, parts).verdict.value,
@@ -267,8 +281,9 @@ def judge_request(request) -> InstanceResult:
                                            "symmetry": None if traj.symmetry is None
                                            else traj.symmetry["description"]})
         pending = [p for p, spec in zip(parts[len(parts_na):], applying, strict=True)
-                   if spec.asymptotic and p.verdict is InstanceVerdict.INCONCLUSIVE]
-        if not pending or overall.verdict is InstanceVerdict.VIOLATED:
+                   if spec.asymptotic and (p.verdict is InstanceVerdict.INCONCLUSIVE
+                                           or _weak(p))]
+        if not pending or (overall.verdict is InstanceVerdict.VIOLATED and not _weak(overall)):
             return overall
         nxt = _next_horizon(horizon, end)
         pointless = _extension_pointless(request)

@@ -64,11 +64,13 @@ With :math:`Q = 0` the attention is uniform and, for :math:`V = I`, every
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 from numbers import Real
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._plain import fail, suggest
 from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
@@ -83,6 +85,7 @@ from verify.judge._expressions import (
     state_namespace,
 )
 from verify.limits import fit_doubly_exponential, fit_exponential_convergence, fit_power_law
+from verify.numerics._coverage import estimate_bound
 
 _EPS = float(np.finfo(float).eps)
 
@@ -384,24 +387,29 @@ def judge_monotone(evaluation):
     if len(margin) == 0:
         return inconclusive(request, "only one checkpoint: no step to compare.")
     strict = direction in ("increasing", "decreasing")
-    resolved = np.abs(margin) > error
+    bound = estimate_bound(error)  # what decide compares with (an estimate, times κ)
+    resolved = np.abs(margin) > bound
     evidence = {"sampled": _SAMPLED.format(m=len(t)), "steps": int(margin.size),
                 "resolved_steps": int(np.sum(resolved))}
-    if np.any(-margin > error):
-        flat = int(np.argmin(margin + error))
+    partial = ""
+    if np.any(-margin > bound):
+        flat = int(np.argmin(margin + bound))
     elif strict or not np.any(resolved):
-        flat = int(np.argmin(margin - error))
+        flat = int(np.argmin(margin - bound))
     else:
-        flat = int(np.argmin(np.where(resolved, margin - error, np.inf)))
+        flat = int(np.argmin(np.where(resolved, margin - bound, np.inf)))
         evidence["unresolved_steps"] = int(np.sum(~resolved))
+        if evidence["unresolved_steps"]:
+            partial = (f"on {int(np.sum(resolved))} of {margin.size} steps; "
+                       f"{evidence['unresolved_steps']} within the error (undecided): ")
     k, c = np.unravel_index(flat, margin.shape)
     component = f" (component {c + 1})" if values.shape[1] > 1 else ""
     evidence.update(worst_step=[float(t[k]), float(t[k + 1])],
                     values_at_worst_step=[float(values[k, c]), float(values[k + 1, c])])
     return decide(request, float(margin[k, c]), float(error[k, c]),
-                  f"{quantity}{component} is {direction} at the checkpoints (deciding step "
-                  f"t = {t[k]:.4g} → {t[k + 1]:.4g})", unit=f"step of {quantity}",
-                  evidence=evidence, strict=strict)
+                  f"{partial}{quantity}{component} is {direction} at the checkpoints (deciding "
+                  f"step t = {t[k]:.4g} → {t[k + 1]:.4g})", unit=f"step of {quantity}",
+                  evidence=evidence, strict=strict, basis=Basis.ESTIMATE)
 
 
 # --------------------------------------------------------------------------- inequality
@@ -461,20 +469,26 @@ def judge_inequality(evaluation):
     error = errors + bound_error[:, None]
     margin, error = margin[keep], error[keep]
     strict = p["relation"] in ("<", ">")
-    resolved = margin > error
-    if np.any(-margin > error) or strict or not np.any(resolved):
-        flat = int(np.argmin(margin - error))
+    bound = estimate_bound(error)  # what decide compares with (an estimate, times κ)
+    resolved = margin > bound
+    within = int(np.sum(~resolved & (margin >= -bound)))
+    partial = ""
+    if np.any(-margin > bound) or strict or not np.any(resolved):
+        flat = int(np.argmin(margin - bound))
     else:  # non-strict: a checkpoint within its error of equality is consistent, no evidence
-        flat = int(np.argmin(np.where(resolved, margin - error, np.inf)))
+        flat = int(np.argmin(np.where(resolved, margin - bound, np.inf)))
+        if within:
+            partial = (f"on {int(np.sum(resolved))} of {margin.size} checkpoint values; "
+                       f"{within} within the error of equality (undecided): ")
     k, c = np.unravel_index(flat, margin.shape)
     tk = t[keep][k]
     component = f" (component {c + 1})" if values.shape[1] > 1 else ""
     result = decide(request, float(margin[k, c]), float(error[k, c]),
-                    f"{p['quantity']}{component} {p['relation']} {p['value']} at every "
+                    f"{partial}{p['quantity']}{component} {p['relation']} {p['value']} at every "
                     f"checkpoint (deciding: t = {tk:.4g})", unit=p["quantity"], strict=strict,
+                    basis=Basis.ESTIMATE,
                     evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
-                              "at_equality_within_error": int(np.sum(~resolved
-                                                                     & (margin >= -error)))})
+                              "at_equality_within_error": within})
     if "until" in p and until > t[-1] and result.verdict.value == "holds":
         return inconclusive(request, f"{result.reason} — but the statement runs until "
                             f"t = {until:.4g} and the run ends at t = {t[-1]:.4g}.",
@@ -609,11 +623,11 @@ def judge_rate(evaluation):
                 "value": value, "relation": relation, "of": what}
     result = decide(request, margin, kappa * sigma, f"the {law} {name[law]} of {what} (fitted "
                     f"{fitted:.6g} ± κσ = {kappa * sigma:.2g}) {relation} {stated}",
-                    unit=name[law], evidence=evidence, strict=relation in (">", "<"))
+                    unit=name[law], evidence=evidence, strict=relation in (">", "<"),
+                    basis=Basis.FIT)
     if result.verdict.value == "violated":  # a fitted rate is a trend, not a certificate
-        return inconclusive(request, f"{result.reason} — a rate fitted on [t_start, T] is "
-                            "evidence, not a certificate (it may change later); integrate "
-                            "longer.", result.evidence, unit=name[law])
+        return replace(result, reason=f"{result.reason} — a rate fitted on [t_start, T] is "
+                       "a trend, not a certificate (it may change later)")
     return result
 
 
@@ -633,9 +647,9 @@ def _algebraic(evaluation, law: str, value: float, relation: str):
         return None
     tolerance = float(evaluation.parameters.get("tolerance", 0)) if relation == "==" else 0.0
     return decide(evaluation.request, tolerance - value, certificate["rate_error"],
-                  f"an exponential rate {relation} {value:.6g}: the end state is at a degenerate "
-                  "equilibrium, where the approach is algebraic (exponential rate 0)",
-                  unit="rate r", certificate=certificate)
+                  f"an exponential rate {relation} {value:.6g}: the end state seems to be at a "
+                  "degenerate equilibrium, where the approach is algebraic (exponential rate 0)",
+                  unit="rate r", certificate=certificate, basis=Basis.EVIDENCE)
 
 
 # --------------------------------------------------------------------------- events
@@ -788,12 +802,14 @@ def judge_events(evaluation):
             separated = bool(np.any(a["surely"] & b["surely_not"]) or np.any(
                 b["surely"] & a["surely_not"]))
             error = a["u"] + b["u"] + (0.0 if separated else max(a["step"], b["step"]))
-            parts.append(decide(request, b["T"] - a["T"], error, what, unit="time"))
+            parts.append(decide(request, b["T"] - a["T"], error, what, unit="time",
+                                basis=Basis.ESTIMATE))
         elif b["merged"]:
             earliest = a["lo"] if a["lo"] is not None else float(t[-1])
-            if earliest - b["T"] > b["u"]:
+            if earliest - b["T"] > estimate_bound(b["u"]):
                 parts.append(decide(request, b["T"] - earliest, b["u"], what + " (group "
-                                    f"{ga} has not merged by t = {earliest:.4g})", unit="time"))
+                                    f"{ga} has not merged by t = {earliest:.4g})", unit="time",
+                                    basis=Basis.ESTIMATE))
             else:
                 parts.append(inconclusive(request, f"{what}: group {ga} does not surely merge "
                                           f"before t = {t[-1]:.4g}."))
@@ -804,7 +820,8 @@ def judge_events(evaluation):
         what = f"group {g} merges at t = {float(stated):.6g} ± {float(p['time_tolerance']):.3g}"
         if m["merged"]:
             parts.append(decide(request, float(p["time_tolerance"]) - abs(
-                m["T"] - float(stated)), m["u"], what, unit="time", strict=False))
+                m["T"] - float(stated)), m["u"], what, unit="time", strict=False,
+                basis=Basis.ESTIMATE))
         else:
             parts.append(inconclusive(request, f"{what}: it does not surely merge before "
                                       f"t = {t[-1]:.4g}."))

@@ -5,11 +5,11 @@ the mean), a flat configuration staying flat (``quantity = "hull-volume"``, ``va
 An ``inequality`` cannot state it: the margin of an equality is ``-|q − v| ≤ 0``, which never
 exceeds a nonzero error. The rule of an identity is the other way round:
 
-* **violated** when ``|q − v|`` exceeds its error estimate at some checkpoint (basis: estimate,
-  the run against its reference run);
-* **holds** when ``|q − v|`` stays within its error estimate at every checkpoint: the identity
-  is confirmed *to the accuracy of the run*, never beyond it (basis: estimate). The evidence
-  gives the largest discrepancy and its error, and the reason says so.
+* **violated** when ``|q − v|`` exceeds κ times its error estimate at some checkpoint (basis:
+  estimate, the run against its reference run; κ the measured safety factor);
+* **holds** when ``|q − v|`` stays within κ times its error estimate at every checkpoint: the
+  identity is confirmed *to the accuracy of the run*, never beyond it (basis: estimate). The
+  evidence gives the largest discrepancy and its error, and the reason says so.
 
 Checked at the checkpoints only, on ``[from_time, until]``.
 """
@@ -17,7 +17,6 @@ Checked at the checkpoints only, on ``[from_time, until]``.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from verify.claim._vocabulary import register_conclusion
 from verify.judge._decision import decide, inconclusive
 from verify.judge._expressions import check_expression
 from verify.judge._flow import _bound_series, check_quantity, check_window, quantity_or_reason
+from verify.numerics import estimate_bound
 
 __all__ = ["judge_identity"]
 
@@ -66,23 +66,24 @@ def judge_identity(evaluation):
         return inconclusive(request, "no checkpoint between from_time and until.")
     gap = np.abs(values - target[:, None])[keep]
     error = (errors + target_error[:, None])[keep]
+    bound = estimate_bound(error)  # what decide compares with (an estimate, times κ)
     what = f"{p['quantity']} = {p['value']}"
     evidence = {"largest_discrepancy": float(np.max(gap)), "checkpoints": int(np.sum(keep)),
                 "error_there": float(error.flat[int(np.argmax(gap))])}
-    worst = int(np.argmax(gap - error))
+    worst = int(np.argmax(gap - bound))
     k, c = np.unravel_index(worst, gap.shape)
-    if gap[k, c] > error[k, c]:
-        result = decide(request, -float(gap[k, c]), float(error[k, c]),
-                        f"{what} at t = {t[keep][k]:.4g}", unit=str(p["quantity"]),
-                        evidence=evidence)
-        return replace(result, basis=Basis.ESTIMATE)
+    if gap[k, c] > bound[k, c]:
+        return decide(request, -float(gap[k, c]), float(error[k, c]),
+                      f"{what} at t = {t[keep][k]:.4g}", unit=str(p["quantity"]),
+                      evidence=evidence, basis=Basis.ESTIMATE)
     if "until" in p and until > t[-1]:
         return inconclusive(request, f"{what} within its error up to t = {t[-1]:.4g}, but the "
                             f"statement runs until t = {until:.4g}.", evidence)
     return InstanceResult(request.instance.name, request.family.name, request.seed,
                           InstanceVerdict.HOLDS,
                           f"{what} holds to the accuracy of the run: |q − v| ≤ "
-                          f"{evidence['largest_discrepancy']:.3g}, within its error estimate at "
-                          f"each of the {int(np.sum(keep))} checkpoints (an identity is "
-                          "confirmed to the run's accuracy, never beyond; basis: estimate).",
+                          f"{evidence['largest_discrepancy']:.3g}, within κ times its error "
+                          f"estimate at each of the {int(np.sum(keep))} checkpoints (an "
+                          "identity is confirmed to the run's accuracy, never beyond; basis: "
+                          "estimate).",
                           evidence=evidence, unit=str(p["quantity"]), basis=Basis.ESTIMATE)

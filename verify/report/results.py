@@ -86,7 +86,8 @@ _VERDICT = _obj({
     "text": _STR, "reason": _STR, "expected": {"enum": ["holds", "fails", "open"]},
     "matches_expected": {"type": ["boolean", "null"]},
     "n_supporting": {"type": "integer", "minimum": 0},
-    "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
+    "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}},
+    {"bases": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
 RESULTS_SCHEMA: dict = _obj({
     "schema_version": {"const": SCHEMA_VERSION},
     "run_id": {"type": "string", "pattern": r"^\d{8}T\d{6}Z-[0-9a-f]{6}$"},
@@ -218,7 +219,8 @@ def build_results(run) -> dict:
     for res in run.claim_results:
         data = res.to_json()
         del data["instances"], data["kind"]
-        verdicts.append(dict(data, counts=res.counts, matches_expected=res.matches_expected))
+        verdicts.append(dict(data, counts=res.counts, bases=res.bases,
+                             matches_expected=res.matches_expected))
     return {"schema_version": SCHEMA_VERSION, "run_id": run.run_id, "started": run.started,
             "finished": run.finished, "seconds": run.seconds, "resumed": run.resumed,
             "executor": run.executor, "parameters": to_plain(run.parameters),

@@ -45,6 +45,7 @@ from verify.claim import (
     InstanceResult,
     InstanceVerdict,
     check_hypotheses,
+    effective_verdict,
     judge_claim,
 )
 from verify.claim._plain import to_plain
@@ -120,8 +121,9 @@ def judge_drawn(claim, family: SearchFamily, k: int, instance, seed, draw=None,
 
 
 def _confirmed(record: dict) -> bool:
-    rechecked = record["result"].get("rechecked") or {}
-    return record["result"]["verdict"] == "violated" and rechecked.get("verdict") == "violated"
+    """A violation that counts: on a rigorous basis and confirmed by its re-check."""
+    verdict, _ = effective_verdict(InstanceResult.from_json(record["result"]))
+    return verdict is InstanceVerdict.VIOLATED
 
 
 class _Session:
@@ -178,11 +180,13 @@ class _Session:
         return self.keep(judge_drawn(self.claim, family, k, instance, seed, draw, self.budget))
 
     def first_pass_violated(self, instance, family: SearchFamily) -> bool:
-        """The shrinker's oracle: in scope and violated by the first run (no re-check)."""
+        """The shrinker's oracle: in scope and violated by the first run (no re-check) on a
+        rigorous basis (only such a violation can refute)."""
         result, _ = judge_within(self.budget, lambda: judge_on_instance(
             self.claim, family, instance, seed=None, horizon=family.horizon,
             checkpoints=family.checkpoints, precision=family.precision, recheck=False))
-        return result.verdict is InstanceVerdict.VIOLATED
+        return result.verdict is InstanceVerdict.VIOLATED and result.basis is not None \
+            and result.basis.rigorous
 
     def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
                extra: dict) -> CheckRun:

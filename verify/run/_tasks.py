@@ -190,8 +190,8 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                       checkpoints: object, precision: object,
                       recheck: bool = True) -> tuple[InstanceResult, dict]:
     """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`)
-    and re-check a violation; never raises, except :class:`~verify.errors.UserFunctionError`
-    (a usage error of the claim file).
+    and re-check a violation on a rigorous basis (no other can refute); never raises, except
+    :class:`~verify.errors.UserFunctionError` (a usage error of the claim file).
 
     ``recheck=False`` returns the first run's verdict as it is (the shrinker's oracle, whose
     final answer is re-checked by its caller).
@@ -218,8 +218,9 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
     except Exception as exc:  # noqa: BLE001
         failed = _error_result(name, family.name, seed, "judging the conclusions", exc)
         return failed.pop("result"), failed
-    if result.verdict is not InstanceVerdict.VIOLATED or not recheck:
-        return result, {}
+    if result.verdict is not InstanceVerdict.VIOLATED or not recheck \
+            or result.basis is None or not result.basis.rigorous:
+        return result, {}  # only a violation on a rigorous basis can refute: re-check it
     return _recheck(result, request, instance)
 
 

@@ -74,11 +74,13 @@ def head_table_markdown(classes: list[HeadClass]) -> str:
 
 
 def _boolean(dyn: dict) -> str:
-    """The hardmax attention read at the horizon: the Boolean limit of P only if the leaders do
-    not change after it, which a finite run does not show (at a tiny horizon it is the hardmax
-    of the initial scores)."""
-    return (f"hardmax attention at t = {dyn['horizon']:g} of rank {dyn['boolean_rank']} (the "
-            "Boolean limit of P if these leaders stay)")
+    """The 0/1 attention read at the horizon: "Boolean limit of P" only where a certificate
+    carries it to all later times (``boolean_is_limit``); otherwise the finite-time reading it is
+    (at a tiny horizon, the hardmax of the initial scores)."""
+    if dyn.get("boolean_is_limit"):
+        return f"Boolean limit of P of rank {dyn['boolean_rank']}"
+    return (f"hardmax attention at t = {dyn['horizon']:g} of rank {dyn['boolean_rank']} (not "
+            "certified as the limit: the Boolean limit of P if these leaders stay)")
 
 
 def dynamics_lines(dyn: dict) -> list[str]:

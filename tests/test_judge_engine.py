@@ -237,7 +237,8 @@ def test_a_variant_no_certificate_covers_is_judged_at_its_horizon_only():
     family = dict(_leaders_case(), horizon=2, checkpoints=5,
                   model={"mlp": {"W": [[1, 0], [0, 1]], "activation": "tanh"}})
     result = _judge({"type": "test-violated-without-certificate"}, family)
-    assert result.verdict.value == "inconclusive"
+    assert result.label == "violated (fit)"
+    assert effective_verdict(result)[0] is InstanceVerdict.INCONCLUSIVE
     assert [h["horizon"] for h in result.evidence["horizons"]] == ["2"]
     assert "the horizon is not extended" in result.reason and "an MLP" in result.reason
     longer = _judge({"type": "test-violated-without-certificate"}, family,

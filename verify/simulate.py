@@ -227,6 +227,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                 widen = 2 * math.sqrt(traj.d) * np.max(traj.entry_error, axis=(1, 2))
                 frozen = np.where(frozen > 0, frozen + widen, 0.0)
                 _add_state_error(instance, traj, frozen)
+                traj.repeated_error = frozen
                 traj.reference["consensus_cap_added"] = float(np.max(frozen))
             if isinstance(ref_backend, Float64) and isinstance(backend, Float64):
                 if progress and instance.n ** 2 * instance.d > 10 ** 6:  # seconds in arb

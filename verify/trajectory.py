@@ -17,6 +17,11 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
 ``error``, ``digits``
     the error estimate: per checkpoint and token, ``max_c |state − reference|`` against a re-run at
     tighter tolerance and higher precision, and the number of decimal digits that agree;
+``repeated_error``
+    per checkpoint, how far (per entry) the exact tokens may be from a state the run *repeated*
+    after a certified consensus cap (:mod:`verify.consensus_cap`), 0 where nothing is repeated;
+    ``None`` when no state is. A quantity's second route cannot see it (run and reference both
+    repeat their state), so :func:`~verify.judge._flow.quantity_series` adds it back;
 ``symmetry``
     the exact symmetry group used to keep the run on an invariant subspace, if any.
 ``continuation``
@@ -82,6 +87,7 @@ class Trajectory:
     entry_error: np.ndarray | None = None
     margin_error: np.ndarray | None = None
     score_error: np.ndarray | None = None
+    repeated_error: np.ndarray | None = None
     reference: dict | None = None
     symmetry: dict | None = None
     x_state: np.ndarray | None = None
@@ -215,7 +221,8 @@ class Trajectory:
             return self
         sliced = {}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "state_text",
-                     "error", "entry_error", "margin_error", "score_error", "x_state", "z_state"):
+                     "error", "entry_error", "margin_error", "score_error", "repeated_error",
+                     "x_state", "z_state"):
             value = getattr(self, name)
             sliced[name] = None if value is None else value[:m]
         ref = None if self.reference_run is None else self.reference_run.until(time)
@@ -242,8 +249,8 @@ class Trajectory:
         }
         arrays = {"header": np.array(json.dumps(header))}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "error",
-                     "entry_error", "margin_error", "score_error", "x_state", "z_state",
-                     "state_text"):
+                     "entry_error", "margin_error", "score_error", "repeated_error", "x_state",
+                     "z_state", "state_text"):
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value

@@ -271,8 +271,29 @@ def quantity_series(evaluation, quantity: str, variable: str | None = None
                                                                         variable, shared))
     for name in _token_names(quantity, variable):  # cancellation in differences of tokens
         errors = errors + _token_rounding(traj, name).reshape((-1,) + (1,) * (errors.ndim - 1))
+    if traj.repeated_error is not None:  # a repeated state: both routes repeat it
+        moved = _repeated_change(quantity, traj.repeated_error, traj.d)
+        errors = errors + moved.reshape((-1,) + (1,) * (errors.ndim - 1))
     evaluation.cache[key] = (values, errors)
     return values, errors
+
+
+#: A named quantity's Lipschitz constant in the per-entry change of the tokens, over ``sqrt(d)``
+#: where a token's norm enters (a token moving by ``δ`` per entry moves by ``sqrt(d) δ``).
+_LIPSCHITZ = {"diameter": (2, True), "spread": (2, True), "max-norm": (1, True),
+              "pairwise-distances": (2, True), "consecutive-gaps": (2, False),
+              "coordinates": (1, False)}
+
+
+def _repeated_change(quantity: str, repeated_error: np.ndarray, d: int) -> np.ndarray:
+    """Per checkpoint, how much ``quantity`` may differ from its value on a repeated state whose
+    tokens are within ``repeated_error`` per entry of the exact ones (0 where nothing is
+    repeated): ``L · repeated_error`` for a named quantity of Lipschitz constant ``L``, ``inf``
+    for any other (a formula, an attention quantity: not resolved on a repeated state)."""
+    lipschitz, norm = _LIPSCHITZ.get(quantity, (math.inf, False))
+    scale = lipschitz * (math.sqrt(d) if norm else 1.0)
+    with np.errstate(invalid="ignore"):  # inf · 0 where nothing is repeated
+        return np.where(repeated_error > 0, scale * repeated_error, 0.0)
 
 
 def _token_names(quantity: str, variable: str) -> list[str]:
@@ -308,6 +329,11 @@ def quantity_or_reason(evaluation, quantity, variable):
         values, errors = quantity_series(evaluation, quantity, variable)
     except InvalidArgument as exc:
         return None, None, f"the quantity {quantity!r} could not be evaluated: {exc}"
+    repeated = evaluation.trajectory.repeated_error
+    if np.all(np.isfinite(values)) and not np.all(np.isfinite(errors)) and repeated is not None:
+        return None, None, (f"the quantity {quantity!r} has no error bound where the run repeats "
+                            "its state after certified consensus (a formula or attention "
+                            "quantity: no Lipschitz constant in the tokens is known).")
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(errors))):
         return None, None, (f"the quantity {quantity!r} is not finite at some checkpoint "
                             "(overflow of x = e^(tV) z?); use variable 'z' or a shorter horizon.")

@@ -106,26 +106,61 @@ checkpoints = 13
 '''
 
 
+# Refutable on a rigorous basis: exactly symmetric data on the sphere stay on their invariant set
+# (the invariant-point certificate, decided at the exact initial tokens).
+FALSE_SPHERE = '''
+id = "sphere-consensus-all-data"
+statement = "Post-LN tokens on the sphere, V = I, always reach consensus."
+hypotheses = ["is_identity", "qk_identity", "d >= 2"]
+
+[conclusion]
+type = "consensus"
+variable = "x"
+
+[search]
+n = [2, 4]
+d = [2, 3]
+V = ["identity"]
+QK = ["identity"]
+tokens = ["cross-polytope"]
+model = { form = "x", normalisation = "sphere" }
+horizon = 10
+checkpoints = 21
+'''
+
+
 def test_a_false_universal_conjecture_is_refuted_shrunk_and_replayed(tmp_path):
     path = tmp_path / "false.toml"
-    path.write_text(textwrap.dedent(FALSE_DIAMETER), encoding="utf-8")
+    path.write_text(textwrap.dedent(FALSE_SPHERE), encoding="utf-8")
     conj = load_conjecture(path)
-    run = check_conjecture(conj, out_dir=tmp_path / "out", instances=20, seed=1)
+    run = check_conjecture(conj, out_dir=tmp_path / "out", instances=6, seed=1)
     assert run.claim_results[0].verdict.value == "refuted" and run.exit_code == 1
     shrink = run.extra["shrink"]
     first = run.records[shrink["from"]]
+    assert first["result"]["basis"] == "certificate"
     n0, d0 = len(first["inputs"]["x0"]), len(first["inputs"]["x0"][0])
-    assert (shrink["minimal_n"], shrink["minimal_d"]) <= (n0, d0) and shrink["moves"]
+    assert (shrink["minimal_n"], shrink["minimal_d"]) <= (n0, d0)
     minimal = tmp_path / "out" / shrink["counterexample"]
     loaded = load_instance_file(minimal)
     assert (loaded.instance.n, loaded.instance.d) == (shrink["minimal_n"], shrink["minimal_d"])
-    # the shrinker stayed in the [search] space: n >= 4, d >= 2, V random in [-1, 1], Q = K = I
     assert shrink["within"] == "the hypotheses and the [search] space"
     assert conj.search.contains(loaded.instance) is None
-    assert shrink["refused"] > 0  # e.g. dropping to 3 tokens, or Q, K -> a rounded B
     replay = judge_instance_file(conj, minimal, out_dir=tmp_path / "replay")
     assert replay.claim_results[0].verdict.value == "refuted"
     assert "search" in run.extra and run.extra["search"]["stopped"] == "found"
+
+
+def test_a_violation_read_off_a_run_is_evidence_not_a_refutation(tmp_path):
+    """The diameter grows beyond κ times its error estimate, but a run against its reference
+    run is an estimate: "violated (estimate)", the conjecture inconclusive, nothing shrunk."""
+    path = tmp_path / "false.toml"
+    path.write_text(textwrap.dedent(FALSE_DIAMETER), encoding="utf-8")
+    run = check_conjecture(load_conjecture(path), out_dir=tmp_path / "out", instances=4, seed=1)
+    verdict = run.claim_results[0]
+    assert verdict.verdict.value == "inconclusive" and run.exit_code == 3
+    assert "violated (estimate)" in verdict.text and "shrink" not in run.extra
+    assert any(r["result"]["basis"] == "estimate" and r["result"]["verdict"] == "violated"
+               for r in run.records.values())
 
 
 def test_the_same_seed_gives_the_same_search(tmp_path):
@@ -165,8 +200,8 @@ def test_each_example_gets_the_verdict_its_comment_says(path, tmp_path):
 
 def test_the_cli_prints_the_verdict_and_exits_by_it(tmp_path, capsys):
     path = tmp_path / "false.toml"
-    path.write_text(textwrap.dedent(FALSE_DIAMETER), encoding="utf-8")
-    code = main(["check", str(path), "--instances", "10", "--seed", "1", "--out",
+    path.write_text(textwrap.dedent(FALSE_SPHERE), encoding="utf-8")
+    code = main(["check", str(path), "--instances", "6", "--seed", "1", "--out",
                  str(tmp_path / "out"), "--json", "--no-figures"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["verdict"] == "refuted" and data["exit_code"] == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from verify.claim import (
     HYPOTHESES,
+    Basis,
     Claim,
     ClaimKind,
     ClaimResult,
@@ -42,6 +44,7 @@ from verify.exact import (
     qk_positive_definite,
 )
 from verify.model import Instance, Model
+from verify.numerics import ESTIMATE_SAFETY
 
 DATA = Path(__file__).parent / "data" / "claims"
 MALFORMED = DATA / "malformed"
@@ -383,32 +386,35 @@ def test_multi_head_and_undecided_hypotheses():
 
 
 # -- verdict rules -----------------------------------------------------------------------------
-def _judge(margin, error, **kw):
-    return judge_instance(margin, error, instance="f#0", family="f", **kw)
+def _judge(margin, error, basis="estimate", **kw):
+    return judge_instance(margin, error, instance="f#0", family="f", basis=basis, **kw)
 
 
 def test_judge_instance_rules():
+    kappa = ESTIMATE_SAFETY
     assert _judge(1e-9, 1e-10).verdict is InstanceVerdict.HOLDS
-    assert _judge(1e-10, 1e-10).verdict is InstanceVerdict.INCONCLUSIVE  # margin = error
+    assert _judge(kappa * 1e-10, 1e-10).verdict is InstanceVerdict.INCONCLUSIVE  # margin = κ·error
     assert _judge(-1e-11, 1e-10).verdict is InstanceVerdict.INCONCLUSIVE
     assert _judge(-1e-9, 1e-10).verdict is InstanceVerdict.VIOLATED
     assert _judge(float("nan"), 1e-10).verdict is InstanceVerdict.INCONCLUSIVE
     assert _judge(5.0, float("inf")).verdict is InstanceVerdict.INCONCLUSIVE
-    assert _judge(F(0), 0, strict=False).verdict is InstanceVerdict.HOLDS
-    assert _judge(F(0), 0, strict=True).verdict is InstanceVerdict.VIOLATED
-    assert _judge(F(-1, 10**30), 0).verdict is InstanceVerdict.VIOLATED  # exact: sign decides
+    assert _judge(F(0), 0, "exact", strict=False).verdict is InstanceVerdict.HOLDS
+    assert _judge(F(0), 0, "exact", strict=True).verdict is InstanceVerdict.VIOLATED
+    assert _judge(F(-1, 10**30), 0, "exact").verdict is InstanceVerdict.VIOLATED  # sign decides
     with pytest.raises(InvalidArgument, match="must be ≥ 0"):
         _judge(1.0, -1e-3)
-    r = judge_comparison(F(5, 4), F(1), 0, relation="<=", instance="b#0", family="b")
+    r = judge_comparison(F(5, 4), F(1), 0, relation="<=", instance="b#0", family="b",
+                         basis="exact")
     assert r.verdict is InstanceVerdict.VIOLATED and r.evidence["margin"] == "-1/4"
-    assert judge_comparison(2.0, 1.0, 1e-3, relation=">=", instance="x", family="x").verdict \
-        is InstanceVerdict.HOLDS
-    equal = judge_comparison(1.0, 1.0 + 1e-15, 1e-12, relation="==", instance="x", family="x")
+    assert judge_comparison(2.0, 1.0, 1e-3, relation=">=", instance="x", family="x",
+                            basis="estimate").verdict is InstanceVerdict.HOLDS
+    equal = judge_comparison(1.0, 1.0 + 1e-15, 1e-12, relation="==", instance="x", family="x",
+                             basis="estimate")
     assert equal.verdict is InstanceVerdict.INCONCLUSIVE  # numerics never confirm an equality
-    assert judge_comparison(F(1), 1, 0, relation="==", instance="x", family="x").verdict \
-        is InstanceVerdict.HOLDS
+    assert judge_comparison(F(1), 1, 0, relation="==", instance="x", family="x",
+                            basis="exact").verdict is InstanceVerdict.HOLDS
     with pytest.raises(InvalidArgument, match="relation"):
-        judge_comparison(1, 1, 0, relation="=<", instance="x", family="x")
+        judge_comparison(1, 1, 0, relation="=<", instance="x", family="x", basis="exact")
     with pytest.raises(InvalidArgument, match="holds needs the margin to exceed"):
         InstanceResult("f#0", "f", 0, "holds", "looked fine", margin=1e-12, error=1e-9)
     with pytest.raises(InvalidArgument, match="a violation must exceed"):
@@ -425,13 +431,57 @@ def _result(verdict, k=0, rechecked=None, counterexample=None, margin=None, erro
                           margin, error, rechecked, counterexample)
 
 
-def _violation(k, still_violated: bool):
-    first = _judge(-1e-6, 1e-8)
-    rerun = _judge(-1e-6 if still_violated else 1e-6, 1e-12)
+def _violation(k, still_violated: bool, basis="certificate"):
+    first = _judge(-1e-6, 1e-8, basis)
+    rerun = _judge(-1e-6 if still_violated else 1e-6, 1e-12, basis)
     return InstanceResult(f"f#{k}", "f", k, first.verdict, first.reason, first.evidence,
                           first.margin, first.error,
                           recheck_record(rerun, precision=40, horizon=20),
-                          "reports/x/counterexample.toml" if still_violated else None)
+                          "reports/x/counterexample.toml" if still_violated else None,
+                          basis=first.basis)
+
+
+def test_the_safety_factor_applies_to_estimates_only():
+    """An estimate is compared after κ (its coverage, measured by benchmarks/error_coverage.py);
+    a rigorous bound and a fit's coverage interval as they are."""
+    kappa = ESTIMATE_SAFETY
+    between = (1 + kappa) / 2 * 1e-10  # above the error, below κ·error
+    assert _judge(between, 1e-10, "estimate").verdict is InstanceVerdict.INCONCLUSIVE
+    assert _judge(between, 1e-10, "evidence").verdict is InstanceVerdict.INCONCLUSIVE
+    for basis in ("enclosure", "certificate", "fit"):
+        assert _judge(between, 1e-10, basis).verdict is InstanceVerdict.HOLDS
+    held = _judge(1e-9, 1e-10, "estimate")
+    assert held.error == kappa * 1e-10 and held.evidence["error_estimate"] == 1e-10
+    assert held.evidence["safety_factor"] == kappa and held.label == "holds (estimate)"
+
+
+def test_exact_is_said_only_on_the_exact_basis():
+    for basis in Basis:
+        if basis is Basis.EXACT:
+            continue
+        for margin in (2, -2):
+            r = _judge(margin, 0, basis.value)
+            assert "exact" not in r.reason and f"basis: {basis.value}" in r.reason
+    assert "exact arithmetic" in _judge(F(1), 0, "exact").reason
+    with pytest.raises(InvalidArgument, match="an exact decision has error 0"):
+        _judge(1.0, 1e-12, "exact")
+    with pytest.raises(InvalidArgument, match="basis="):
+        _judge(1.0, 1e-12, "numerical")
+
+
+@pytest.mark.parametrize("basis", ["estimate", "fit", "evidence"])
+def test_a_violation_on_a_weak_basis_never_refutes(basis):
+    """Even confirmed by its re-check, a violation that does not rest on exact arithmetic, an
+    enclosure or a certificate is reported as "violated (basis)", and the claim is inconclusive."""
+    weak = _violation(1, still_violated=True, basis=basis)
+    claim = judge_claim(_claim(), [_result("holds", 0), weak])
+    assert claim.verdict is ClaimVerdict.INCONCLUSIVE and exit_code([claim]) == 0
+    assert f"violated ({basis})" in claim.reason and f"1 violated ({basis})" in claim.text
+    assert weak.label == f"violated ({basis})"
+    for rigorous in ("exact", "enclosure", "certificate"):
+        strong = _violation(1, still_violated=True, basis=rigorous) if rigorous != "exact" else \
+            replace(_violation(1, True, "certificate"), basis=Basis.EXACT, error=0.0)
+        assert judge_claim(_claim(), [strong]).verdict is ClaimVerdict.REFUTED
 
 
 def test_vanishing_violation_is_not_a_refutation():

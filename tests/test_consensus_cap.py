@@ -84,6 +84,20 @@ def test_the_bound_covers_the_exact_chord_diameter():
     assert cap_bound(np.array([[1.0, 0.0], [-1.0, 0.0]])) == math.inf  # no hemisphere
 
 
+def test_the_arb_bound_resolves_chords_far_below_float64():
+    """Tokens 1e-25 apart, in balls at 200 bits: the bound follows the chord (a float64 centre
+    put a floor of ~4e-16 under it, so a 20-digit run could never freeze at consensus)."""
+    backend = Arb(bits=200)
+    with backend.working_precision():
+        from flint import arb, arb_mat
+
+        base = [arb(1) / 7, arb(3).sqrt() / 7, arb(45).sqrt() / 7]  # unit, not a float
+        shift = [arb(10) ** -25 * c for c in (1, -2, 1)]
+        x = arb_mat([base, [b + s for b, s in zip(base, shift, strict=True)]])
+        bound = cap_bound(x)
+    assert 1e-26 < bound < 1e-24
+
+
 def test_a_sphere_run_stops_integrating_at_consensus_and_says_by_how_much():
     """Continuation on (the default) against continuation off, to T = 60: the run switches once
     the chord is below CAP_FACTOR·atol, repeats its state, and the difference to the direct run
@@ -104,9 +118,12 @@ def test_a_sphere_run_stops_integrating_at_consensus_and_says_by_how_much():
     true = np.abs(frozen.state - direct.state.astype(float))
     assert np.all(true <= 1.5 * frozen.entry_error)
     assert np.all(true[after] <= frozen.entry_error[after])  # after it, the bound dominates
-    ref_legs = frozen.reference["stats"]["continuation"]["legs"]
-    assert ref_legs[0]["kind"] == "cap"  # the arb reference stopped too (after every step)
-    assert frozen.reference["consensus_cap_added"] >= leg["bound"]
+    (ref_leg,) = frozen.reference["stats"]["continuation"]["legs"]
+    # the arb reference stopped too: at the run's t0, inheriting its certificate (or before,
+    # on its own), with its own chord added to the estimate
+    assert ref_leg["kind"] == "cap" and ref_leg["t0"] <= leg["t0"]
+    assert ref_leg.get("inherited", False) == (ref_leg["t0"] == leg["t0"])
+    assert frozen.reference["consensus_cap_added"] >= leg["bound"] + ref_leg["bound"]
 
 
 def test_an_arb_run_can_switch_between_checkpoints():

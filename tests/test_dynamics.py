@@ -16,8 +16,10 @@ from verify.dynamics import (
 from verify.exact.inputs import as_float_array, rational_array
 from verify.exponential import ValueExponential
 from verify.model import Instance, Model
-from verify.numerics import Float64
+from verify.numerics import Float64, estimate_bound
 from verify.simulate import simulate
+
+EPS = np.finfo(float).eps
 
 F = Fraction
 
@@ -64,9 +66,14 @@ def test_single_token_is_linear_flow(name):
     expected = as_float_array(rational_array("x0", x0)[0]) @ flint_expm(V, T).T
     error = np.abs(traj.x[-1] - expected).max()
     assert error < 1e-9 * max(1.0, np.abs(expected).max())
-    assert error <= 5 * traj.error_estimate + 1e-13  # the estimate covers the true error
+    # the estimate covers the true error, after the measured safety factor (and 4 ulp of rounding)
+    assert error <= estimate_bound(traj.error_estimate) + 4 * np.finfo(float).eps * max(
+        1.0, np.abs(expected).max())
     rescaled = simulate(Instance(Model(V=V), x0), T, checkpoints=3, error_estimate=False)
-    assert np.array_equal(rescaled.z[-1], rescaled.z[0])
+    # the field is zero; what is left is the round-off of the change to eigen-coordinates and
+    # back (a few ulps, which fall differently with each BLAS kernel)
+    z0 = np.abs(rescaled.z[0]).max()
+    assert np.abs(rescaled.z[-1] - rescaled.z[0]).max() <= 16 * np.finfo(float).eps * z0
     assert np.allclose(rescaled.x[-1], expected, rtol=1e-12)
 
 

@@ -4,9 +4,11 @@ that a finite run can actually support").
 * metastable configurations with known truth (the reduced two-token angle ODE on the circle,
   integrated here by SciPy as an independent route): never refuted; supported when the horizon
   budget reaches the merge; inconclusive, saying it sits near an unstable equilibrium, when not;
-* known-false asymptotic statements of each kind are refuted, with their certificate named;
-* the engine itself: a violation without a certificate is inconclusive, a hold must survive the
-  re-check at 3/2 of the horizon.
+* known-false asymptotic statements of each kind are violated, with their certificate named and
+  its basis: refuted only on a rigorous one (exact linear flow, exact invariant set); the
+  leader map read off the run is an estimate, a degenerate equilibrium evidence;
+* the engine itself: a violation on a weak basis is reported as such and never refutes, a
+  hold must survive the re-check at 3/2 of the horizon.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from verify.claim import CheckRequest, parse_claim, register_conclusion
+from verify.claim import (
+    CheckRequest,
+    InstanceVerdict,
+    effective_verdict,
+    parse_claim,
+    register_conclusion,
+)
 from verify.judge import decide, judge_request
 
 CIRCLE = {"form": "x", "normalisation": "sphere"}
@@ -117,60 +125,72 @@ def _leaders_case():
     ({"type": "clusters", "equal": 3}, "hardmax-leader-map"),             # wrong cluster count
     ({"type": "consensus"}, "hardmax-leader-map"),
 ])
-def test_known_false_limits_are_refuted_with_the_leader_map(conclusion, kind):
+def test_known_false_limits_are_violated_on_the_leader_map_never_refuted(conclusion, kind):
+    """The leader-map lemma is rigorous, but its hypotheses are read off the run: an estimate,
+    so the violation is reported, with its certificate, and cannot refute."""
     result = _judge(conclusion, _leaders_case())
-    assert result.verdict.value == "violated" and result.certificate["kind"] == kind
+    assert result.label == "violated (estimate)" and result.certificate["kind"] == kind
+    assert effective_verdict(result)[0] is InstanceVerdict.INCONCLUSIVE
 
 
-def test_exponential_rate_claimed_for_an_algebraic_collapse_is_refuted():
+def test_exponential_rate_claimed_for_an_algebraic_collapse_is_violated_on_evidence():
+    """The degenerate equilibrium is a two-window rate fit on float eigenvalues: evidence."""
     family = {"name": "collapse", "kind": "explicit", "V": [[-1, 0], [0, -1]],
               "x0": [[1, 0], [0, 1], [-1, "1/2"]], "model": {"form": "x"}, "horizon": 80,
               "checkpoints": 41}
     result = _judge({"type": "rate", "law": "exponential", "value": "1/10", "variable": "x"},
                     family)
-    assert result.verdict.value == "violated"
+    assert result.label == "violated (evidence)"
     assert result.certificate["kind"] == "degenerate-equilibrium"
+    assert effective_verdict(result)[0] is InstanceVerdict.INCONCLUSIVE
 
 
 def test_convergence_claimed_for_a_rotating_token_is_refuted():
     family = {"name": "spin", "kind": "explicit", "V": [[0, -1], [1, 0]], "x0": [[1, 0]],
               "model": {"form": "x"}, "horizon": 10}
     result = _judge({"type": "converges"}, family)
-    assert result.verdict.value == "violated" and result.certificate["kind"] == "linear-flow"
+    assert result.label == "violated (certificate)"
+    assert result.certificate["kind"] == "linear-flow"
 
 
 def test_consensus_of_an_exactly_antipodal_pair_is_refuted_by_its_invariant_set():
     family = {"name": "antipodal", "kind": "explicit", "V": [[1, 0], [0, 1]],
               "x0": [[1, 0], [-1, 0]], "model": CIRCLE, "horizon": 10}
     result = _judge({"type": "consensus"}, family)
-    assert result.verdict.value == "violated" and result.certificate["kind"] == "invariant-point"
+    assert result.label == "violated (certificate)"
+    assert result.certificate["kind"] == "invariant-point"
+    assert result.certificate["basis"] == "certificate"
 
 
 # --------------------------------------------------------------------------- the engine's rules
 @register_conclusion("test-violated-without-certificate", summary="test", needs="test",
                      asymptotic=True)
 def _always_violated(ev):
-    return decide(ev.request, -1.0, 0.0, "a trend read as a violation", unit="test")
+    return decide(ev.request, -1.0, 0.0, "a trend read as a violation", unit="test",
+                  basis="fit")
 
 
 @register_conclusion("test-holds-only-early", summary="test", needs="test", asymptotic=True)
 def _holds_early(ev):
     early = ev.trajectory.times[-1] <= ev.request.horizon
-    return decide(ev.request, 1.0 if early else -1.0, 0.1, "holds before T only", unit="test")
+    return decide(ev.request, 1.0 if early else -1.0, 0.1, "holds before T only", unit="test",
+                  basis="estimate")
 
 
 def test_a_violation_without_certificate_is_evidence_not_a_refutation():
     family = dict(_leaders_case(), horizon=2, checkpoints=5)
     result = _judge({"type": "test-violated-without-certificate"}, family,
                     parameters={"max_horizon": 3})
-    assert result.verdict.value == "inconclusive"
+    assert result.label == "violated (fit)"
+    assert effective_verdict(result)[0] is InstanceVerdict.INCONCLUSIVE
     assert "evidence, not a violation" in result.reason
 
 
 def test_a_hold_must_survive_the_recheck_at_a_longer_horizon():
     family = dict(_leaders_case(), horizon=2, checkpoints=5)
     result = _judge({"type": "test-holds-only-early"}, family, parameters={"max_horizon": 3})
-    assert result.verdict.value == "inconclusive"
+    assert result.label == "violated (estimate)"  # at the re-check: never a hold, no refutation
+    assert effective_verdict(result)[0] is InstanceVerdict.INCONCLUSIVE
     assert [h["re_check"] for h in result.evidence["horizons"]] == ["3"]
 
 
@@ -196,7 +216,7 @@ def test_a_failed_extension_keeps_the_last_horizon_judged(monkeypatch):
     family = dict(_leaders_case(), horizon=2, checkpoints=5)
     result = _judge({"type": "test-violated-without-certificate"}, family)
     assert len(calls) == 2 and calls[0] == 3  # the extension was tried, and failed
-    assert result.verdict.value == "inconclusive"
+    assert result.label == "violated (fit)"
     assert "evidence, not a violation" in result.reason  # the verdict at t = 2 and 3 stands
     assert "extending the horizon stopped here: the integration failed" in result.reason
     assert [h["horizon"] for h in result.evidence["horizons"]] == ["2"]
@@ -209,3 +229,18 @@ def test_a_slow_inward_spiral_is_not_refuted_by_the_linear_flow():
               "V": [["-1/10000000000", -1], [1, "-1/10000000000"]], "horizon": 10}
     result = _judge({"type": "converges"}, family)
     assert result.verdict.value == "inconclusive" and result.certificate is None
+
+
+def test_a_variant_no_certificate_covers_is_judged_at_its_horizon_only():
+    """The rescaled form with an MLP has no certificate of its end: a longer run could never
+    refute, so an undecided instance is not extended (unless the claim sets max_horizon)."""
+    family = dict(_leaders_case(), horizon=2, checkpoints=5,
+                  model={"mlp": {"W": [[1, 0], [0, 1]], "activation": "tanh"}})
+    result = _judge({"type": "test-violated-without-certificate"}, family)
+    assert result.label == "violated (fit)"
+    assert effective_verdict(result)[0] is InstanceVerdict.INCONCLUSIVE
+    assert [h["horizon"] for h in result.evidence["horizons"]] == ["2"]
+    assert "the horizon is not extended" in result.reason and "an MLP" in result.reason
+    longer = _judge({"type": "test-violated-without-certificate"}, family,
+                    parameters={"max_horizon": 6})
+    assert [h["horizon"] for h in longer.evidence["horizons"]] == ["2", "4"]

@@ -111,13 +111,14 @@ def test_rate_exponential_closed_form(uniform):
                    tolerance=F(1, 100))
     assert right.verdict.value == "holds"
     assert abs(right.evidence["fitted"] - 1) < right.error + 1e-6
-    # a fitted rate that contradicts the claim is a trend: evidence, not a violation
+    # a fitted rate that contradicts the claim is a trend: violated on the fit basis, which
+    # never refutes
     wrong = _judge(uniform, "rate", law="exponential", value=F(3, 2), relation="==",
                    tolerance=F(1, 100))
-    assert wrong.verdict.value == "inconclusive" and "evidence, not a certificate" in wrong.reason
+    assert wrong.label == "violated (fit)" and "a trend, not a certificate" in wrong.reason
     assert _judge(uniform, "rate", law="exponential", value=F(9, 10)).verdict.value == "holds"
     assert _judge(uniform, "rate", law="exponential", value=F(9, 10),
-                  relation="<=").verdict.value == "inconclusive"
+                  relation="<=").label == "violated (fit)"
     assert _judge(uniform, "rate", law="exponential", value=1, relation="==", tolerance=F(1, 100),
                   quantity="diameter").verdict.value == "holds"
 
@@ -129,11 +130,11 @@ def test_rate_power_law_collapse():
     assert right.verdict.value == "holds"
     for wrong in (F(2, 5), F(3, 5)):
         assert _judge(run, "rate", law="power-law", value=wrong, relation="==",
-                      tolerance=F(1, 50), variable="x").verdict.value == "inconclusive"
-    # an algebraic approach has no exponential rate: the end state is a degenerate equilibrium
-    # and the local rate keeps falling, a certificate that refutes any exponential rate > 0
+                      tolerance=F(1, 50), variable="x").label == "violated (fit)"
+    # an algebraic approach has no exponential rate: the end state looks like a degenerate
+    # equilibrium and the local rate keeps falling — float eigenvalues and rate fits: evidence
     expo = _judge(run, "rate", law="exponential", value=F(1, 10), variable="x")
-    assert expo.verdict.value == "violated"
+    assert expo.label == "violated (evidence)"
     assert expo.certificate["kind"] == "degenerate-equilibrium"
 
 
@@ -142,7 +143,7 @@ def test_rate_doubly_exponential_attention_gap():
     assert _judge(run, "rate", law="doubly-exponential", value=2, relation="==",
                   tolerance=F(1, 20)).verdict.value == "holds"
     assert _judge(run, "rate", law="doubly-exponential", value=1, relation="==",
-                  tolerance=F(1, 20)).verdict.value == "inconclusive"
+                  tolerance=F(1, 20)).label == "violated (fit)"
 
 
 # --------------------------------------------------------------------------- events

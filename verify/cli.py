@@ -23,8 +23,10 @@ next step with the checkpoints reached (summarised, and saved with ``--save``; e
 one at once.
 
 Exit codes: 0 success (``run``: no claim expected to hold is refuted), 1 the simulation failed
-or a claim expected to hold is refuted, 2 bad usage or a malformed file. ``check``: 0 the
-conjecture is supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
+or a claim expected to hold is refuted (or a file could not be written), 2 bad usage or a
+malformed file, 4 an instance failed with an *error* (its input). ``check``: 0 the conjecture
+is supported, 1 refuted, 3 inconclusive, 4 an instance failed with an error, 2 bad usage or a
+malformed file. No command dies without a word: SIGPIPE keeps Python's action.
 """
 
 from __future__ import annotations
@@ -104,6 +106,9 @@ ALLOW_LARGE_HELP = ("lift the sanity limits: more than 10 000 instances, a horiz
                     "does not grow), a budget beyond a day, an instance estimated to need more "
                     "than half of the memory, T·|V| too large for the precision")
 MAX_BUDGET = 86_400  # seconds of `verify check --budget` without --allow-large
+#: The least --instance-budget and --instance-memory: below, every instance would be cut off.
+MIN_INSTANCE_SECONDS = 1.0
+MIN_INSTANCE_MEMORY = 64 * 2**20
 
 
 def _add_cluster_options(parser) -> None:
@@ -131,14 +136,21 @@ def _cluster_settings(args: argparse.Namespace):
     proof = getattr(args, "proof_seconds", None)
     if args.instance_budget is None and args.instance_memory is None and proof is None:
         return None
-    if args.instance_budget is not None and not args.instance_budget > 0:
-        raise InvalidArgument(f"--instance-budget={args.instance_budget} must be a positive "
-                              "number of seconds.")
-    if proof is not None and not proof >= 0:
-        raise InvalidArgument(f"--proof-seconds={proof} must be a number of seconds >= 0 "
-                              "(0: no proofs).")
-    memory = None if args.instance_memory is None else parse_memory(args.instance_memory)
-    return Budget(args.instance_budget, memory, proof)
+    seconds, memory = args.instance_budget, None
+    if seconds is not None and not MIN_INSTANCE_SECONDS <= seconds <= MAX_BUDGET:
+        raise InvalidArgument(f"--instance-budget={seconds} must be between "
+                              f"{MIN_INSTANCE_SECONDS:g} and {MAX_BUDGET} seconds: below, no "
+                              "instance can finish and every one would be inconclusive.")
+    if args.instance_memory is not None:
+        memory = parse_memory(args.instance_memory)
+        if memory < MIN_INSTANCE_MEMORY:
+            raise InvalidArgument(f"--instance-memory={args.instance_memory} is below "
+                                  f"{MIN_INSTANCE_MEMORY // 2**20} MiB: no instance could "
+                                  "allocate its arrays, and every one would be inconclusive.")
+    if proof is not None and not 0 <= proof <= MAX_BUDGET:
+        raise InvalidArgument(f"--proof-seconds={proof} must be between 0 (no proofs) and "
+                              f"{MAX_BUDGET} seconds.")
+    return Budget(seconds, memory, proof)
 
 
 def _executor(args: argparse.Namespace):
@@ -153,7 +165,7 @@ def _executor(args: argparse.Namespace):
 CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]] must all hold):
  about t -> infinity (holds: a resolved trend, re-checked at 3/2 of the horizon; violated:
  only with a certificate that the end will not change, else inconclusive and integrate longer)
-  converges   every token converges (optionally: to = <points>)
+  converges   every token converges (optionally: to = <points>, e.g. "hull_x0")
   consensus   a single cluster: the diameter tends to 0 (not just convergence)
   limit       every token tends to its predicted limit: equals = <n x d or d-vector>
   approach    the tokens approach a subspace, hyperplanes, a polytope or its boundary
@@ -161,23 +173,39 @@ CONCLUSION_HELP = """conclusions ([conclusion] type = ...; several [[conclusion]
   attention   the limit of P: boolean, rank_at_most, leaders, targets_within, switching
   escapes     tokens escape like e^{tV} (z -> gamma != 0); at_most_bounded stay bounded
   tends       a scalar quantity tends to a value
-  rate        convergence law and rate: law = exponential|doubly-exponential|power-law
+  rate        convergence law and rate: law = exponential|doubly-exponential|power-law,
+              relation >=, <=, == (with tolerance) or strict > and < (e.g. > 0)
+  exists      constants exist: constants = { C = "(0, inf)", lam = "(0, inf)" },
+              bound = "C * exp(-lam * t)"; holds (basis fit) when the law fitted on the
+              first 2/3 of the window resolves each constant inside its range and predicts
+              the last 1/3 out of sample, with a witness on the whole window; never violated
+  theta       q = Theta(g): of = "t**-2"; holds (basis fit) when q/g shows no resolved
+              drift (fitted t^s, s within its error bar of 0); never violated
   remainder-bound  the bound |r_j(t)| <= C e^{t(lambda + |lambda_2|)} of Theorem 5.2's proof
  about finite times (checked at the checkpoints; a value beyond its error decides)
   monotone    a quantity is monotone along the flow
-  inequality  a quantity stays below/above a bound
-  events      merge order and times of token groups at a threshold
+  inequality  a quantity stays below/above a bound (from_time, until)
+  identity    q(t) = value exactly (a conserved quantity): violated beyond its error, holds
+              within its error at every checkpoint (basis estimate: to the run's accuracy)
+  events      merge order and times of token groups at a threshold (a number or a formula)
   hull-shrinks      conv{z_i(t)} is non-increasing (Proposition 8.2)
   field-bounds      the bounds of Proposition 6.1 on the field of an empirical measure
   stability         W_2 stability of two runs (Proposition 6.1)
   rescaling-identity  Remark 3.4, in exact arithmetic
  the escape hatch
   predicate   a Python function over the trajectory
-A value is a formula (NumPy over x0, V, Q, K, B, beta, n, d, phi1; and t, z, x, P along the
-flow) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices",
+A value is a formula (NumPy over x0, V, Q, K, B, beta, n, d, phi1, hull_x0; and t, z, x, P
+along the flow; walked, never eval'ed: no attributes, dunder names or calls outside the
+allowed functions) or a theorem's prediction: { predict = "polytope-S" }, "polytope-vertices",
 "leader-targets", "subspace-K", "hyperplanes-a0b", "phi1", "positive-left-rows",
 "F-coordinates", "extreme-tokens", "threshold-tokens". Token indices start at 1.
-Exit codes: 0 supported, 1 refuted, 3 inconclusive, 2 bad usage or a malformed file.
+Entries of tokens and matrices may be exact expressions ("cos(2*pi/5)", "sqrt(2)/2"; families
+may say normalise = true). Hypotheses may read the data: "sum(x0) != 0",
+"equiangular(x0, 1/3)", "convex_position(x0)", "in_closed_hemisphere(x0)",
+"V == [[0, -1], [1, 0]]", "mask == [[...]]" (decided exactly; undecided: out of scope).
+[search] beta may be a distribution: { distribution = "log-uniform", low = 0, high = "inf" }.
+Exit codes: 0 supported, 1 refuted, 3 inconclusive, 4 an instance failed with an error,
+2 bad usage or a malformed file.
 Example conjectures: claims/conjectures/*.toml; format: claims/_format.md."""
 
 
@@ -272,7 +300,7 @@ def _check(args: argparse.Namespace) -> int:
         return run.exit_code
     from verify.report.markdown import check_lines
 
-    print(f"{conjecture.claim.id}: {verdict.text}")
+    print(f"{conjecture.claim.id}: {verdict.text}{_bases_text(verdict)}")
     print(f"  {verdict.reason}")
     if verdict.grades_text:
         print(f"  grades of the in-scope instances: {verdict.grades_text}")
@@ -316,6 +344,8 @@ def _simulate(args: argparse.Namespace) -> int:
     horizon = settings.pop("horizon", 10)
     what = "--horizon" if args.horizon is not None else f"{args.file}: simulation.horizon"
     precision = settings.get("precision", "float64")
+    _check_precision(precision, "--precision" if args.precision is not None
+                     else f"{args.file}: simulation.precision")
     n, d = loaded.instance.x0.shape
     check_memory(n, d, precision, args.file, args.allow_large)
     bounded = _bounded_scores(loaded.instance)
@@ -352,7 +382,8 @@ def _add_claim_commands(sub) -> None:
                     "instance families, re-check violations at higher precision and a longer "
                     "horizon, and write reports/<run-id>/ (results.json, report.md, "
                     "report.html). Exit code 0 when no claim expected to hold is refuted, 1 "
-                    "when one is, 2 on bad usage.")
+                    "when one is, 4 when an instance failed with an error (its input), 2 on "
+                    "bad usage.")
     run.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
     run.add_argument("--instances", type=int, metavar="N",
                      help="instances per random family (default: each family's count)")
@@ -450,7 +481,7 @@ def _run(args: argparse.Namespace) -> int:
         if not isinstance(stored, dict) or not isinstance(stored.get("claims"), list):
             raise InvalidArgument(f"--resume={args.resume!r} is not a run directory (no "
                                   "run.json); give reports/<run-id>.")
-        ids = ids or [c for c in stored["claims"] if c in {x.id for x in claims}]
+        ids = ids or stored["claims"]  # the run's own claims; others are refused below
     selected = _select(claims, ids)
     if not selected:
         raise InvalidArgument(f"--claims-dir={str(args.claims_dir or default_claims_dir())!r} "
@@ -489,11 +520,17 @@ def _run(args: argparse.Namespace) -> int:
             flag = "  <- expected to hold" if res.expected == "holds" and \
                 res.verdict.value == "refuted" else ""
             grades = f" [{res.grades_text}]" if res.grades["proved"] else ""
-            print(f"{res.claim:<{width}}  {res.text}{grades}{flag}")
+            print(f"{res.claim:<{width}}  {res.text}{grades}{flag}{_bases_text(res)}")
         print(f"report: {paths['report.html']}  ({run.seconds + report_seconds:.1f} s: "
               f"{run.seconds:.1f} s of checks, {report_seconds:.1f} s writing the report"
               + (f"; {run.resumed} instances resumed" if run.resumed else "") + ")")
     return run.exit_code
+
+
+def _bases_text(result) -> str:
+    """What a claim's decided instances rest on: "  [2 holds (estimate), 10 holds (fit)]"."""
+    bases = ", ".join(f"{count} {label}" for label, count in sorted(result.bases.items()))
+    return f"  [{bases}]" if bases else ""
 
 
 def _check_predicates(conjecture, source: str) -> None:
@@ -515,9 +552,11 @@ def _check_seed(seed: int | None) -> None:
         raise InvalidArgument(f"--seed={seed} must be a non-negative integer (a NumPy seed).")
 
 
-def _check_precision(precision: object) -> None:
-    if isinstance(precision, int) and precision < 16:
-        raise InvalidArgument(f"--precision={precision} digits: use at least 16, or 'float64'.")
+def _check_precision(precision: object, what: str = "--precision") -> None:
+    from verify.resources import check_digits
+
+    if precision is not None:
+        check_digits(precision, what)
 
 
 def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = False) -> float:
@@ -540,22 +579,12 @@ def _bounded_scores(instance) -> bool:
 
 
 def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:
-    """Refuse T·‖V‖∞ beyond what the precision can carry: e^{T‖V‖} overflows float64 past
-    ~709, and "auto" picks about 2.9·T·‖V‖ bits."""
-    V = getattr(instance.model, "V", None)
-    if V is None or allow:
-        return
-    import numpy as np
+    """Refuse T·‖V‖∞ beyond what the precision can carry (:func:`verify.resources.check_growth`;
+    every head's V)."""
+    from verify.resources import check_growth
 
-    norm = max(float(sum(abs(float(x)) for x in row)) for row in np.asarray(V))
-    growth = horizon * norm
-    bound = 700 if precision in (None, "float64") else 10_000
-    if not growth <= bound:
-        fix = "use --precision auto" if bound == 700 else "scale V down"
-        raise InvalidArgument(
-            f"{what}: T·|V| = {horizon:g} × {norm:.3g} = {growth:.3g} is beyond {bound} at "
-            f"precision {precision}: e^(T·V) would overflow or need about {2.9 * growth:.3g} "
-            f"bits; {fix}, shorten the horizon, or add --allow-large.")
+    for head in instance.model.heads:
+        check_growth(head.V, horizon, precision, what, allow)
 
 
 def _check_families_memory(claims: list, precision: object, allow: bool) -> None:
@@ -698,19 +727,27 @@ def _add_weights_command(sub) -> None:
     weights.add_argument("--sentence", metavar="TEXT",
                          help="instead of the table: run TEXT's embeddings under one head "
                               "(--head) and print the leaders (words), the predicted and "
-                              "observed hyperplanes and the Boolean limit of the attention")
-    weights.add_argument("--head", metavar="L.h", default="3.9",
+                              "observed hyperplanes and the attention at the horizon (the "
+                              "Boolean limit only where a certificate carries it to t = ∞)")
+    weights.add_argument("--head", metavar="L.h",
                          help="layer and head (0-based) for --sentence (default 3.9)")
-    weights.add_argument("--variant", choices=("plain", "sphere"), default="plain",
+    weights.add_argument("--variant", choices=("plain", "sphere"),
                          help="--sentence model: 'plain' (rescaled z) or 'sphere' (post-LN)")
-    weights.add_argument("--horizon", type=float, default=4.0, metavar="T",
+    weights.add_argument("--horizon", type=float, metavar="T",
                          help="--sentence horizon (default 4)")
 
 
 def _weights(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise InvalidArgument(f"--jobs={args.jobs} must be a positive integer.")
+    given = [flag for flag in ("head", "variant", "horizon") if getattr(args, flag) is not None]
+    if given and args.sentence is None:
+        raise InvalidArgument(f"--{given[0]} applies to a sentence: add --sentence TEXT (without "
+                              "it the head table is printed, for every head).")
     if args.figure:
+        if Path(args.figure).is_dir():
+            raise InvalidArgument(f"--figure={args.figure!r} is a directory; give a file name "
+                                  "ending in .png.")
         _prepare_out_dir(str(Path(args.figure).parent or "."), "--figure")
     from verify.weights import classify_heads, count_classes, load_weights
     from verify.weights._text import head_table
@@ -720,9 +757,10 @@ def _weights(args: argparse.Namespace) -> int:
     weights = load_weights(args.source)
     classes = classify_heads(weights, args.space, jobs=args.jobs)
     if args.figure:
+        from verify.atomic import write_atomic
         from verify.report.figures import figure_to_png_bytes, weights_spectra_figure
 
-        Path(args.figure).write_bytes(figure_to_png_bytes(weights_spectra_figure(classes)))
+        write_atomic(args.figure, figure_to_png_bytes(weights_spectra_figure(classes)))
     if args.json:
         print(json.dumps({"source": weights.source, "space": args.space,
                           "counts": count_classes(classes),
@@ -743,6 +781,9 @@ def _weights_sentence(args: argparse.Namespace) -> int:
     from verify.weights._dynamics import sentence_dynamics
     from verify.weights._text import dynamics_lines, sphere_line
 
+    args.head = "3.9" if args.head is None else args.head
+    args.variant = args.variant or "plain"
+    args.horizon = 4.0 if args.horizon is None else args.horizon
     match = re.fullmatch(r"(\d+)\.(\d+)", args.head)
     if match is None:
         raise InvalidArgument(f"--head={args.head!r} must be 'L.h' (layer and head, 0-based), "
@@ -805,24 +846,48 @@ def _interrupt_handlers() -> dict:
             for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
+def _stdout_closed() -> bool:
+    """Whether the reader of stdout has gone away (a pipe or socket without a reader polls as
+    an error; a file or a terminal never does)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() here, or no stdout: assume so
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    # `verify ... | head` ends quietly. Not for `run`: with the default action a write to the
-    # pipe of a worker that died (an interruption, a crash) would kill the whole run.
-    if hasattr(signal, "SIGPIPE") and args.command != "run":
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # SIGPIPE keeps Python's action (ignored: a write to a closed pipe raises BrokenPipeError).
+    # The default action would kill the whole process, without a word, when a pool writes to
+    # the pipe of a worker that has gone away (a check's deadline stops its pool).
     previous = _interrupt_handlers()
+    from verify.resources import lifted_limits
+
     try:
-        return _COMMANDS[args.command](args)
+        with lifted_limits(getattr(args, "allow_large", False)):  # files read the same limits
+            return _COMMANDS[args.command](args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader of stdout went away: nothing left to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError as exc:
+        if _stdout_closed():  # `verify ... | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        print(f"verify: error: a pipe to another process broke ({exc}); nothing was lost that "
+              "is stored, run the command again.", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, a folder removed under the run: name the file
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"verify: error: cannot write{where}: {exc.strerror or exc}; free space or give "
+              "another output folder, then run the command again.", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)

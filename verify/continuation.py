@@ -28,7 +28,9 @@ run falls back to integration from the last time that passed (:func:`verify.simu
 
 The state error used in the bound is ``δ = STATE_SAFETY·(rtol·max|z| + atol)`` per entry (an
 a-priori figure: the integrator's local tolerance, with a safety factor); ``simulate`` checks it
-a posteriori against the reference run and records the outcome.
+a posteriori against the reference run and, when the reference contradicts it, makes the run
+again without the continuation (or, if that fails, sets the error after the switch to
+``inf``): nothing after a switch whose assumption failed is certified.
 
 Examples
 --------
@@ -265,6 +267,7 @@ class HardmaxLeg:
     def describe(self) -> dict:
         return {"kind": "hardmax", "t0": self.t0, "t_end": self.t_last,
                 "leaders": sorted(int(v) for v in self.heads),
+                "leader_of": [int(v) for v in self.leaders],
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta}
 
@@ -417,6 +420,6 @@ class ArbHardmaxLeg:
 
     def describe(self) -> dict:
         return {"kind": "hardmax", "t0": float(self.t0), "t_end": float(self.t_last),
-                "leaders": self.heads,
+                "leaders": self.heads, "leader_of": list(self.leaders),
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
                 "state_error_assumed": self.delta * math.sqrt(self.d), "backend": "arb"}

@@ -37,6 +37,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from flint import arb, arb_mat, ctx
 
 from verify.exact.inputs import as_float_array
 from verify.exponential import ValueExponential
@@ -105,6 +106,7 @@ def attention_weights(scaled_scores: np.ndarray, log_scale: float = 0.0, kind: s
 
 
 _EXP_FLOOR = -600.0
+_ZERO, _ONE = arb(0), arb(1)
 
 
 def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
@@ -117,39 +119,43 @@ def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
     rounding) is set to 0 without evaluating it: it is smaller than ``2^{-(prec+20)}`` while the
     row's largest weight is 1, so it is below the working precision.
     """
-    from flint import arb, arb_mat, ctx
-
     n = scaled_scores.nrows()
     entries = scaled_scores.entries()
-    mids = [float(v.mid()) for v in entries]
     unscaled = isinstance(log_scale, (int, float)) and log_scale == 0
-    factor = arb(1) if unscaled else log_scale.exp()
-    zero, one = arb(0), arb(1)
-    allowed = [mask is None or bool(mask[i, j]) for i in range(n) for j in range(n)]
+    factor = _ONE if unscaled else log_scale.exp()
+    allowed = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if kind == "unnormalised":
         scaled = (scaled_scores * factor).entries()
-        return arb_mat(n, n, [(v.exp() / n if ok else zero)
-                              for v, ok in zip(scaled, allowed, strict=True)])
-    best = [max((j for j in range(n) if allowed[i * n + j]), key=lambda j: mids[i * n + j])
-            for i in range(n)]
+        return arb_mat(n, n, [(v.exp() / n if ok else _ZERO)
+                              for v, ok in zip(scaled, allowed.flat, strict=True)])
+    # The decisions (which entry leads its row, which weights are needed) are read off the
+    # midpoints in float64, vectorised; only the needed weights are evaluated in balls.
+    mids = np.fromiter(map(float, entries), dtype=float, count=n * n).reshape(n, n)
+    mids[~allowed] = -np.inf
+    best = np.argmax(mids, axis=1)             # the first largest allowed entry of each row
+    tops = mids[np.arange(n), best][:, None]
+    best = best.tolist()
     if kind == "hardmax":
-        winners = [ok and mids[k] == mids[(k // n) * n + best[k // n]]
-                   for k, ok in enumerate(allowed)]
-        counts = [sum(winners[i * n:(i + 1) * n]) for i in range(n)]
-        return arb_mat(n, n, [one / counts[k // n] if w else zero for k, w in enumerate(winners)])
-    tops = arb_mat(n, n, [entries[i * n + best[i]] for i in range(n) for _ in range(n)])
-    exponents = ((scaled_scores - tops) * factor).entries()  # e^L (S̃_ij − m_i) ≤ 0
+        winners = allowed & (mids == tops)
+        shares = [_ONE / int(c) for c in winners.sum(axis=1)]
+        return arb_mat(n, n, [shares[k // n] if w else _ZERO
+                              for k, w in enumerate(winners.flat)])
+    gap = tops - mids                          # ≥ 0, +inf where masked out
     log_cutoff = math.log(2 * (ctx.prec + 20) * math.log(2))
     log_factor = 0.0 if unscaled else float(log_scale.mid())
-
-    def needed(k: int) -> bool:  # is the weight above the working precision? (docstring)
-        gap = mids[(k // n) * n + best[k // n]] - mids[k]
-        return gap <= 0 or log_factor + math.log(gap) < log_cutoff
-
-    weights = [e.exp() if ok and needed(k) else zero
-               for k, (e, ok) in enumerate(zip(exponents, allowed, strict=True))]
-    totals = [sum(weights[i * n:(i + 1) * n], zero) for i in range(n)]
-    return arb_mat(n, n, [w / totals[k // n] for k, w in enumerate(weights)])
+    with np.errstate(divide="ignore"):         # is the weight above the working precision?
+        needed = allowed & ((gap <= 0) | (log_factor + np.log(gap) < log_cutoff))
+    weights, totals = [_ZERO] * (n * n), [_ZERO] * n
+    evaluated = np.flatnonzero(needed).tolist()  # row by row, left to right
+    for k in evaluated:
+        i = k // n
+        exponent = entries[k] - entries[i * n + best[i]]       # × e^L: e^L (S̃_ij − m_i) ≤ 0
+        w = (exponent if unscaled else exponent * factor).exp()
+        weights[k] = w
+        totals[i] = totals[i] + w
+    for k in evaluated:
+        weights[k] = weights[k] / totals[k // n]
+    return arb_mat(n, n, weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,8 +170,6 @@ def _activation_float(name: str, y: np.ndarray) -> np.ndarray:
 
 
 def _activation_arb(name: str, y):
-    from flint import arb, arb_mat
-
     if name == "identity":
         return y
     rows = []
@@ -180,8 +184,6 @@ def _activation_arb(name: str, y):
 
 def _row_normalise_arb(X):
     """Rows divided by their Euclidean norm (pre-LN)."""
-    from flint import arb_mat
-
     rows = []
     for i in range(X.nrows()):
         row = [X[i, j] for j in range(X.ncols())]
@@ -192,8 +194,6 @@ def _row_normalise_arb(X):
 
 def _tangent_arb(X, Vel):
     """Velocity minus its radial part: ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere)."""
-    from flint import arb_mat
-
     rows = []
     for i in range(X.nrows()):
         x = [X[i, j] for j in range(X.ncols())]
@@ -323,8 +323,6 @@ class VectorField:
         if self.arb:
             out = _activation_arb(name, y) * Wt
             if bias is not None:
-                from flint import arb_mat
-
                 out = out + arb_mat([[bias[0, j] for j in range(bias.ncols())]] * out.nrows())
             return out
         out = _activation_float(name, y) @ Wt

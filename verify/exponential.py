@@ -43,6 +43,8 @@ from verify.exact.inputs import as_float_array
 __all__ = ["ValueExponential"]
 
 _MAX_FLOAT_CONDITION = 1e8  # beyond this the float64 eigenvector matrix is not trusted
+_ARB_CACHE_SIZE = 16  # arb decompositions kept per process, by (exact V, bits)
+_ARB_DECOMPOSITIONS: dict = {}
 
 
 def _is_symmetric(V: np.ndarray) -> bool:
@@ -133,9 +135,20 @@ class ValueExponential:
         return lam_, P_, Pinv_, blocks
 
     def _arb_decomposition(self, bits: int):
-        """(eigenvalues as acb, P, P^{-1} as acb_mat, Jordan blocks or None) at ``bits``."""
-        if bits in self._arb_cache:
-            return self._arb_cache[bits]
+        """(eigenvalues as acb, P, P^{-1} as acb_mat, Jordan blocks or None) at ``bits``;
+        shared by every :class:`ValueExponential` of the same ``V`` in this process (a run,
+        its reference, the round-off spot check, the other instances of a family: an arb
+        eigen-decomposition of a 128×128 ``V`` takes seconds)."""
+        if bits not in self._arb_cache:
+            key = (self.V_exact.shape, tuple(self.V_exact.flat), bits)
+            if key not in _ARB_DECOMPOSITIONS:
+                if len(_ARB_DECOMPOSITIONS) >= _ARB_CACHE_SIZE:
+                    _ARB_DECOMPOSITIONS.pop(next(iter(_ARB_DECOMPOSITIONS)))  # the oldest
+                _ARB_DECOMPOSITIONS[key] = self._decompose_arb(bits)
+            self._arb_cache[bits] = _ARB_DECOMPOSITIONS[key]
+        return self._arb_cache[bits]
+
+    def _decompose_arb(self, bits: int):
         from flint import acb_mat, fmpq
 
         if self.kind == "jordan":
@@ -149,7 +162,6 @@ class ValueExponential:
                 result = self._jordan(digits=int(bits * 0.302) + 10, to="arb")
             else:
                 result = (list(lam), P, P.inv(), None)
-        self._arb_cache[bits] = result
         return result
 
     # -- evaluation ------------------------------------------------------------------------

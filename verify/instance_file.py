@@ -16,8 +16,9 @@ Numbers are read exactly: TOML floats are parsed as decimals (``0.64709742`` mea
     normalisation = "none"        # "sphere", "pre-ln"
 
     [tokens]
-    x0 = [[1, 0], [0, 1], ["1/2", "1/2"]]
+    x0 = [[1, 0], [0, 1], ["1/2", "1/2"]]   # entries may be exact expressions: "cos(pi/5)"
     # or: random = { distribution = "uniform", low = -5, high = 5, n = 20, seed = 1 }
+    # normalise = true            # every row divided by its norm, exactly
 
     [simulation]
     horizon = 10
@@ -49,7 +50,7 @@ __all__ = ["InstanceFile", "load_instance_file", "parse_instance", "random_token
 TOP_KEYS = {"name", "description", "model", "tokens", "simulation", "expect"}
 MODEL_KEYS = {"V", "Q", "K", "beta", "form", "attention", "mask", "normalisation", "h", "heads",
               "mlp"}
-TOKEN_KEYS = {"x0", "random"}
+TOKEN_KEYS = {"x0", "random", "normalise"}
 RANDOM_KEYS = {"distribution", "low", "high", "n", "seed", "scale"}
 SIMULATION_KEYS = {"horizon", "checkpoints", "precision", "rtol", "atol", "error_estimate",
                    "symmetry", "cluster_tolerance", "max_steps", "continuation"}
@@ -160,6 +161,20 @@ def random_tokens(spec: dict, d: int, source: str = "<instance>") -> np.ndarray:
     return points
 
 
+def _normalised(tokens: dict, x0, source: str):
+    """``x0`` with every row divided by its norm, exactly (``normalise = true``)."""
+    from verify.exact.inputs import rational_array
+    from verify.exact.reals import normalise_rows
+
+    if tokens["normalise"] is not True:
+        raise InvalidArgument(f"{source}: tokens.normalise = {_describe(tokens['normalise'])}:"
+                              " use true or false.")
+    try:
+        return normalise_rows(rational_array("x0", x0)[0])
+    except ValueError as exc:
+        raise InvalidArgument(f"{source}: tokens.normalise: {exc}.") from None
+
+
 def parse_instance(data: dict, source: str = "<instance>") -> InstanceFile:
     """Build an :class:`InstanceFile` from parsed TOML ``data`` (errors name ``source``)."""
     _check_keys("", data, TOP_KEYS, source)
@@ -186,6 +201,8 @@ def parse_instance(data: dict, source: str = "<instance>") -> InstanceFile:
         raise InvalidArgument(f"{source}: [tokens] needs exactly one of x0 or random.")
     x0 = tokens["x0"] if "x0" in tokens else random_tokens(
         _check_table("tokens.random", tokens["random"], source), model.d, source)
+    if tokens.get("normalise", False) is not False:
+        x0 = _normalised(tokens, x0, source)
     try:
         instance = Instance(model, x0, name=str(data.get("name", Path(source).stem)))
     except InvalidArgument as exc:

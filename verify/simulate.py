@@ -18,7 +18,10 @@ it off). After every DOP853 step the scores are tested; once every row's scaled 
 error bound makes the float64 attention exactly 0/1 and the leader map ``l`` is idempotent, the
 run follows the exact flow of the linear field, ``z_i(t) = z_{l(i)} + e^{-(t-t0)V}(z_i(t0) -
 z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and falls back to DOP853
-where a margin closes (:mod:`verify.continuation`). ``arb`` runs do the same at every checkpoint,
+where a margin closes (:mod:`verify.continuation`). The state error the switch assumed is checked
+against the reference run; if the reference contradicts it, the run is made again without the
+continuation (``stats["continuation_rejected"]``), and if that fails its error estimate is
+``inf`` after the switch. ``arb`` runs do the same at every checkpoint,
 in balls, once the non-leader weights are below the working precision (without symmetry
 projection; a run of ``V`` with ``λ_1 ≈ 6.7`` to ``T = 15`` at 20 digits: 2.6 s instead of 10.5 s).
 The run and its reference run switch on their own.
@@ -59,7 +62,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.consensus_cap import CapCertifier, cap_unavailable, certify_cap
+from verify.consensus_cap import CapCertifier, CapLeg, cap_bound, cap_unavailable, certify_cap
 from verify.continuation import (
     HardmaxCertifier,
     HardmaxLeg,
@@ -203,8 +206,9 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                 monitor("run", max_steps))
     if traj.success and error_estimate:
         ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
-        ref = _run(instance, times, ref_backend, ref_rtol, min(atol, ref_rtol), group,
-                   4 * max_steps, continuation, monitor("reference run", 4 * max_steps))
+        ref = _reference_run(instance, times, traj, ref_backend, ref_rtol, min(atol, ref_rtol),
+                             group, 4 * max_steps, continuation,
+                             monitor("reference run", 4 * max_steps))
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -223,12 +227,21 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                 widen = 2 * math.sqrt(traj.d) * np.max(traj.entry_error, axis=(1, 2))
                 frozen = np.where(frozen > 0, frozen + widen, 0.0)
                 _add_state_error(instance, traj, frozen)
+                traj.repeated_error = frozen
                 traj.reference["consensus_cap_added"] = float(np.max(frozen))
             if isinstance(ref_backend, Float64) and isinstance(backend, Float64):
                 if progress and instance.n ** 2 * instance.d > 10 ** 6:  # seconds in arb
                     progress(f"field round-off: {SPOT_CHECKS} evaluations in arb")
                 _add_field_roundoff(instance, traj)  # what a float64 reference cannot see
-            _confirm_continuation(traj)
+            contradicted = _confirm_continuation(traj)
+            if contradicted is not None:
+                return _without_continuation(
+                    traj, contradicted, lambda: simulate(
+                        instance, horizon, checkpoints=checkpoints, precision=precision,
+                        rtol=rtol, atol=atol, symmetry=symmetry, max_steps=max_steps,
+                        throw=throw, continuation=False, progress=progress,
+                        budget=None if budget is None else max(
+                            0.0, budget - (time.monotonic() - started))))
         else:
             traj.reference["message"] = ref.message
     if throw and not traj.success:
@@ -237,13 +250,64 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
 
 
 # ---------------------------------------------------------------------------------------------
+def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
+                   backend: Backend, rtol: float, atol: float, group, max_steps: int,
+                   continuation: bool, monitor: RunMonitor) -> Trajectory:
+    """The reference run of the error estimate. When the run froze at a certified consensus
+    (a cap leg from ``t0``, :mod:`verify.consensus_cap`), the reference *inherits* that
+    certificate instead of integrating on: it is integrated to ``t0`` only, and the lemma (any
+    cap of angle below ``π/2`` holding every token is invariant) keeps its own state at ``t0``
+    within its own cap's chord for all later time, a bound recorded as its cap leg (``"inherited":
+    true``) and added to the estimate like the run's. If the reference's tokens at ``t0`` are in
+    no such cap (it disagrees with the run), it is integrated to the horizon after all."""
+    legs = (traj.continuation or {}).get("legs") or []
+    t0 = Fraction(legs[0]["t0"]) if len(legs) == 1 and legs[0].get("kind") == "cap" else None
+    if t0 is None or not continuation or not times[0] < t0 < times[-1]:
+        return _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
+                    monitor)
+    before = [t for t in times if t < t0]
+    field, states, status, message, stats, on_leg = _integrate(
+        instance, [*before, t0], backend, rtol, atol, group, max_steps, continuation, monitor)
+    if status != "success":  # a failed reference says so, as a full one would
+        return _finish(instance, times, backend, rtol, atol, group, field, states, status,
+                       message, stats, on_leg)
+    y_t0 = states[-1]
+    with backend.working_precision():
+        bound = cap_bound(y_t0)
+        later = [y_t0.copy() if isinstance(y_t0, np.ndarray) else y_t0.mid()
+                 for t in times if t > t0]
+    own = (stats.get("continuation") or {}).get("legs") or []
+    if not own:  # (a reference that froze on its own before t0 already repeats its state)
+        if not math.isfinite(bound):  # no cap holds its tokens: integrate it to the end
+            return _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
+                        monitor)
+        leg = CapLeg(t0, y_t0, bound)
+        leg.t_last = times[-1]
+        info = dict(stats.get("continuation") or {"fallbacks": []})
+        info.update(legs=[{**leg.describe(), "inherited": True}], t_switch=float(t0))
+        stats = {**stats, "continuation": info}
+    kept = len(before) + (t0 in times)  # t0 itself may be a checkpoint
+    return _finish(instance, times, backend, rtol, atol, group, field, states[:kept] + later,
+                   status, message, stats, {})
+
+
+# ---------------------------------------------------------------------------------------------
 def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
-    """Add to the error estimate of a float64 run checked against a float64 reference the
-    round-off of the field itself, measured in ``arb`` at :data:`~verify.roundoff.SPOT_CHECKS`
-    checkpoints of the integrated part (up to the first hardmax switch) and accumulated to
-    first order (:mod:`verify.roundoff`), and its first-order effect on the scaled scores and
-    margins (:func:`~verify.roundoff.score_perturbation`); recorded in
-    ``traj.reference["field_roundoff"]``."""
+    """Add to the error estimate of a float64 run checked against a float64 reference what that
+    reference cannot see (recorded in ``traj.reference["field_roundoff"]``):
+
+    * the round-off of the field itself, measured in ``arb`` at
+      :data:`~verify.roundoff.SPOT_CHECKS` checkpoints of the integrated part (up to the first
+      hardmax switch) and accumulated to first order (:mod:`verify.roundoff`), with its
+      first-order effect on the scaled scores and margins
+      (:func:`~verify.roundoff.score_perturbation`);
+    * the round-off of the scaled scores as both runs form them (float64 against ``arb`` at the
+      same spot checks; the largest, at every checkpoint);
+    * the reference's own error: its tolerance times the size of the state (a distance to a
+      float64 reference at ``rtol_ref`` cannot resolve less).
+
+    ``benchmarks/error_coverage.py`` measured the need for the last two (true/estimated error
+    up to 13 for the scores, 3.6 for the state, without them)."""
     if instance.model.form == "discrete":
         return
     t = [float(v) for v in traj.t]
@@ -253,10 +317,16 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     picks = sorted({inside[int(round(p))] for p in np.linspace(0, len(inside) - 1, SPOT_CHECKS)})
     check = spot_check(instance, [t[k] for k in picks], [traj.state[k] for k in picks])
     added = accumulated(check["times"], check["max_abs"], t, until)
-    scores = _add_state_error(instance, traj, added)
+    # the reference's own integration error (none at t = 0, the rounded initial data)
+    floor = traj.reference["rtol"] * np.max(np.abs(traj.state), axis=(1, 2)) * (traj.t > 0)
+    scores = _add_state_error(instance, traj, added + floor)
+    formed = max(check["score_max_abs"])
+    traj.score_error = traj.score_error + formed
+    traj.margin_error = traj.margin_error + 2.0 * formed
     traj.reference["field_roundoff"] = {**check, "until": until,
                                         "accumulated": float(added[-1]),
-                                        "score_error_added": float(np.max(scores))}
+                                        "reference_tolerance_added": float(np.max(floor)),
+                                        "score_error_added": float(np.max(scores)) + formed}
 
 
 def _add_state_error(instance: Instance, traj: Trajectory, added: np.ndarray) -> np.ndarray:
@@ -282,13 +352,15 @@ def _cap_bounds(run: Trajectory) -> np.ndarray:
     return out
 
 
-def _confirm_continuation(traj: Trajectory) -> None:
+def _confirm_continuation(traj: Trajectory) -> float | None:
     """Check a posteriori the state error the hardmax certification assumed: at the checkpoints
-    up to each switch time, the distance to the reference run must be below it."""
+    up to each switch time, the distance to the reference run must be below it. Returns the
+    first switch time whose assumption the reference run contradicts, or ``None``."""
     info = traj.continuation
     if not info or not info["legs"]:
-        return
+        return None
     t = traj.t
+    contradicted = None
     for leg in info["legs"]:
         if leg.get("kind") != "hardmax":
             continue
@@ -300,8 +372,46 @@ def _confirm_continuation(traj: Trajectory) -> None:
         leg["state_error_seen"] = seen
         leg["state_error_confirmed"] = bool(seen <= entry)
         if not leg["state_error_confirmed"]:
-            traj.message += (f"; note: the hardmax switch at t={leg['t0']:.4g} assumed a state "
+            traj.message += (f"; the hardmax switch at t={leg['t0']:.4g} assumed a state "
                              f"error <= {entry:.1e}, the reference run shows {seen:.1e} near it")
+            contradicted = leg["t0"] if contradicted is None else min(contradicted, leg["t0"])
+    return contradicted
+
+
+def _without_continuation(traj: Trajectory, t0: float, rerun) -> Trajectory:
+    """The answer to a contradicted continuation (its switch at ``t0`` assumed a state error the
+    reference run does not confirm, so nothing after it is certified): the run made again
+    without the continuation (``rerun()``); if that fails, ``traj`` with its error set to ``inf``
+    after ``t0`` (the state, score and margin errors, and the reference run, whose differences
+    give every quantity's error, made NaN there), so that no decision rests on it."""
+    again = rerun()
+    record = {"t_switch": t0, "reason": "the reference run contradicted the state error the "
+              "hardmax switch assumed"}
+    if again.success and again.error is not None:
+        again.stats["continuation_rejected"] = record
+        again.message += (f"; re-run without the hardmax continuation: its switch at "
+                          f"t={t0:.4g} assumed a state error the reference run contradicted")
+        return again
+    after = traj.t > t0
+    for name in ("entry_error", "error", "score_error", "margin_error"):
+        value = getattr(traj, name)
+        if value is not None:
+            value = value.astype(float)
+            value[after] = np.inf
+            setattr(traj, name, value)
+    ref = traj.reference_run
+    for name in ("state", "scaled_scores", "attention", "margins", "x_state", "z_state"):
+        value = getattr(ref, name)
+        if value is not None:
+            value = value.astype(float)
+            value[after] = np.nan
+            setattr(ref, name, value)
+    ref.state_text = None
+    traj.stats["continuation_rejected"] = {**record, "rerun": f"{again.status}: "
+                                           f"{again.message}", "error_after_switch": "inf"}
+    traj.message += (f"; the error estimate is infinite after t={t0:.4g} (the re-run without "
+                     f"the continuation failed: {again.status})")
+    return traj
 
 
 def entry_differences(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarray:
@@ -360,6 +470,16 @@ def _symmetry_group(instance: Instance):
 def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
          group, max_steps: int, continuation: bool = True,
          monitor: RunMonitor | None = None) -> Trajectory:
+    integrated = _integrate(instance, times, backend, rtol, atol, group, max_steps,
+                            continuation, monitor)
+    return _finish(instance, times, backend, rtol, atol, group, *integrated)
+
+
+def _integrate(instance: Instance, times: list[Fraction], backend: Backend, rtol: float,
+               atol: float, group, max_steps: int, continuation: bool,
+               monitor: RunMonitor | None):
+    """``(field, states, status, message, stats, on_leg)``: the states at ``times`` (or the
+    first ones, if the run ends early) in the backend's arithmetic."""
     model = instance.model
     on_leg: dict = {}
     field = VectorField(model, instance.n, backend)
@@ -397,6 +517,15 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: floa
             states, status, message, stats = _run_extrapolation(
                 field, times, y0, backend, rtol, atol, max_steps, project, monitor, certify,
                 each_step)
+    return field, states, status, message, stats, on_leg
+
+
+def _finish(instance: Instance, times: list[Fraction], backend: Backend, rtol: float,
+            atol: float, group, field, states, status: str, message: str, stats: dict,
+            on_leg: dict) -> Trajectory:
+    """The :class:`Trajectory` of integrated ``states`` (recorded at the first ``times``)."""
+    model = instance.model
+    with backend.working_precision():
         traj = _record(field, times[:len(states)], states, backend, on_leg)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,

@@ -48,36 +48,79 @@ def _why_no_estimate(status: str) -> str:
     return f"the run stopped before T ({status}); the re-run is made only after a complete run"
 
 
-def attention_reading(traj: Trajectory, k: int = -1) -> dict:
-    """Leaders, clusters and the Boolean limit read from the hardmax graph at checkpoint ``k``,
-    with the score differences certified against the trajectory's error bound
-    (:meth:`Trajectory.score_radius`); undecided rows are reported, never guessed."""
-    from verify.graph import (
-        boolean_limit,
-        boolean_limit_rank,
-        clusters,
-        hardmax_graph,
-        leaders,
-        undecided_nodes,
-    )
+def _continuation_leg(traj: Trajectory, k: int) -> dict | None:
+    """The hardmax continuation leg of the run that covers checkpoint ``k`` (its 0/1 attention
+    certified at every check from ``t0`` to ``t_end``, its assumed state error not contradicted
+    by the reference run), or ``None``."""
+    t = float(traj.times[k])
+    legs = [leg for leg in (traj.continuation or {}).get("legs", [])
+            if leg.get("kind") == "hardmax" and leg.get("leader_of") is not None
+            and leg["t0"] <= t <= leg["t_end"] and leg.get("state_error_confirmed") is not False]
+    return legs[-1] if legs else None
 
-    radius = traj.score_radius(k)
-    if np.isscalar(radius) and not np.isfinite(radius):
-        return {"decided": False, "reason": "no error estimate: " + _why_no_estimate(traj.status)}
-    G = hardmax_graph(traj.scaled_scores[k], radius)
-    undecided = sorted(undecided_nodes(G))
-    reading = {"time": float(traj.times[k]), "leaders": sorted(leaders(G)),
-               "undecided": undecided, "decided": not undecided}
+
+def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -> dict:
+    """Leaders, clusters and the 0/1 attention read from the certified hardmax graph at
+    checkpoint ``k`` (``mask``: the model's attention mask), with the score differences
+    certified against the trajectory's error bound (:meth:`Trajectory.score_radius`);
+    undecided rows are reported, never guessed.
+
+    A reading at a finite time is **the attention at t = T**, not a limit. Two certificates say
+    more: a hardmax continuation leg of the run covering ``t_k`` (every row's 0/1 attention
+    certified at each check on ``[t0, t_end]``; its leaders are read from it — the scores of a
+    long continuation may be beyond what the reference run resolves), and, for the model (1.1)
+    in the rescaled form with ``V = λI`` (``instance`` given), the leader-map lemma
+    (:func:`verify.judge._certificates.leader_map_at`), which carries the map to every
+    ``t ≥ t_k`` on the estimate basis: only then is it called the limit (``"limit": True``).
+    """
+    from verify.exact import exact_rank
+    from verify.graph import clusters, hardmax_graph, undecided_nodes
+
+    time = float(traj.times[k])
+    leg = _continuation_leg(traj, k)
+    if leg is not None:
+        leader_of = list(leg["leader_of"])
+        undecided, certified_by = [], (f"the hardmax continuation: every row's 0/1 attention "
+                                       f"certified on [{leg['t0']:.4g}, {leg['t_end']:.4g}]")
+        targets = {i: {j} for i, j in enumerate(leader_of)}
+    else:
+        radius = traj.score_radius(k)
+        if np.isscalar(radius) and not np.isfinite(radius):
+            return {"decided": False,
+                    "reason": "no error estimate: " + _why_no_estimate(traj.status)}
+        G = hardmax_graph(traj.scaled_scores[k], radius, mask)
+        undecided = sorted(undecided_nodes(G))
+        targets = {i: set(G.successors(i)) for i in G if i not in undecided}
+        certified_by = None
+    found = sorted(i for i, t in targets.items() if t == {i})  # the judges' rule
+    reading = {"time": time, "leaders": found, "undecided": undecided,
+               "decided": not undecided, "certified_by": certified_by, "limit": False}
     if not undecided:
-        reading["clusters"] = sorted(sorted(c) for c in clusters(G))
-        reading["boolean_limit"] = boolean_limit(G).tolist()
-        reading["boolean_rank"] = boolean_limit_rank(G)
+        matrix = np.zeros((traj.n, traj.n), dtype=np.int64)
+        for i, t in targets.items():
+            matrix[i, sorted(t)] = 1
+        if leg is None:
+            reading["clusters"] = sorted(sorted(c) for c in clusters(G))
+        else:
+            reading["clusters"] = sorted(sorted(i for i in targets if leader_of[i] == ell)
+                                         for ell in found)
+        reading["boolean_matrix"] = matrix.tolist()
+        reading["boolean_rank"] = int(exact_rank(matrix))
+        if instance is not None and traj.form == "z":
+            from verify.judge._certificates import leader_map_at
+
+            cert, _ = leader_map_at(instance, traj, k)
+            if cert is not None and cert.kind == "hardmax-leader-map":
+                reading["limit"] = True
+                reading["certified_by"] = ("the hardmax leader-map lemma (V = λI): the map "
+                                           "persists for all t ≥ T (estimate basis)")
     return reading
 
 
 def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float) -> dict:
     """Plain data for ``verify simulate``: run facts, spectral class, final tokens, clusters,
-    attention, leaders and the Boolean limit."""
+    attention, leaders and the hardmax attention at the horizon (the limit only where a
+    certificate says so)."""
     final = traj.z[-1] if traj.z is not None else traj.state[-1]
     summary = {
         "instance": loaded.instance.name,
@@ -92,7 +135,8 @@ def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float)
         "final_attention": traj.attention[-1].tolist(),
         "agreeing_digits": None if traj.digits is None else traj.digits.tolist(),
         "spectral_class": spectral_reading(loaded),
-        "hardmax": attention_reading(traj),
+        "hardmax": attention_reading(traj, mask=loaded.instance.model.mask_for(traj.n),
+                                     instance=loaded.instance),
     }
     return summary
 
@@ -193,17 +237,21 @@ def format_summary(summary: dict, max_rows: int = 12, max_cols: int = 8) -> str:
 def _hardmax_lines(reading: dict) -> list[str]:
     if "reason" in reading:
         return [f"hardmax reading: not certified ({reading['reason']})"]
-    lines = [f"leaders at t={reading['time']:g} (tokens whose largest score is their own, "
-             f"certified against the error estimate): {reading['leaders']}"]
+    t = f"t = {reading['time']:g}"
+    how = reading.get("certified_by") or ("certified hardmax graph: score differences against "
+                                          "κ times their error estimate")
+    lines = [f"leaders at {t} (tokens whose largest score is their own; {how}): "
+             f"{reading['leaders']}"]
     if reading["undecided"]:
-        lines.append(f"undecided (score margin within the error): tokens {reading['undecided']}"
-                     " — no Boolean limit is claimed")
+        lines.append(f"undecided at {t} (score margin within the error): tokens "
+                     f"{reading['undecided']}")
         return lines
     lines.append("clusters by leader: " + " ".join(
         "{" + ",".join(map(str, c)) + "}" for c in reading["clusters"]))
-    lines.append(f"Boolean limit of P (rows: token → its leader), exact rank "
-                 f"{reading['boolean_rank']}:")
-    boolean = reading["boolean_limit"]
+    what = ("Boolean limit of P" if reading.get("limit") else
+            f"attention at {t}, rounded to its hardmax (a finite-time reading, not a limit)")
+    lines.append(f"{what} (rows: token → its leader), rank {reading['boolean_rank']}:")
+    boolean = reading["boolean_matrix"]
     if len(boolean) <= 20:
         lines += ["  " + "".join(str(v) for v in row) for row in boolean]
     return lines

@@ -17,6 +17,11 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
 ``error``, ``digits``
     the error estimate: per checkpoint and token, ``max_c |state − reference|`` against a re-run at
     tighter tolerance and higher precision, and the number of decimal digits that agree;
+``repeated_error``
+    per checkpoint, how far (per entry) the exact tokens may be from a state the run *repeated*
+    after a certified consensus cap (:mod:`verify.consensus_cap`), 0 where nothing is repeated;
+    ``None`` when no state is. A quantity's second route cannot see it (run and reference both
+    repeat their state), so :func:`~verify.judge._flow.quantity_series` adds it back;
 ``symmetry``
     the exact symmetry group used to keep the run on an invariant subspace, if any.
 ``continuation``
@@ -38,7 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
+from verify.atomic import atomic_path
 from verify.errors import InvalidArgument
+from verify.numerics._coverage import estimate_bound
 
 __all__ = ["Trajectory", "load_trajectory", "agreeing_digits"]
 
@@ -80,6 +87,7 @@ class Trajectory:
     entry_error: np.ndarray | None = None
     margin_error: np.ndarray | None = None
     score_error: np.ndarray | None = None
+    repeated_error: np.ndarray | None = None
     reference: dict | None = None
     symmetry: dict | None = None
     x_state: np.ndarray | None = None
@@ -166,12 +174,15 @@ class Trajectory:
         return None if self.error is None else float(np.max(self.error))
 
     def score_radius(self, k: int = -1) -> np.ndarray | float:
-        """Absolute error bound on ``scaled_scores[k]``: the difference with the reference run
-        plus the rounding of the stored float64 values (4 ulp of the largest score)."""
+        """The error bound used to certify facts of ``scaled_scores[k]`` (the hardmax graph,
+        the leader map): the difference with the reference run times the measured safety
+        factor (:func:`verify.numerics.estimate_bound`: an estimate is not a bound until its
+        coverage is measured) plus the rounding of the stored float64 values (4 ulp of the
+        largest score)."""
         rounding = 4 * np.finfo(float).eps * float(np.max(np.abs(self.scaled_scores[k])))
         if self.score_error is None:
             return np.inf
-        return self.score_error[k] + rounding
+        return estimate_bound(self.score_error[k]) + rounding
 
     def summary(self) -> dict:
         """Plain data describing the run (what ``verify simulate --json`` prints, less arrays)."""
@@ -210,7 +221,8 @@ class Trajectory:
             return self
         sliced = {}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "state_text",
-                     "error", "entry_error", "margin_error", "score_error", "x_state", "z_state"):
+                     "error", "entry_error", "margin_error", "score_error", "repeated_error",
+                     "x_state", "z_state"):
             value = getattr(self, name)
             sliced[name] = None if value is None else value[:m]
         ref = None if self.reference_run is None else self.reference_run.until(time)
@@ -237,12 +249,13 @@ class Trajectory:
         }
         arrays = {"header": np.array(json.dumps(header))}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "error",
-                     "entry_error", "margin_error", "score_error", "x_state", "z_state",
-                     "state_text"):
+                     "entry_error", "margin_error", "score_error", "repeated_error", "x_state",
+                     "z_state", "state_text"):
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value
-        np.savez_compressed(path, **arrays)
+        with atomic_path(path) as tmp:  # a second Ctrl-C never leaves a corrupt file
+            np.savez_compressed(tmp, **arrays)
         return path
 
 

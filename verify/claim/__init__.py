@@ -8,9 +8,11 @@ r"""Claims, instance families and verdicts: the types every check, runner and re
   file states its conclusions in (registered by :mod:`verify.judge` and :mod:`verify.predict`);
   :class:`CheckRequest` — one claim on one instance, for the engine;
 * :class:`InstanceResult`, :func:`judge_instance`, :func:`judge_comparison`,
-  :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code` — the verdict rules of
-  design.md: an instance *holds* only when its margin exceeds the error estimate, a claim is
-  *refuted* only by a violation that survives re-checking, and nothing is ever "proved".
+  :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code`, :class:`Basis` — the verdict
+  rules of design.md: every decision states its basis, an instance *holds* only when its
+  margin exceeds its error (an estimate times the measured safety factor), a claim is
+  *refuted* only by a violation on a rigorous basis that survives re-checking, and nothing is
+  ever "proved".
 
 Examples
 --------
@@ -18,9 +20,10 @@ Examples
 >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/2"]], name="f#0")
 >>> check_hypotheses(["is_identity", "qk_positive_definite"], inst).holds
 True
->>> r = judge_comparison(0.25, 0.5, 1e-10, relation="<=", instance=inst.name, family="f")
->>> r.verdict
-<InstanceVerdict.HOLDS: 'holds'>
+>>> r = judge_comparison(0.25, 0.5, 1e-10, relation="<=", instance=inst.name, family="f",
+...                      basis="estimate")
+>>> r.verdict, r.basis
+(<InstanceVerdict.HOLDS: 'holds'>, <Basis.ESTIMATE: 'estimate'>)
 """
 
 from verify.claim._claim import (
@@ -40,7 +43,7 @@ from verify.claim._hypotheses import (
     check_hypotheses,
     register_hypothesis,
 )
-from verify.claim._judge import ClaimResult, exit_code, judge_claim
+from verify.claim._judge import EXIT_ERROR, ClaimResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.claim._request import CheckRequest
 from verify.claim._verdicts import (
@@ -72,6 +75,7 @@ __all__ = [
     "register_conclusion", "register_prediction", "CheckRequest",
     "InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "ClaimResult", "judge_instance",
     "judge_comparison", "recheck_record", "effective_verdict", "judge_claim", "exit_code",
+    "EXIT_ERROR",
     "judge_scope", "to_plain",
 ]
 
@@ -80,7 +84,10 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
     """The result of an instance outside the claim's scope, or ``None`` when it is in scope.
 
     A hypothesis that fails gives ``out-of-scope``; one that is undecided gives
-    ``inconclusive``; both carry the explanations.
+    ``inconclusive``, except a hypothesis that reads the data (``"sum(x0) != 0"``,
+    ``"equiangular(x0, 1/3)"``): an instance that cannot be placed inside or outside the set
+    the statement is about is not judged, so it is ``out-of-scope`` with the reason. All carry
+    the explanations.
 
     Examples
     --------
@@ -91,6 +98,7 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
     >>> judge_scope(["d >= 2"], inst, family="f") is None
     True
     """
+    names = list(names)
     scope = check_hypotheses(names, instance)
     if scope.holds is True:
         return None
@@ -99,6 +107,16 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
                   if value is False]
         return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
                               "hypothesis not met: " + "; ".join(failed),
+                              evidence={"hypotheses": list(scope.explanations)})
+    from verify.claim._hypothesis_expressions import about_data
+
+    undecided = [name for name, value in zip(names, scope.values, strict=True) if value is None]
+    if all(about_data(name) for name in undecided):
+        shown = [line for line, value in zip(scope.explanations, scope.values, strict=True)
+                 if value is None]
+        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
+                              "whether the data meet the hypotheses is undecided, so the "
+                              "instance is not judged: " + "; ".join(shown),
                               evidence={"hypotheses": list(scope.explanations)})
     return InstanceResult(instance.name, family, seed, InstanceVerdict.INCONCLUSIVE,
                           "a hypothesis could not be decided: " + "; ".join(scope.explanations),

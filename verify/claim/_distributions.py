@@ -18,7 +18,9 @@ it says so.
 * ``sphere-exact`` — points of the unit sphere with rational coordinates (stereographic
   coordinates with a given denominator): exactly of norm 1;
 * ``hemisphere`` — the same, in the open hemisphere ``{x_d ≥ margin}``;
-* ``circle-angles`` — ``d = 2``: the points at the given rational angles (in turns);
+* ``circle-angles`` — ``d = 2``: the points at the given rational angles (in turns), or at
+  angles in radians given as exact expressions (``radians = ["2*pi/5", "1"]``);
+* ``equiangular`` — unit vectors with every ``⟨x_i, x_j⟩ = rho`` exactly (a parameter);
 * ``simplex`` — the regular simplex ``e_i − (1/n)·1`` (``d ≥ n``; exact rational, Gram matrix
   exactly equiangular);
 * ``repeated`` — ``k`` distinct uniform points, token ``i`` an exact copy of point ``i mod k``;
@@ -246,17 +248,85 @@ def _tokens_hemisphere(rng, n, d, params):
                           f"{params['margin']} in {MAX_TRIES} draws; lower the margin.")
 
 
+def _circle_problem(n, d, p) -> str | None:
+    if d != 2:
+        return f"needs d = 2 (got d = {d})"
+    if p.get("angles") is not None and p.get("radians") is not None:
+        return "takes angles (in turns) or radians, not both"
+    given = p.get("angles") if p.get("angles") is not None else p.get("radians")
+    if given is not None and n is not None and len(given) != n:
+        return f"needs one angle per token ({len(given)} angles, n = {n})"
+    return None
+
+
 @_register(TOKEN_DISTRIBUTIONS, "circle-angles",
-           "d = 2: points (cos θ, sin θ) at angles θ = 2π·r for the given rationals r (one per "
-           "token, 'angles' in turns), exactly on the circle when r is a multiple of 1/8, else "
-           "float64 values of norm 1 up to rounding.", {"angles": ("numbers", None)},
-           lambda n, d, p: (None if d == 2 else f"needs d = 2 (got d = {d})") or (
-               None if p["angles"] is None or n is None or len(p["angles"]) == n
-               else f"needs one angle per token ({len(p['angles'])} angles, n = {n})"),
+           "d = 2: points (cos θ, sin θ), one per token: 'angles' in turns (θ = 2π·r, exactly "
+           "on the circle when r is a multiple of 1/8, else float64 values of norm 1 up to "
+           "rounding; default j/n) or 'radians' (exact expressions such as \"2*pi/5\" or "
+           "\"1\": the exact cosines and sines, irrational ones entering at 256 bits).",
+           {"angles": ("numbers", None), "radians": ("numbers", None)}, _circle_problem,
            deterministic=True)
 def _tokens_circle_angles(rng, n, d, params):
+    if params.get("radians") is not None:
+        import sympy
+
+        from verify.exact.reals import from_sympy, symbolic
+
+        return np.array([[from_sympy(sympy.cos(symbolic(a))), from_sympy(sympy.sin(symbolic(a)))]
+                         for a in params["radians"]], dtype=object)
     angles = params["angles"] or [Fraction(j, n) for j in range(n)]
     return exact_array(np.array([_polygon_vertex(Fraction(a) % 1) for a in angles]))
+
+
+def _equiangular_problem(n, d, p) -> str | None:
+    rho = p["rho"]
+    if rho is None:
+        return "needs its inner product rho (e.g. rho = 0 or rho = \"1/2\")"
+    if n is not None and n >= 2 and not -Fraction(1, n - 1) <= rho < 1:
+        return f"needs -1/(n - 1) <= rho < 1 (got rho = {rho}, n = {n})"
+    if n is not None and d < n:
+        return f"needs d ≥ n (got n = {n}, d = {d})"
+    return None
+
+
+def _cayley(rng, d: int) -> list[list[Fraction]]:
+    """A random rotation with rational entries: ``(I − A)(I + A)^{-1}`` for a skew ``A`` with
+    entries in ``{−1, −3/4, …, 1}`` (exactly orthogonal, determinant 1)."""
+    from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
+
+    A = np.zeros((d, d), dtype=object)
+    for i in range(d):
+        for j in range(i + 1, d):
+            A[i, j] = Fraction(int(rng.integers(-4, 5)), 4)
+            A[j, i] = -A[i, j]
+    eye = np.array([[Fraction(int(i == j)) for j in range(d)] for i in range(d)], dtype=object)
+    A = A + 0 * eye  # Fractions everywhere
+    R = to_fmpq_mat(eye - A) * to_fmpq_mat(eye + A).inv()
+    return from_fmpq_mat(R).tolist()
+
+
+@_register(TOKEN_DISTRIBUTIONS, "equiangular",
+           "unit vectors with every ⟨x_i, x_j⟩ = rho exactly (i ≠ j; -1/(n-1) ≤ rho < 1, d ≥ n): "
+           "x_i = a e_i + b (1, …, 1, 0, …) with a = √(1 − rho), b = (√(1 + (n−1) rho) − a)/n in "
+           "the first n coordinates (exact expressions, irrational ones entering at 256 bits); "
+           "rotate = true applies a random rational rotation (exact Cayley transform).",
+           {"rho": ("number", None), "rotate": ("bool", False)}, _equiangular_problem,
+           deterministic=lambda params: not params["rotate"])
+def _tokens_equiangular(rng, n, d, params):
+    import sympy
+
+    from verify.exact.reals import from_sympy, symbolic
+
+    rho = symbolic(params["rho"])
+    a = sympy.sqrt(1 - rho)
+    b = (sympy.sqrt(1 + (n - 1) * rho) - a) / n
+    rows = [[a * int(i == j) + b if j < n else sympy.Integer(0) for j in range(d)]
+            for i in range(n)]
+    if params["rotate"]:
+        R = _cayley(rng, d)
+        rows = [[sympy.expand(sum(sympy.Rational(R[k][j].numerator, R[k][j].denominator) * row[j]
+                                  for j in range(d))) for k in range(d)] for row in rows]
+    return np.array([[from_sympy(sympy.radsimp(v)) for v in row] for row in rows], dtype=object)
 
 
 @_register(TOKEN_DISTRIBUTIONS, "simplex",

@@ -27,11 +27,20 @@ from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
 from verify.exact.inputs import rational_array, to_rational
 from verify.model import Model
+from verify.precision import BOUNDED_SCORES
+from verify.resources import (
+    check_digits,
+    check_growth,
+    check_horizon,
+    check_instances,
+    check_memory,
+)
 
 __all__ = ["parse_family", "FAMILY_KEYS", "MODEL_KEYS", "MLP_KEYS"]
 
 FAMILY_KEYS = ("name", "kind", "description", "count", "seed", "n", "d", "V", "Q", "K", "QK",
-               "x0", "tokens", "heads", "model", "horizon", "checkpoints", "precision")
+               "x0", "normalise", "tokens", "heads", "model", "horizon", "checkpoints",
+               "precision")
 MODEL_KEYS = ("beta", "form", "attention", "mask", "normalisation", "h", "mlp")
 MLP_KEYS = ("W", "activation", "bias")
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -69,6 +78,20 @@ def _matrix(value, where, source, *, square: bool = False, ndim: int = 2) -> Mat
     if ndim == 1:
         return tuple(array.tolist())
     return tuple(tuple(row) for row in array.tolist())
+
+
+def _normalise(flag, tokens: Matrix, where: str, source: str) -> Matrix:
+    """``tokens`` with every row divided by its norm, exactly, when ``flag`` is true."""
+    from verify.exact.reals import normalise_rows
+
+    if not isinstance(flag, bool):
+        fail(source, where, f"{flag!r} must be true or false.")
+    if not flag:
+        return tokens
+    try:
+        return tuple(tuple(row) for row in normalise_rows(tokens))
+    except ValueError as exc:
+        fail(source, where, f"{exc}.")
 
 
 def _generator(value, registry: dict, what: str, where: str, source: str) -> GeneratorSpec:
@@ -183,6 +206,11 @@ def parse_family(table: dict, index: int, source: str) -> Family:
     if "x0" in table:
         tokens = _matrix(table["x0"], f"{here}.x0", source)
         dims["x0"] = len(tokens[0])
+        if "normalise" in table:
+            tokens = _normalise(table["normalise"], tokens, f"{here}.normalise", source)
+    elif "normalise" in table:
+        fail(source, f"{here}.normalise", "normalises explicit tokens x0 only (a distribution "
+             "says itself whether its points are on the sphere).")
     else:
         if not isinstance(table["tokens"], (str, dict)):
             fail(source, f"{here}.tokens", "must be a distribution name or a table "
@@ -210,12 +238,14 @@ def parse_family(table: dict, index: int, source: str) -> Family:
         n = len(tokens)
         if "n" in table and table["n"] != n:
             fail(source, f"{here}.n", f"n = {table['n']!r} but x0 has {n} rows.")
+    precision = _precision(table.get("precision", "float64"), f"{here}.precision", source)
+    check_memory(n, d, precision, f"{source}: {here} (family {name!r})")  # before n², d² work
     _requires(V_GENERATORS, V, n, d, f"{here}.V", source)
     _requires(QK_GENERATORS, QK, n, d, f"{here}.QK", source)
     _requires(TOKEN_DISTRIBUTIONS, tokens, n, d, f"{here}.tokens", source)
     heads = _int(table.get("heads", 1), f"{here}.heads", source, 1)
     model = _model_options(table.get("model", {}), d, n, heads, f"{here}.model", source)
-    random = any(isinstance(s, GeneratorSpec) and not registry[s.name].deterministic
+    random = any(isinstance(s, GeneratorSpec) and registry[s.name].draws(s.params)
                  for s, registry in ((V, V_GENERATORS), (QK, QK_GENERATORS),
                                      (tokens, TOKEN_DISTRIBUTIONS))) or \
         (model.get("mlp") or {}).get("W") == "random"
@@ -238,16 +268,16 @@ def parse_family(table: dict, index: int, source: str) -> Family:
             if key not in table:
                 fail(source, f"{here}.{key}", "missing (required for a random family).")
         count = _int(table["count"], f"{here}.count", source, 1)
+        check_instances(count, f"{source}: {here}.count")
         seed = _int(table["seed"], f"{here}.seed", source, 0)
     horizon = _number(table["horizon"], f"{here}.horizon", source)
     if horizon <= 0:
         fail(source, f"{here}.horizon", f"{horizon} must be positive.")
+    bounded = model.get("normalisation") in BOUNDED_SCORES
+    check_horizon(horizon, f"{source}: {here}.horizon", bounded=bounded)
+    if not isinstance(V, GeneratorSpec) and not bounded:
+        check_growth(V, horizon, precision, f"{source}: {here} (family {name!r})")
     checkpoints = _checkpoints(table.get("checkpoints"), horizon, f"{here}.checkpoints", source)
-    precision = table.get("precision", "float64")
-    if not (precision in ("float64", "auto") or (isinstance(precision, int) and not
-                                                 isinstance(precision, bool) and precision >= 16)):
-        fail(source, f"{here}.precision", f"{precision!r} must be 'float64', 'auto' or a number "
-             "of digits ≥ 16.")
     description = table.get("description", "")
     if not isinstance(description, str):
         fail(source, f"{here}.description", "must be a string.")
@@ -259,6 +289,15 @@ def parse_family(table: dict, index: int, source: str) -> Family:
         except InvalidArgument as exc:
             fail(source, here, str(exc))
     return family
+
+
+def _precision(value, where: str, source: str):
+    """``"float64"``, ``"auto"`` or digits in ``[16, MAX_DIGITS]`` (:func:`check_digits`)."""
+    try:
+        check_digits(value, "precision")
+    except InvalidArgument as exc:
+        fail(source, where, str(exc).removeprefix("precision="))
+    return value
 
 
 def _checkpoints(value, horizon, where, source):

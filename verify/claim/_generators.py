@@ -56,8 +56,9 @@ class Generator:
         ``requires(n, d, params) -> str | None``: the problem with the shapes, if any.
     summary : str
         One line for ``claims/_format.md`` and ``verify show``.
-    deterministic : bool
-        Draws nothing (``"identity"``): allowed in explicit families.
+    deterministic : bool or callable
+        Draws nothing (``"identity"``): allowed in explicit families; or
+        ``deterministic(params) -> bool`` when the parameters decide it.
     """
 
     name: str
@@ -65,7 +66,12 @@ class Generator:
     params: dict = field(default_factory=dict)
     requires: Callable | None = None
     summary: str = ""
-    deterministic: bool = False
+    deterministic: bool | Callable = False
+
+    def draws(self, params: dict) -> bool:
+        """Whether drawing with ``params`` uses the random generator."""
+        fixed = self.deterministic(params) if callable(self.deterministic) else self.deterministic
+        return not fixed
 
 
 V_GENERATORS: dict[str, Generator] = {}
@@ -74,7 +80,8 @@ TOKEN_DISTRIBUTIONS: dict[str, Generator] = {}
 
 
 def _register(registry: dict, name: str, summary: str, params: dict | None = None,
-              requires: Callable | None = None, deterministic: bool = False) -> Callable:
+              requires: Callable | None = None, deterministic: bool | Callable = False
+              ) -> Callable:
     def decorator(function: Callable) -> Callable:
         registry[name] = Generator(name, function, dict(params or {}), requires, summary,
                                    deterministic)

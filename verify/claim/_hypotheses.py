@@ -303,19 +303,57 @@ def _plain_model(instance: Instance) -> PredicateResult:
 @register_hypothesis("no_exact_symmetry")
 def _no_exact_symmetry(instance: Instance) -> PredicateResult:
     """Generic data: no signed permutation other than the identity commutes with ``V``,
-    preserves ``βQᵀK`` and permutes the initial tokens (decided exactly, as the integrator's
-    invariant-subspace search; one head, full attention, no MLP, ``d ≤ 6``)."""
+    preserves ``βQᵀK`` and permutes the initial tokens — by a token permutation that also
+    preserves the attention mask (causal, or a graph) — decided exactly, as the integrator's
+    invariant-subspace search (one head, no MLP, ``d ≤ 6``)."""
     from verify.exact.symmetry import find_symmetries
 
     model = instance.model
-    if len(model.heads) != 1 or model.mlp is not None or not (
-            isinstance(model.mask, str) and model.mask == "full") or instance.d > 6:
-        return PredicateResult(None, "symmetries are searched for one head, full attention, no "
-                               "MLP and d ≤ 6 only.")
+    if len(model.heads) != 1 or model.mlp is not None or instance.d > 6:
+        return PredicateResult(None, "symmetries are searched for one head, no MLP and d ≤ 6 "
+                               "only.")
     group = find_symmetries(model.V, model.B, instance.x0, max_dim=6)
-    if group.is_trivial:
-        return PredicateResult(True, "no exact signed-permutation symmetry.")
-    return PredicateResult(False, f"the data have an exact symmetry ({group.describe()}).")
+    mask = model.mask_for(instance.n)
+    if mask is None:
+        if group.is_trivial:
+            return PredicateResult(True, "no exact signed-permutation symmetry.")
+        return PredicateResult(False, f"the data have an exact symmetry ({group.describe()}).")
+    return _masked_symmetry(group, mask)
+
+
+#: At most this many re-matchings of equal tokens are tried per symmetry under a mask.
+MAX_REMATCHINGS = 40_320
+
+
+def _masked_symmetry(group, mask: np.ndarray) -> PredicateResult:
+    r"""Under a mask a pair :math:`(S, \pi)` is a symmetry of the dynamics only when
+    :math:`\pi` preserves the mask (``mask[π(i), π(j)] = mask[i, j]``); with equal tokens
+    every matching of them is tried (``π`` composed with permutations of equal tokens)."""
+    import itertools
+    import math
+
+    n = mask.shape[0]
+    classes = [list(c) for c in group.duplicate_classes]
+    if math.prod(math.factorial(len(c)) for c in classes) > MAX_REMATCHINGS:
+        return PredicateResult(None, "too many equal tokens to try every matching under the "
+                               "mask.")
+    identity = tuple(range(n))
+    candidates = [(None, identity), *((g, g.tokens) for g in group.elements)]
+    for g, tokens in candidates:
+        for orders in itertools.product(*(itertools.permutations(c) for c in classes)):
+            tau = list(identity)
+            for cls, order in zip(classes, orders, strict=True):
+                for a, b in zip(cls, order, strict=True):
+                    tau[a] = b
+            pi = [tau[t] for t in tokens]
+            if g is None and pi == list(identity):
+                continue
+            if all(mask[pi[i], pi[j]] == mask[i, j] for i in range(n) for j in range(n)):
+                what = g.describe().split(" with ")[0] if g is not None else "identity"
+                return PredicateResult(False, f"the data have an exact symmetry that preserves "
+                                       f"the mask ({what} with tokens "
+                                       f"{[p + 1 for p in pi]}).")
+    return PredicateResult(True, "no exact signed-permutation symmetry preserves the mask.")
 
 
 def _show(value: Fraction) -> str:

@@ -8,11 +8,16 @@ A hypothesis that is not a registered name is one expression over
 * the registered predicates whose names are identifiers (``is_identity``, ``qk_identity``,
   ``good_triple``, ``distinct_tokens``, ...), each ``True``, ``False`` or *undecided*;
 
+* the **data** and functions of it (:mod:`verify.claim._data_hypotheses`): ``x0``, ``V``,
+  ``Q``, ``K``, ``B``, ``mask``, vector and matrix literals, ``sum(x0) != 0``,
+  ``equiangular(x0, 1/3)``, ``convex_position(x0)``, ``V == [[0, -1], [1, 0]]``, ...;
+
 with integer and decimal literals (read exactly: ``0.1`` is ``1/10``), ``+ - * /``, the
 comparisons ``< <= > >= == !=`` (chained, as in ``0 < beta <= 4``) and ``and``, ``or``,
 ``not``. Logic is three-valued (Kleene): an undecided predicate makes the whole undecided unless
 the other operands decide it (``False and x`` is ``False``, ``True or x`` is ``True``).
-Nothing else is allowed: no calls, no attributes, no other names; the message names the field.
+Nothing else is allowed: no attribute access, no dunder names, no call outside the allowed
+functions, no other names; the message names the field.
 
 Examples
 --------
@@ -34,10 +39,21 @@ import ast
 import operator
 from fractions import Fraction
 
+from verify.claim._data_hypotheses import (
+    DATA_FUNCTIONS,
+    DATA_NAMES,
+    NotApplicable,
+    arithmetic,
+    check_data_node,
+    compare,
+    data_type,
+    data_value,
+    reads_data,
+)
 from verify.errors import InvalidArgument
 
 __all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "beta_excluded",
-           "QUANTITIES"]
+           "QUANTITIES", "about_data", "pinned"]
 
 #: The numbers an expression may name, read exactly off the instance.
 QUANTITIES = {"n": lambda inst: inst.n, "d": lambda inst: inst.d,
@@ -56,7 +72,12 @@ def _predicates() -> dict:
 
 
 def _type(node: ast.AST) -> str:
-    """``"number"`` or ``"truth"``; ``ValueError`` where the expression mixes them."""
+    """``"number"`` or ``"truth"`` (or, for the data, ``"vector"``, ``"matrix"``:
+    :mod:`verify.claim._data_hypotheses`); ``ValueError`` where the expression mixes them."""
+    kind = data_type(node, _type)
+    if kind is not None:
+        return kind
+
     def need(child, kind: str, what: str) -> None:
         if _type(child) != kind:
             wanted = "numbers" if kind == "number" else "predicates or comparisons"
@@ -83,20 +104,38 @@ def _type(node: ast.AST) -> str:
     return "truth"
 
 
+#: Characters of one hypothesis expression (a longer one could exhaust Python's recursion).
+MAX_EXPRESSION_LENGTH = 1000
+
+
 def _parse(text: str) -> ast.Expression:
     """The checked syntax tree of ``text``; ``ValueError`` with what is wrong."""
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"it is {len(text)} characters long, more than "
+                         f"{MAX_EXPRESSION_LENGTH}; split it into several hypotheses")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        return _checked(ast.parse(text.strip(), mode="eval"))
     except SyntaxError as exc:
         raise ValueError(f"it does not parse ({exc.msg})") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("it is nested too deeply to evaluate; split it into several "
+                         "hypotheses") from None
+
+
+def _checked(tree: ast.Expression) -> ast.Expression:
     names = {**QUANTITIES, **_predicates()}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
+        if check_data_node(node, called):
+            continue
         if isinstance(node, ast.Name):
             if node.id not in names:
                 from verify.claim._plain import suggest
 
-                raise ValueError(f"unknown name {node.id!r}.{suggest(node.id, names)} Names: "
-                                 f"{', '.join(QUANTITIES)} and the predicates "
+                known = [*names, *DATA_NAMES, *DATA_FUNCTIONS]
+                raise ValueError(f"unknown name {node.id!r}.{suggest(node.id, known)} Names: "
+                                 f"{', '.join(QUANTITIES)}, the data "
+                                 f"{', '.join(DATA_NAMES)} and the predicates "
                                  f"{', '.join(sorted(_predicates()))}")
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, int | float):
@@ -105,7 +144,9 @@ def _parse(text: str) -> ast.Expression:
                                    ast.Not, ast.USub, ast.UAdd, ast.Compare, ast.BinOp,
                                    ast.Load, *_COMPARE, *_ARITH)):
             raise ValueError(f"{type(node).__name__} is not allowed (only numbers, n, d, heads, "
-                             "beta, predicate names, + - * /, comparisons, and/or/not)")
+                             "beta, predicate names, the data x0, V, Q, K, B, mask, vector "
+                             "and matrix literals, + - * / @, the allowed functions, "
+                             "comparisons, and/or/not)")
     if _type(tree.body) != "truth":
         raise ValueError("it is a number, not a statement (compare it: e.g. 'd == 2')")
     return tree
@@ -128,7 +169,8 @@ def check_hypothesis(text: object, source: str, where: str) -> None:
         if str(exc).startswith("it does not parse"):
             hint = " Write '==' to test equality." if "=" in text and "==" not in text \
                 else suggest(text, HYPOTHESES)
-        fail(source, where, f"{text!r} is neither a registered predicate nor a valid "
+        shown = repr(text) if len(text) <= 80 else repr(text[:60] + "…")
+        fail(source, where, f"{shown} is neither a registered predicate nor a valid "
              f"expression: {exc}.{hint}")
 
 
@@ -139,6 +181,9 @@ def _value(node: ast.AST, instance, seen: dict, text: str):
 
     if isinstance(node, ast.Expression):
         return value(node.body)
+    data = data_value(node, value, instance, seen)
+    if data is not NotImplemented:
+        return data
     if isinstance(node, ast.Constant):
         return Fraction(str(node.value))
     if isinstance(node, ast.Name):
@@ -152,19 +197,22 @@ def _value(node: ast.AST, instance, seen: dict, text: str):
         operand = value(node.operand)
         if isinstance(node.op, ast.Not):
             return None if operand is None else not operand
-        return -operand if isinstance(node.op, ast.USub) else operand
+        if operand is None or isinstance(node.op, ast.UAdd):
+            return operand
+        return arithmetic(ast.Mult(), Fraction(-1), operand)
     if isinstance(node, ast.BinOp):
         left, right = value(node.left), value(node.right)
-        if isinstance(node.op, ast.Div) and right == 0:
-            raise InvalidArgument(f"hypothesis {text!r}: division by zero.")
-        return _ARITH[type(node.op)](left, right)
+        try:
+            return arithmetic(node.op, left, right)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"hypothesis {text!r}: {exc}.") from None
     if isinstance(node, ast.Compare):
-        left, result = value(node.left), True
+        left, results = value(node.left), []
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = value(right_node)
-            result = result and _COMPARE[type(op)](left, right)
+            results.append(compare(op, left, right))
             left = right
-        return result
+        return False if False in results else None if None in results else True
     values = [value(v) for v in node.values]  # BoolOp
     if isinstance(node.op, ast.And):
         return False if False in values else None if None in values else True
@@ -186,10 +234,26 @@ def evaluate_hypothesis(text: str, instance):
     from verify.claim._hypotheses import PredicateResult
 
     seen: dict = {}
-    holds = _value(_parse(text), instance, seen, text)
+    try:
+        holds = _value(_parse(text), instance, seen, text)
+    except NotApplicable as exc:
+        return PredicateResult(False, f"{exc}: false.")
     holds = holds if holds is None else bool(holds)
-    values = ", ".join(f"{k} = {_show(v)}" for k, v in seen.items())
+    values = ", ".join(f"{k} = {_show(v)}" for k, v in seen.items()) or text.strip()
     return PredicateResult(holds, f"{values}: {_show(holds)}.")
+
+
+def about_data(text: str) -> bool:
+    """Whether the hypothesis ``text`` is an expression that reads the data (``x0``, ``V``,
+    ``Q``, ``K``, ``B``, ``mask``): undecided, it puts the instance out of scope.
+
+    >>> about_data("sum(x0) != 0"), about_data("d == 2"), about_data("is_identity")
+    (True, False, False)
+    """
+    try:
+        return reads_data(_parse(text))
+    except ValueError:
+        return False
 
 
 def size_bounds(texts) -> dict[str, tuple[int | None, int | None]]:
@@ -246,6 +310,57 @@ def _conjuncts(node: ast.AST):
         yield node
 
 
+def _constant(node: ast.AST, text: str):
+    """The value of a node that reads nothing of an instance (a literal), or ``None``."""
+    if any(isinstance(n, ast.Name) and n.id not in ("pi", "E") and not any(
+            isinstance(c, ast.Call) and c.func is n for c in ast.walk(node))
+           for n in ast.walk(node)):
+        return None
+    try:
+        return _value(node, None, {}, text)
+    except (InvalidArgument, NotApplicable, AttributeError, TypeError):
+        return None
+
+
+def pinned(texts) -> dict:
+    """What the hypotheses fix outright, for a search to draw inside them: conjuncts (not
+    under ``or``/``not``) ``V == [[...]]`` and ``mask == [[...]]`` (the matrix, entries as
+    exact numbers), ``equiangular(x0, rho)`` (``"rho"``), ``in_open_hemisphere(x0)`` and
+    ``unit_rows(x0)`` (``True``).
+
+    >>> pinned(["V == [[0, -1], [1, 0]] and equiangular(x0, 1/2)", "d == 2"])
+    {'V': ((Fraction(0, 1), Fraction(-1, 1)), (Fraction(1, 1), Fraction(0, 1))), 'rho': \
+Fraction(1, 2)}
+    """
+    from verify.exact.reals import from_sympy, symbolic
+
+    def entry(v):
+        return from_sympy(symbolic(v)) if not isinstance(v, Fraction) else v
+
+    out: dict = {}
+    for text, node in _all_conjuncts(texts):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0],
+                                                                               ast.Eq):
+            sides = (node.left, node.comparators[0])
+            for name_node, other in (sides, sides[::-1]):
+                if isinstance(name_node, ast.Name) and name_node.id in ("V", "mask") \
+                        and isinstance(other, ast.List):
+                    matrix = _constant(other, text)
+                    if matrix is not None and isinstance(matrix[0], tuple):
+                        out[name_node.id] = tuple(tuple(entry(v) for v in row)
+                                                  for row in matrix)
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == "x0":
+            name = node.func.id
+            if name == "equiangular" and len(node.args) == 2:
+                rho = _constant(node.args[1], text)
+                if rho is not None:
+                    out["rho"] = entry(rho)
+            elif name in ("in_open_hemisphere", "unit_rows"):
+                out[name] = True
+    return out
+
+
 def beta_excluded(texts, beta) -> str | None:
     """The first conjunct about ``beta`` alone (e.g. ``0 < beta <= 4``) that the value
     ``beta`` violates, or ``None``: a search does not draw a beta its hypotheses exclude.
@@ -255,13 +370,19 @@ def beta_excluded(texts, beta) -> str | None:
     >>> beta_excluded(["0 < beta <= 4"], 4) is None
     True
     """
+    for text, node in _all_conjuncts(texts):
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if names == {"beta"} and _value(node, None, {"beta": Fraction(beta)}, text) is False:
+            return ast.unparse(node)
+    return None
+
+
+def _all_conjuncts(texts):
+    """``(text, conjunct)`` for the conjuncts of every hypothesis that is an expression."""
     for text in texts:
         try:
             tree = _parse(text)
         except ValueError:
             continue
         for node in _conjuncts(tree.body):
-            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            if names == {"beta"} and _value(node, None, {"beta": Fraction(beta)}, text) is False:
-                return ast.unparse(node)
-    return None
+            yield text, node

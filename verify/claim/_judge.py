@@ -7,7 +7,8 @@ Examples
 >>> from types import SimpleNamespace
 >>> from verify.claim._verdicts import InstanceResult
 >>> claim = SimpleNamespace(id="codimension", kind="conjecture", expected="open")
->>> ok = InstanceResult("f#0", "f", 0, "holds", "three planes seen.", margin=0.5, error=1e-9)
+>>> ok = InstanceResult("f#0", "f", 0, "holds", "three planes seen.", margin=0.5, error=1e-9,
+...                     basis="estimate")
 >>> judge_claim(claim, [ok]).text
 'supported by evidence on 1 instance'
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from verify.errors import InvalidArgument
 
-__all__ = ["ClaimResult", "judge_claim", "exit_code"]
+__all__ = ["ClaimResult", "judge_claim", "exit_code", "EXIT_ERROR"]
 
 _FORBIDDEN = ("proved", "proven")
 
@@ -110,6 +111,13 @@ class ClaimResult:
         return ", ".join(f"{k} {names[g]}" for g, k in self.grades.items() if k)
 
     @property
+    def bases(self) -> dict[str, int]:
+        """Number of decided instances per verdict and basis ("holds (estimate)", "violated
+        (evidence)", ...): what the claim's verdict rests on."""
+        return dict(Counter(r.label for r in self.instances if r.basis is not None
+                            and r.verdict.value in ("holds", "violated")))
+
+    @property
     def matches_expected(self) -> bool | None:
         """Whether the verdict is what the file expects (``None`` if inconclusive or open)."""
         if self.verdict.value == "inconclusive" or self.expected == "open":
@@ -141,8 +149,10 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
     Returns
     -------
     ClaimResult
-        refuted iff some violation survived re-checking; supported iff some instance is in
-        scope and every in-scope instance holds; inconclusive otherwise, with the reason.
+        refuted iff some violation on a rigorous basis survived re-checking; supported iff some
+        instance is in scope and every in-scope instance holds (the reason counts the bases the
+        holds rest on); inconclusive otherwise, with the reason (violations on a weaker basis
+        are named: "violated (evidence)").
     """
     from verify.claim._verdicts import ClaimVerdict, InstanceVerdict, effective_verdict
 
@@ -153,6 +163,7 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
               if verdict is v] for v in InstanceVerdict}
     holds, violated = by[InstanceVerdict.HOLDS], by[InstanceVerdict.VIOLATED]
     undecided, out = by[InstanceVerdict.INCONCLUSIVE], by[InstanceVerdict.OUT_OF_SCOPE]
+    failed = by[InstanceVerdict.ERROR]
     in_scope = len(results) - len(out)
 
     def make(verdict, reason, text):
@@ -180,16 +191,37 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
                     f" and out-of-scope instances never count as support: {first(out)}",
                     "inconclusive: all instances out of scope")
     skipped = f" {_instances(len(out))} out of scope, not counted." if out else ""
+    if failed:
+        return make(ClaimVerdict.INCONCLUSIVE,
+                    f"{len(failed)} of {in_scope} instances could not be judged because of an "
+                    f"error in their input ({len(holds)} hold): {first(failed)}.{skipped}",
+                    f"inconclusive: {len(failed)} of {_instances(in_scope)} failed with an "
+                    "error")
     if not undecided:
         n = len(holds)
         word = "supported by evidence on" if evidence_only else "supported on"
         return make(ClaimVerdict.SUPPORTED,
                     f"every in-scope instance ({n}) holds with a margin above its error "
-                    f"estimate.{_horizons(holds)}{skipped}", f"{word} {_instances(n)}")
+                    f"({_bases(r for r, _ in holds)}).{_horizons(holds)}{skipped}",
+                    f"{word} {_instances(n)}")
+    weak = [(r, why) for r, why in undecided if r.verdict is InstanceVerdict.VIOLATED]
+    also = (f"; {len(weak)} violated on a non-rigorous basis "
+            f"({_bases(r for r, _ in weak)}), which does not refute") if weak else ""
+    kinds = sorted({(r.basis or "evidence") for r, _ in weak})
+    headline = "" if not weak else (f" ({len(weak)} violated ({kinds[0]}))" if len(kinds) == 1
+                                    else f" ({len(weak)} violated: {_bases(r for r, _ in weak)})")
     return make(ClaimVerdict.INCONCLUSIVE,
                 f"{len(undecided)} of {in_scope} in-scope instances are inconclusive "
-                f"({len(holds)} hold): {first(undecided)}.{skipped}",
-                f"inconclusive: {len(undecided)} of {_instances(in_scope)} undecided")
+                f"({len(holds)} hold{also}): {first(weak or undecided)}.{skipped}",
+                f"inconclusive: {len(undecided)} of {_instances(in_scope)} undecided{headline}")
+
+
+def _bases(results) -> str:
+    """How many decisions rest on each basis, strongest first: "10 estimate, 2 fit"."""
+    from verify.claim._verdicts import Basis
+
+    counts = Counter((r.basis or Basis.EVIDENCE) for r in results)
+    return ", ".join(f"{counts[b]} {b.value}" for b in Basis if counts[b])
 
 
 def _horizons(holds: list) -> str:
@@ -208,6 +240,14 @@ def _horizons(holds: list) -> str:
             f"{_instances(len(spans))} ({where}).")
 
 
+#: Exit code of ``verify run`` and ``verify check`` when an instance failed with an error.
+EXIT_ERROR = 4
+
+
 def exit_code(results: Iterable[ClaimResult]) -> int:
-    """0 when no claim expected to hold is refuted, 1 otherwise (2, bad usage, is the CLI's)."""
-    return int(any(r.expected == "holds" and r.verdict.value == "refuted" for r in results))
+    """1 when a claim expected to hold is refuted, else :data:`EXIT_ERROR` (4) when an instance
+    failed with an error (its input is wrong), else 0 (2, bad usage, is the CLI's)."""
+    results = list(results)
+    if any(r.expected == "holds" and r.verdict.value == "refuted" for r in results):
+        return 1
+    return EXIT_ERROR if any(r.counts.get("error") for r in results) else 0

@@ -29,6 +29,7 @@ import numpy as np
 
 from verify.errors import InvalidArgument
 from verify.exact.inputs import format_rational
+from verify.exact.reals import Irrational
 
 __all__ = ["to_plain", "plain_float", "fail", "suggest"]
 
@@ -36,8 +37,9 @@ __all__ = ["to_plain", "plain_float", "fail", "suggest"]
 def to_plain(value: object) -> object:
     """A JSON-able copy of ``value`` (dicts, lists, str, int, float, bool, None).
 
-    Exact rationals stay exact: integers become ``int``, other rationals the string ``"p/q"``;
-    ``Decimal`` is read as the rational it denotes.  Non-finite floats become strings.
+    Exact rationals stay exact: integers become ``int``, other rationals the string ``"p/q"``,
+    an :class:`~verify.exact.reals.Irrational` its expression (``"sqrt(2)/2"``); ``Decimal`` is
+    read as the rational it denotes.  Non-finite floats become strings.
     """
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -51,6 +53,8 @@ def to_plain(value: object) -> object:
         if not value.is_finite():
             return str(value).lower().replace("infinity", "inf")
         value = Fraction(value)
+    if isinstance(value, Irrational):  # the exact value it was written as
+        return value.expression
     if isinstance(value, Fraction):
         return value.numerator if value.denominator == 1 else format_rational(value)
     if isinstance(value, (float, np.floating)):

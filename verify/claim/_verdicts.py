@@ -1,22 +1,35 @@
-r"""Verdicts: per instance and per claim, and the rules that produce them (design.md, "Verdicts").
+r"""Verdicts: per instance and per claim, and the rules that produce them (design.md, "Verdicts"
+and "Basis and grades").
 
 Per instance (:class:`InstanceVerdict`): ``holds``, ``violated``, ``inconclusive`` (the numerics
-could not decide; the reason says why) or ``out-of-scope`` (a hypothesis is not met; never
-counted as support).  A check reduces its comparison to a signed **margin** (positive: the claim
-is satisfied with that much room) and the numerical **error** estimate of that margin:
+could not decide; the reason says why), ``out-of-scope`` (a hypothesis is not met; never
+counted as support) or ``error`` (the instance could not be judged because its input is wrong:
+a formula of the wrong shape, a hypothesis that divides by zero, values the code cannot take;
+the reason names the problem, and ``verify run``/``check`` exit non-zero).  A check reduces
+its comparison to a signed **margin** (positive: the claim is satisfied with that much room),
+the numerical **error** of that margin and the **basis** the decision rests on
+(:class:`Basis`: exact, enclosure, certificate, estimate, fit, evidence):
 
-* ``holds`` only when ``margin > error``;
-* ``violated`` only when ``-margin > error`` (the violation exceeds the error estimate);
+* an *estimate* (a run against its reference run) is not a bound until its coverage is measured:
+  it is multiplied by the safety factor :data:`~verify.numerics.ESTIMATE_SAFETY` (κ, measured by
+  ``benchmarks/error_coverage.py``) before it is compared, and so is an error on the *evidence*
+  basis; an enclosure or a certificate gives a bound, a fit a coverage interval, both used as
+  they are; an *exact* decision has error 0;
+* ``holds`` only when ``margin > error`` (the bound just described, stored as ``error``);
+* ``violated`` only when ``-margin > error``;
 * otherwise ``inconclusive``.
 
-With ``error == 0`` (exact or certified arithmetic) the sign of the margin decides; a margin of
-exactly 0 holds for a non-strict and violates a strict inequality.
+With ``error == 0`` the sign of the margin decides; a margin of exactly 0 holds for a non-strict
+and violates a strict inequality. The word "exact" appears in a reason only on the *exact*
+basis.
 
 Per claim (:class:`ClaimVerdict`, :func:`verify.claim.judge_claim`):
 
-* **refuted** iff some violation survived re-checking at higher precision and a longer horizon
-  (``InstanceResult.rechecked["verdict"] == "violated"``); a violation not re-checked, or one
-  that disappears when re-checked, makes its instance *inconclusive*, never a refutation;
+* **refuted** iff some violation on a **rigorous** basis (exact, enclosure, certificate) survived
+  re-checking at higher precision and a longer horizon (``InstanceResult.rechecked["verdict"] ==
+  "violated"``); a violation on a weaker basis is reported as *violated (estimate)*, *violated
+  (fit)* or *violated (evidence)* and makes its instance inconclusive, as does a violation not
+  re-checked or one that disappears when re-checked;
 * **supported** iff at least one instance is in scope and every in-scope instance holds; the
   text is "supported on N instances", or "supported by evidence on N instances" for a
   conjecture or an open problem; never "proved";
@@ -25,9 +38,11 @@ Per claim (:class:`ClaimVerdict`, :func:`verify.claim.judge_claim`):
 Examples
 --------
 >>> r = judge_comparison(0.9, 1, 1e-12, relation="<=", instance="f#0", family="f",
-...                      what="|x(T)| <= 1")
->>> r.verdict.value, r.reason
-('holds', '|x(T)| <= 1 holds with margin 0.1 > error estimate 1e-12.')
+...                      what="|x(T)| <= 1", basis="estimate")
+>>> r.verdict.value, r.label
+('holds', 'holds (estimate)')
+>>> r.reason
+'|x(T)| <= 1 holds with margin 0.1 > κ·error estimate = 4 × 1e-12 (basis: estimate).'
 >>> from types import SimpleNamespace
 >>> from verify.claim import judge_claim
 >>> claim = SimpleNamespace(id="polytope", kind="theorem", expected="holds")
@@ -45,6 +60,7 @@ from fractions import Fraction
 
 from verify.claim._plain import plain_float, to_plain
 from verify.errors import InvalidArgument
+from verify.numerics._coverage import ESTIMATE_SAFETY, estimate_bound
 
 __all__ = ["InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "EVIDENCE_KINDS",
            "judge_instance", "judge_comparison", "recheck_record", "effective_verdict"]
@@ -61,6 +77,7 @@ class InstanceVerdict(StrEnum):
     VIOLATED = "violated"
     INCONCLUSIVE = "inconclusive"
     OUT_OF_SCOPE = "out-of-scope"
+    ERROR = "error"
 
 
 class ClaimVerdict(StrEnum):
@@ -98,6 +115,24 @@ class Basis(StrEnum):
         """Whether a decision on this basis is a proof (exact, enclosure or certificate)."""
         return self in (Basis.EXACT, Basis.ENCLOSURE, Basis.CERTIFICATE)
 
+    @property
+    def estimated(self) -> bool:
+        """Whether the error of a decision on this basis is an estimate, compared only after the
+        safety factor κ (:data:`~verify.numerics.ESTIMATE_SAFETY`): estimate and evidence."""
+        return self in (Basis.ESTIMATE, Basis.EVIDENCE)
+
+    @staticmethod
+    def weakest(*bases: Basis | str | None) -> Basis:
+        """The weakest of ``bases`` (a decision is as strong as its weakest input; ``None``
+        counts as evidence).
+
+        >>> Basis.weakest("exact", "estimate", Basis.CERTIFICATE).value
+        'estimate'
+        """
+        order = list(Basis)
+        return max((Basis(b) if b is not None else Basis.EVIDENCE for b in bases),
+                   key=order.index, default=Basis.EVIDENCE)
+
 
 def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
@@ -119,7 +154,10 @@ class InstanceResult:
     evidence : dict
         Plain JSON-able values (numbers with their error bars); normalised by ``to_plain``.
     margin, error : float or None
-        The signed margin (positive: satisfied) and the error estimate it is compared with.
+        The signed margin (positive: satisfied) and the error it was compared with: for an
+        estimate (or evidence) the estimate times the safety factor κ (the raw estimate and κ
+        are in ``evidence``), for an enclosure or a certificate its bound, for a fit its
+        coverage interval, 0 for an exact decision.
     rechecked : dict or None
         For a violation: the re-run at higher precision and a longer horizon, as built by
         :func:`recheck_record` (keys ``verdict``, ``reason``, ``precision``, ``horizon``,
@@ -133,7 +171,8 @@ class InstanceResult:
         For a violation of a statement about ``t → ∞``: why the observed end will not change
         (``{"kind": ..., "statement": ...}``, see :mod:`verify.judge`); ``None`` otherwise.
     basis : Basis or None
-        What the decision rests on (:class:`Basis`); ``None`` where not (yet) stated.
+        What the decision rests on (:class:`Basis`); ``None`` where there is no decision (an
+        undecided or out-of-scope instance). A violation refutes only on a rigorous basis.
 
     Raises
     ------
@@ -199,6 +238,15 @@ class InstanceResult:
                                       "'kind' and a 'statement'.")
             object.__setattr__(self, "certificate", certificate)
 
+    @property
+    def label(self) -> str:
+        """The verdict with its basis: "holds (estimate)", "violated (evidence)", "holds
+        (exact)"; the bare verdict where there is no decision."""
+        if self.basis is None or self.verdict not in (InstanceVerdict.HOLDS,
+                                                      InstanceVerdict.VIOLATED):
+            return self.verdict.value
+        return f"{self.verdict.value} ({self.basis.value})"
+
     def to_json(self) -> dict:
         """A plain dict (JSON-able); :meth:`from_json` reads it back."""
         return {"instance": self.instance, "family": self.family, "seed": self.seed,
@@ -230,11 +278,21 @@ def _g(x) -> str:
     return f"{float(x):.3g}" if not isinstance(x, int) else str(x)
 
 
+def _error_text(basis: Basis, estimate, bound) -> str:
+    """How the error a margin was compared with is named in a reason."""
+    if basis.estimated:
+        return f"κ·error estimate = {ESTIMATE_SAFETY:g} × {_g(estimate)}"
+    if basis is Basis.FIT:
+        return f"the fit's coverage interval {_g(bound)}"
+    return f"the rigorous error bound {_g(bound)}"
+
+
 def judge_instance(margin: object, error: object, *, instance: str, family: str,
-                   seed: int | None = None, what: str = "the claimed inequality",
-                   strict: bool = True, evidence: dict | None = None, unit: str = "",
+                   basis: Basis | str, seed: int | None = None,
+                   what: str = "the claimed inequality", strict: bool = True,
+                   evidence: dict | None = None, unit: str = "",
                    certificate: dict | None = None) -> InstanceResult:
-    """Turn a signed margin and its error estimate into an :class:`InstanceResult`.
+    """Turn a signed margin, its error and its basis into an :class:`InstanceResult`.
 
     Parameters
     ----------
@@ -242,66 +300,98 @@ def judge_instance(margin: object, error: object, *, instance: str, family: str,
         Positive when the claim is satisfied (e.g. ``bound - observed``); NaN gives
         ``inconclusive``.
     error : real number ≥ 0
-        The error estimate of ``margin`` (0 for exact or certified values; NaN or inf:
-        unknown, so never ``holds``).
+        The error of ``margin``: an estimate (basis estimate or evidence: multiplied by κ =
+        :data:`~verify.numerics.ESTIMATE_SAFETY` before the comparison), a rigorous bound
+        (enclosure, certificate), a coverage interval (fit), or 0 (exact). NaN or inf:
+        unknown, so never ``holds``.
     instance, family, seed : identify the instance.
+    basis : Basis or str
+        What the decision rests on (:class:`Basis`). ``"exact"`` requires ``error == 0``.
     what : str
         The statement checked, used in the reason ("|x_i(t)| <= R").
     strict : bool
         Whether the claim needs ``margin > 0`` (True) or only ``margin >= 0``; matters only
         when ``error == 0``.
     evidence : dict, optional
-        Extra evidence; ``margin`` and ``error`` are added.
+        Extra evidence; ``margin`` and ``error`` are added (with the raw ``error_estimate`` and
+        ``safety_factor`` κ when κ was applied).
     unit : str
         What the margin and the error measure.
     certificate : dict, optional
-        Why a violation of a statement about ``t → ∞`` is final (kept on any verdict).
+        The argument the decision rests on, for a statement about ``t → ∞`` (kept on any
+        verdict).
 
     Returns
     -------
     InstanceResult
 
+    Raises
+    ------
+    InvalidArgument
+        A negative error, an unknown basis, or a nonzero error on the exact basis.
+
     Examples
     --------
-    >>> judge_instance(1e-13, 1e-12, instance="f#0", family="f").verdict.value
+    >>> judge_instance(1e-13, 1e-12, instance="f#0", family="f", basis="estimate").label
     'inconclusive'
-    >>> judge_instance(Fraction(0), 0, instance="f#0", family="f", strict=False).reason
+    >>> judge_instance(Fraction(0), 0, instance="f#0", family="f", strict=False,
+    ...                basis="exact").reason
     'the claimed inequality holds exactly (margin 0, exact arithmetic).'
+    >>> judge_instance(2, 0, instance="f#0", family="f", basis="estimate", unit="tokens").reason
+    'the claimed inequality holds with margin 2 (error 0; basis: estimate).'
     """
     m, e = _number(margin, "margin"), _number(error, "error")
     if e < 0:
         raise InvalidArgument(f"error={e} must be ≥ 0: it is an error estimate.")
-    record = dict(evidence or {}, margin=m, error=e)
+    try:
+        basis = Basis(basis)
+    except ValueError:
+        raise InvalidArgument(f"basis={basis!r} must be one of "
+                              f"{', '.join(b.value for b in Basis)}.") from None
+    if basis is Basis.EXACT and e != 0:
+        raise InvalidArgument(f"basis 'exact' with error={e}: an exact decision has error 0; "
+                              "name the basis the error comes from.")
+    bound = estimate_bound(e) if basis.estimated and e else e
+    record = dict(evidence or {}, margin=m, error=bound)
+    if bound is not e:
+        record.update(error_estimate=e, safety_factor=ESTIMATE_SAFETY)
     base = {"instance": instance, "family": family, "seed": seed, "evidence": record,
             "unit": unit, "certificate": certificate}
     if isinstance(m, float) and math.isnan(m):
         return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} could not be "
                               "evaluated: the observed quantity is not a number.", margin=m,
-                              error=e, **base)
-    if isinstance(e, float) and not math.isfinite(e):
+                              error=bound, **base)
+    if isinstance(bound, float) and not math.isfinite(bound):
         return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} is undecided:"
-                              f" no finite error estimate (margin {_g(m)}).", margin=m, error=e,
-                              **base)
-    if e == 0:
+                              f" no finite error estimate (margin {_g(m)}).", margin=m,
+                              error=bound, **base)
+    if bound == 0:
         ok = m > 0 or (m == 0 and not strict)
         verdict = InstanceVerdict.HOLDS if ok else InstanceVerdict.VIOLATED
-        text = "holds exactly" if ok else "is violated exactly"
-        return InstanceResult(verdict=verdict, reason=f"{what} {text} (margin {_g(m)}, exact "
-                              "arithmetic).", margin=m, error=0.0, **base)
-    if m > e:
+        if basis is Basis.EXACT:
+            text = "holds exactly" if ok else "is violated exactly"
+            reason = f"{what} {text} (margin {_g(m)}, exact arithmetic)."
+        else:
+            text = "holds with margin" if ok else "is violated by"
+            reason = (f"{what} {text} {_g(m if ok else -m)} (error 0; basis: "
+                      f"{basis.value}).")
+        return InstanceResult(verdict=verdict, reason=reason, margin=m, error=0.0, basis=basis,
+                              **base)
+    said = f"{_error_text(basis, e, bound)} (basis: {basis.value})"
+    if m > bound:
         return InstanceResult(verdict=InstanceVerdict.HOLDS, reason=f"{what} holds with margin "
-                              f"{_g(m)} > error estimate {_g(e)}.", margin=m, error=e, **base)
-    if -m > e:
+                              f"{_g(m)} > {said}.", margin=m, error=bound, basis=basis, **base)
+    if -m > bound:
         return InstanceResult(verdict=InstanceVerdict.VIOLATED, reason=f"{what} is violated by "
-                              f"{_g(-m)}, more than the error estimate {_g(e)}.", margin=m,
-                              error=e, **base)
+                              f"{_g(-m)}, more than {said}.", margin=m, error=bound,
+                              basis=basis, **base)
     return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} is undecided: "
-                          f"the margin {_g(m)} is within the error estimate {_g(e)}; raise the "
-                          "precision (or the horizon).", margin=m, error=e, **base)
+                          f"the margin {_g(m)} is within {said}; raise the precision (or the "
+                          "horizon).", margin=m, error=bound, **base)
 
 
 def judge_comparison(observed: object, predicted: object, error: object, *, relation: str,
-                     instance: str, family: str, seed: int | None = None,
+                     instance: str, family: str, basis: Basis | str, seed: int | None = None,
                      what: str | None = None, evidence: dict | None = None) -> InstanceResult:
     """Judge ``observed <relation> predicted`` given the error estimate of the difference.
 
@@ -309,13 +399,14 @@ def judge_comparison(observed: object, predicted: object, error: object, *, rela
     ``predicted - observed`` for ``<=``/``<``, ``observed - predicted`` for ``>=``/``>`` and
     ``-|observed - predicted|`` for ``==``, so an equality can hold only exactly (``error == 0``)
     and is violated when the difference exceeds the error.  Exact inputs (int, Fraction,
-    Decimal) give an exact margin.
+    Decimal) give an exact margin; ``basis`` says what the decision rests on
+    (:func:`judge_instance`).
 
     Examples
     --------
     >>> judge_comparison(Fraction(5, 4), 1, 0, relation="<=", instance="b#0", family="b",
-    ...                  what="r_2(0) <= C").verdict.value
-    'violated'
+    ...                  what="r_2(0) <= C", basis="exact").label
+    'violated (exact)'
     """
     if relation not in _RELATIONS:
         raise InvalidArgument(f"relation={relation!r} must be one of {', '.join(_RELATIONS)}.")
@@ -324,7 +415,7 @@ def judge_comparison(observed: object, predicted: object, error: object, *, rela
         else -abs(o - p)
     record = dict(evidence or {}, observed=o, predicted=p, relation=relation)
     return judge_instance(margin, error, instance=instance, family=family, seed=seed,
-                          what=what or f"observed {relation} predicted",
+                          what=what or f"observed {relation} predicted", basis=basis,
                           strict=relation in ("<", ">"), evidence=record)
 
 
@@ -336,10 +427,18 @@ def recheck_record(rerun: InstanceResult, *, precision: object, horizon: object)
 
 
 def effective_verdict(result: InstanceResult) -> tuple[InstanceVerdict, str]:
-    """The verdict that counts for the claim: a violation counts only if its re-check (higher
-    precision, longer horizon) is also a violation; otherwise the instance is inconclusive."""
+    """The verdict that counts for the claim: a violation counts only if it rests on a rigorous
+    basis (exact, enclosure, certificate) and its re-check (higher precision, longer horizon)
+    is also a violation; otherwise the instance is inconclusive, and a violation on a weaker
+    basis says so: "violated (estimate)", "violated (fit)", "violated (evidence)"."""
     if result.verdict is not InstanceVerdict.VIOLATED:
         return result.verdict, result.reason
+    basis = result.basis or Basis.EVIDENCE
+    if not basis.rigorous:
+        return InstanceVerdict.INCONCLUSIVE, (
+            f"violated ({basis.value}): {result.reason} — a violation on the {basis.value} "
+            "basis is evidence, not a refutation (a claim is refuted only on an exact, "
+            "enclosure or certificate basis).")
     if result.rechecked is None:
         return InstanceVerdict.INCONCLUSIVE, (f"violation not yet re-checked at higher precision "
                                               f"and a longer horizon: {result.reason}")

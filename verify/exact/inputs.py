@@ -8,7 +8,11 @@ Rules (no surprise, no silent rounding):
 * a :class:`decimal.Decimal` (what TOML files give, see :func:`verify.model.load_instance`) is
   its exact decimal value (``"decimal"``);
 * a ``float`` is its **exact binary value**: ``0.1`` becomes ``3602879701896397/2**55``
-  (``"float-binary"``); write ``"0.1"`` to mean one tenth.
+  (``"float-binary"``); write ``"0.1"`` to mean one tenth;
+* any other string is an **exact expression** (:mod:`verify.exact.reals`, never ``eval``):
+  ``"cos(pi/3)"`` is ``1/2`` (``"expression"``); an irrational value such as ``"sqrt(2)/2"``
+  is an :class:`~verify.exact.reals.Irrational`, the value rounded to 256 significant bits that
+  keeps its expression (``"expression-rounded"``).
 
 NaN and infinities are rejected with an error naming the entry.
 
@@ -26,6 +30,7 @@ array([[Fraction(1, 1), Fraction(1, 2)],
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from numbers import Integral
@@ -33,12 +38,15 @@ from numbers import Integral
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.exact.reals import Irrational
 
 __all__ = ["to_rational", "rational_array", "as_float_array", "format_rational"]
 
 # The order in which conversions are reported when several kinds meet in one matrix.
+_P_OVER_Q = re.compile(r"[+-]?[0-9]+/[0-9]+")
 _KIND_ORDER = [
     "integer", "rational", "fraction-string", "decimal-string", "decimal", "float-binary",
+    "expression", "expression-rounded",
 ]
 
 
@@ -66,6 +74,8 @@ def to_rational(value: object, name: str = "value") -> tuple[Fraction, str]:
         raise InvalidArgument(f"{name}={value!r} (bool) is not a number; write 0 or 1.")
     if isinstance(value, Integral):
         return Fraction(int(value)), "integer"
+    if isinstance(value, Irrational):
+        return value, "expression-rounded"
     if isinstance(value, Fraction):
         return value, "rational"
     if isinstance(value, Decimal):
@@ -84,21 +94,35 @@ def to_rational(value: object, name: str = "value") -> tuple[Fraction, str]:
         return Fraction(int(value)), "integer"
     if isinstance(value, str):
         text = value.strip().replace("_", "")
+        problem = "not finite"
         if "/" in text:
+            if _P_OVER_Q.fullmatch(text):  # the files' "p/q": without Fraction's parser
+                numerator, _, denominator = text.partition("/")
+                if int(denominator):
+                    return Fraction(int(numerator), int(denominator)), "fraction-string"
             try:
                 return Fraction(text), "fraction-string"
             except (ValueError, ZeroDivisionError):
                 pass
-        else:
+        try:
+            dec = Decimal(text)
+        except InvalidOperation:
+            dec = None
+        if dec is not None and dec.is_finite():
+            return Fraction(dec), "decimal-string"
+        if dec is None:  # not a decimal ("nan" and "inf" are, and are refused): an expression
+            from verify.exact.reals import exact_number
+
             try:
-                dec = Decimal(text)
-            except InvalidOperation:
-                dec = None
-            if dec is not None and dec.is_finite():
-                return Fraction(dec), "decimal-string"
+                number = exact_number(value)
+            except ValueError as exc:
+                problem = str(exc)
+            else:
+                return number, "expression-rounded" if isinstance(number, Irrational) \
+                    else "expression"
         raise InvalidArgument(
-            f"{name}={value!r} (str) is not a finite number; write a decimal like '0.25' "
-            "or a fraction like '1/4'."
+            f"{name}={value!r} (str) is not a finite number ({problem}); write a decimal like "
+            "'0.25', a fraction like '1/4' or an exact expression like 'sqrt(2)/2'."
         )
     raise InvalidArgument(
         f"{name}={value!r} ({type(value).__name__}) is not a number; use an int, a decimal "
@@ -140,11 +164,14 @@ def rational_array(name: str, value: object, ndim: int = 2) -> tuple[np.ndarray,
         )
     out = np.empty(raw.shape, dtype=object)
     kinds = set()
-    for index in np.ndindex(raw.shape):
-        label = f"{name}[{', '.join(map(str, index))}]" if index else name
-        out[index], kind = to_rational(raw[index].item() if hasattr(raw[index], "item")
-                                       and not isinstance(raw[index], Fraction) else raw[index],
-                                       label)
+    for index, entry in zip(np.ndindex(raw.shape), raw.flat, strict=True):
+        if hasattr(entry, "item") and not isinstance(entry, Fraction):
+            entry = entry.item()
+        try:
+            out[index], kind = to_rational(entry, name)
+        except InvalidArgument:  # said again with the entry's position
+            to_rational(entry, f"{name}[{', '.join(map(str, index))}]" if index else name)
+            raise
         kinds.add(kind)
     conversion = "+".join(k for k in _KIND_ORDER if k in kinds) or "empty"
     return out, conversion

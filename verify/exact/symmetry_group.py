@@ -163,6 +163,7 @@ class SymmetryGroup:
         self.tie_duplicates = bool(tie_duplicates)
         # Orbits on the entries k = i·d + c: id, sign relative to the representative, zero flag.
         self._ids, self._sign, self._zero, self._reps = orbit_arrays(self)
+        self._orbit_list = None  # orbits(), built on first use (the arb projection's loop)
 
     @property
     def order(self) -> int:
@@ -233,10 +234,12 @@ class SymmetryGroup:
         ``members`` are ``(i, c, sign)``, the representative first (sign 1); on the fixed
         subspace :math:`Z_{ic} = \text{sign}\cdot Z_{\text{rep}}`, or 0 when ``zero``.
         """
-        out: list[list] = [[] for _ in self._reps]
-        for k, (m, s) in enumerate(zip(self._ids, self._sign, strict=True)):
-            out[m].append((k // self.d, k % self.d, int(s)))
-        return [(tuple(o), bool(z)) for o, z in zip(out, self._zero, strict=True)]
+        if self._orbit_list is None:
+            out: list[list] = [[] for _ in self._reps]
+            for k, (m, s) in enumerate(zip(self._ids, self._sign, strict=True)):
+                out[m].append((k // self.d, k % self.d, int(s)))
+            self._orbit_list = [(tuple(o), bool(z)) for o, z in zip(out, self._zero, strict=True)]
+        return list(self._orbit_list)
 
     @property
     def reduced_dimension(self) -> int:
@@ -276,9 +279,12 @@ class SymmetryGroup:
 
         values = state.entries()
         out = list(values)
+        d = self.d
         with backend.working_precision():
             for members, zero in self.orbits():
-                w = [_signed(values[i * self.d + c], s) for i, c, s in members]
+                if len(members) == 1 and not zero:  # a free entry: nothing to average
+                    continue
+                w = [_signed(values[i * d + c], s) for i, c, s in members]
                 if zero:
                     v = arb(0)
                 elif all(u.mid() == w[0].mid() and u.rad() == w[0].rad() for u in w):

@@ -13,9 +13,11 @@ The vocabulary (:data:`verify.claim.CONCLUSIONS`; ``verify check --help`` lists 
   only with a certificate that the end will not change (:mod:`verify.judge._certificates`):
   ``converges``, ``consensus``, ``limit``, ``approach``, ``tends`` (:mod:`._limits`),
   ``clusters`` (an interval, :mod:`._clusters`), ``attention`` (:mod:`._attention`),
-  ``escapes`` (:mod:`._escape`), ``rate`` (:mod:`._flow`);
+  ``escapes`` (:mod:`._escape`), ``rate`` (:mod:`._flow`), ``exists`` and ``theta``
+  (existential constants and Θ-statements, judged by fits, :mod:`._existential`);
 * about finite times, at the checkpoints — a value beyond its error decides either way:
-  ``monotone``, ``inequality``, ``events`` (:mod:`._flow`), ``hull-shrinks``
+  ``monotone``, ``inequality``, ``events`` (:mod:`._flow`), ``identity`` (an exact
+  identity, confirmed to the run's accuracy, :mod:`._identity`), ``hull-shrinks``
   (:mod:`._hull`), ``field-bounds`` and ``stability`` (:mod:`._wellposed`),
   ``rescaling-identity`` and ``remainder-bound`` (exact arithmetic, :mod:`._exact`);
 * the escape hatch: ``predicate`` (a Python function of the trajectory, :mod:`._predicate`).
@@ -30,8 +32,10 @@ from verify.judge import (  # noqa: F401  (registration of the vocabulary)
     _clusters,
     _escape,
     _exact,
+    _existential,
     _flow,
     _hull,
+    _identity,
     _limits,
     _predicate,
     _wellposed,

@@ -6,10 +6,12 @@ their error radius, :func:`verify.graph.hardmax_graph`): at the last checkpoint 
 be decided (except at most ``free_rows_at_most`` rows) and its Boolean limit must be the same
 over the tail; the rank, the leaders and the targets are then exact facts (error 0), and
 *Boolean* also needs :math:`\max_{ij}\min(P_{ij}, 1 - P_{ij}) \to 0` by the trend. This supports
-the conclusion (re-checked at a longer horizon by the engine). A **violation** needs the
-hardmax leader-map certificate (:mod:`verify.judge._certificates`), which fixes the Boolean
-limit for all time: its leaders, its rank, and the uniform rows of tokens pinned at the origin
-by the exact symmetries.
+the conclusion (re-checked at a longer horizon by the engine) on the *evidence* basis: a graph
+read at a finite time is not its limit. With the hardmax leader-map certificate
+(:mod:`verify.judge._certificates`), which fixes the Boolean limit for all time — its leaders,
+its rank, and the uniform rows of tokens pinned at the origin by the exact symmetries — the
+same facts rest on the certificate's basis (*estimate*: its hypotheses are read off the run).
+A violation without it is *violated (evidence)*: never a refutation.
 
 Examples
 --------
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
@@ -104,11 +106,11 @@ def _offdiagonal_gap(P: np.ndarray) -> np.ndarray:
     "attention", summary="the limit of P is Boolean / has rank ≤ r / has the given leaders / "
                          "points only at given tokens — or P keeps switching (no limit)",
     needs="the certified hardmax graph at the last checkpoint, decided (up to "
-          "free_rows_at_most rows) and with the same Boolean limit over the tail; rank, leaders "
-          "and targets are then exact; Boolean also needs max_ij min(P_ij, 1 − P_ij) → 0 (trend)"
-          ". Violated only with the hardmax leader-map certificate. `switching`: the certified "
-          "pattern changes over the tail (supports that P has no limit; never violated without "
-          "a certificate).",
+          "free_rows_at_most rows) and with the same Boolean limit over the tail (basis: "
+          "evidence, a finite-time graph; with the hardmax leader-map certificate, estimate); "
+          "Boolean also needs max_ij min(P_ij, 1 − P_ij) → 0 (trend). A violation without the "
+          "certificate is evidence. `switching`: the certified pattern changes over the tail "
+          "(evidence that P has no limit).",
     asymptotic=True, validate=_validate_attention,
     keys={"tail_fraction": COMMON_KEYS["tail_fraction"],
           "boolean": "true: the limit of P is a 0/1 matrix",
@@ -161,6 +163,8 @@ def judge_attention(ev) -> InstanceResult:
     found = sorted(i for i, t in targets.items() if t == {i})
     evidence.update(leaders=[i + 1 for i in found],
                     rows_with_ties=int(sum(len(t) > 1 for t in targets.values())))
+    # the graph at the horizon, read as the limit: evidence, or the certificate's basis
+    read = Basis.EVIDENCE if cert is None else cert.basis
     parts = []
     if p.get("boolean"):
         parts.append(_boolean(ev, evidence, certified, cert))
@@ -169,14 +173,17 @@ def judge_attention(ev) -> InstanceResult:
         if certified is not None and certified["rank"] > r:
             parts.append(decide(req, r - certified["rank"], 0, f"the Boolean limit has rank ≤ "
                                 f"{r} (certified: at least {certified['rank']} distinct "
-                                "targets)", unit="rank", certificate=cert.to_dict()))
+                                "targets)", unit="rank", certificate=cert.to_dict(),
+                                basis=cert.basis))
         elif undecided:
             parts.append(inconclusive(req, "the rank of the limit is not read off: rows are "
                                       "undecided."))
         else:
             rank = exact_rank(_boolean_matrix(targets, n))
-            parts.append(decide(req, r - rank, 0, f"the Boolean limit has rank {rank} ≤ {r}",
-                                unit="rank", strict=False, evidence={"rank": rank}))
+            parts.append(decide(req, r - rank, 0, f"the Boolean limit has rank {rank} ≤ {r} "
+                                f"(the certified hardmax graph at t = {traj.t[-1]:.4g})",
+                                unit="rank", strict=False, evidence={"rank": rank},
+                                basis=read))
     if "leaders" in p:
         want = _indices(ev, "leaders")
         miss = sorted(set(want) ^ set(found))
@@ -186,7 +193,8 @@ def judge_attention(ev) -> InstanceResult:
         parts.append(decide(req, -len(miss), 0, f"the leaders are {[i + 1 for i in want]} "
                             f"(found {[i + 1 for i in found]})", unit="tokens", strict=False,
                             evidence={"expected_leaders": [i + 1 for i in want]},
-                            certificate=cert.to_dict() if certain else None))
+                            certificate=cert.to_dict() if certain else None,
+                            basis=read if not miss or certain else Basis.EVIDENCE))
     if "targets_within" in p:
         allowed = set(_indices(ev, "targets_within"))
         pointed = {j for t in targets.values() for j in t}
@@ -197,15 +205,14 @@ def judge_attention(ev) -> InstanceResult:
         parts.append(decide(req, -len(outside), 0, f"every row's leader is one of "
                             f"{sorted(i + 1 for i in allowed)} (outside: "
                             f"{[i + 1 for i in outside]})", unit="tokens", strict=False,
-                            certificate=cert.to_dict() if certain else None))
+                            certificate=cert.to_dict() if certain else None,
+                            basis=read if not outside or certain else Basis.EVIDENCE))
     if "free_rows_at_most" in p and "boolean" not in p:
         parts.append(decide(req, free - len(undecided), 0, f"at most {free} row(s) stay free "
-                            f"(undecided: {len(undecided)})", unit="rows", strict=False))
-    for i, part in enumerate(parts):  # violations need the certificate (module docstring)
-        if part.verdict.value == "violated" and part.certificate is None:
-            parts[i] = inconclusive(req, f"{part.reason} — read off the certified hardmax "
-                                    "graph at the horizon, but no certificate that it will not "
-                                    f"change ({why}); integrate longer.", part.evidence)
+                            f"(undecided: {len(undecided)})", unit="rows", strict=False,
+                            basis=read))
+    if cert is None:
+        evidence["no_certificate"] = why
     return combine(req, parts, evidence)
 
 
@@ -250,7 +257,7 @@ def _boolean(ev, evidence, certified, cert) -> InstanceResult:
         return decide(req, -0.5, 0, f"the limit of P is Boolean (rows "
                       f"{[i + 1 for i in certified['pinned']]} stay exactly uniform: their "
                       "tokens are pinned at the origin)", unit="P entries",
-                      certificate=cert.to_dict())
+                      certificate=cert.to_dict(), basis=cert.basis)
     if evidence["rows_with_ties"] or evidence["undecided_rows"]:
         return inconclusive(req, "some rows follow several tied leaders or are undecided; "
                             "whether P → a Boolean matrix is not decided by the hardmax graph.")
@@ -278,13 +285,14 @@ def _switching(ev, graphs: dict) -> InstanceResult:
     evidence = {"tail": [float(traj.t[keys[0]]), float(traj.t[-1])], "switches": switches,
                 "switch_times": sorted(set(when))[:20], "undecided_rows": undecided}
     what = f"the certified hardmax pattern changes on [{traj.t[keys[0]]:g}, {traj.t[-1]:g}]"
-    if switches:
+    if switches:  # switches on a window: evidence that P has no limit, not a proof
         return decide(req, switches, 0, f"{what} ({switches} switches)", unit="switches",
-                      evidence=evidence)
+                      evidence=evidence, basis=Basis.EVIDENCE)
     cert, why = ev.certificate()
     if cert is not None and cert.kind == "hardmax-leader-map":
         return decide(req, -1, 0, f"{what}: no switch, and the leader map is certified for all "
-                      "time", unit="switches", evidence=evidence, certificate=cert.to_dict())
+                      "time", unit="switches", evidence=evidence, certificate=cert.to_dict(),
+                      basis=cert.basis)
     return inconclusive(req, f"no certified switch on the tail ({undecided} undecided rows): "
                         f"neither a limit of P nor its absence is established (no certificate: "
                         f"{why}); integrate longer.", evidence)

@@ -7,10 +7,11 @@ successful run and returns a :class:`Certificate` when one of these arguments ap
 **certified limit** of every token and its error bound:
 
 ``"invariant-point"``
-    (autonomous forms) the allowed coordinates — the tangent space of the spheres for post-LN,
-    intersected with the fixed subspace of the exact symmetries the run was kept on — reduce to
-    a point: the exact solution cannot move at all (e.g. an exactly antipodal pair on the
-    circle, kept on its invariant set).
+    (autonomous forms) the allowed coordinates at the initial tokens — the tangent space of the
+    spheres for post-LN, intersected with the fixed subspace of the exact symmetries the run was
+    kept on — reduce to a point: the exact solution cannot move at all, so its limit is the
+    exact initial configuration (e.g. an exactly antipodal pair on the circle). Basis
+    *certificate*: exact symmetries and exact initial data; nothing is read off the run.
 ``"stable-equilibrium"``
     (autonomous forms) Newton's method finds an equilibrium :math:`x^*` next to the end state
     :math:`x_T`; its restricted linearisation has every eigenvalue with real part
@@ -23,7 +24,10 @@ successful run and returns a :class:`Certificate` when one of these arguments ap
     derivative of the field measured by central differences. The limit is then
     :math:`x^*` within :math:`\kappa(\delta + r/\gamma)(1 + \|J\|/\gamma)` plus the state's
     error estimate (:math:`\kappa` the condition of the eigenbasis, :math:`r` the Newton
-    residual).
+    residual). Basis *evidence*: the equilibrium is found in float64, the spectrum is that of
+    a float Jacobian and the curvature :math:`M` is sampled in a few directions — none of it is
+    a bound (a rigorous version needs an enclosure of the state, interval Newton and an
+    enclosed spectrum: the "proved on this instance" issue).
 ``"hardmax-leader-map"``
     (rescaled form with :math:`V = \lambda I`, :math:`\lambda > 0`, any :math:`Q^\top K`, one
     softmax head, full attention) at :math:`T` every row's argmax is certified by the score
@@ -38,11 +42,18 @@ successful run and returns a :class:`Certificate` when one of these arguments ap
     :math:`R = (n-1) D e^{-u}/u`, :math:`u = e^{2\lambda T} g` (:math:`D` the diameter); the
     certificate requires :math:`4\|B\| |z|_\infty R \le g/2` so that this cannot close a
     margin. Each token's limit is its leader's position at :math:`T` within the leader's
-    error estimate plus :math:`R`.
+    error estimate plus :math:`R`. Basis *estimate*: the lemma is rigorous, but its hypotheses
+    are checked on the run's scores within their estimated error (times the measured safety
+    factor, :meth:`~verify.trajectory.Trajectory.score_radius`), not on an enclosure.
 
-Two more certificates refute specific statements: :func:`degenerate_equilibrium` (the approach
-is algebraic: no exponential rate) and :func:`linear_flow` (a token on the linear flow
-:math:`e^{tV}x(0)` that rotates or grows: no convergence).
+Two more arguments bear on specific statements: :func:`degenerate_equilibrium` (the approach
+looks algebraic: no exponential rate; basis *evidence*, a two-window rate fit) and
+:func:`linear_flow` (a token on the linear flow :math:`e^{tV}x(0)` that rotates or grows: no
+convergence; basis *certificate*, decided in exact arithmetic).
+
+Every certificate states its :class:`~verify.claim.Basis` (``Certificate.basis``, and
+``"basis"`` in its plain form); a decision resting on it is never stronger
+(:func:`verify.judge.decide`). Only a certificate on a rigorous basis can refute a claim.
 
 Nothing else certifies: for a general ``V`` in the rescaled form (whose field depends on
 :math:`t`), for several heads, masks or an MLP, a violation of an asymptotic statement stays
@@ -77,10 +88,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.exact.inputs import as_float_array
 
-__all__ = ["Certificate", "certify_end", "degenerate_equilibrium", "linear_flow",
-           "pinned_subspaces", "FAMILY_TOLERANCE"]
+__all__ = ["Certificate", "certify_end", "leader_map_at", "degenerate_equilibrium",
+           "linear_flow", "pinned_subspaces", "FAMILY_TOLERANCE"]
 
 #: A neutral direction ``v`` is tangent to a family of equilibria when Newton's method from
 #: ``x* + h v`` stops within ``FAMILY_TOLERANCE · h`` of that point.
@@ -108,6 +120,8 @@ class Certificate:
         The certified limit of every token.
     limit_error : ndarray, shape (n,)
         Max-norm error bound of each token's limit.
+    basis : Basis
+        What the argument rests on (module docstring).
     data : dict
         Small plain data (rates, leaders, ...).
     """
@@ -118,13 +132,14 @@ class Certificate:
     time: float
     limit: np.ndarray
     limit_error: np.ndarray
+    basis: Basis
     data: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Plain data for a result's ``certificate`` field."""
         return {"kind": self.kind, "statement": self.statement, "variable": self.variable,
-                "time": self.time, "largest_limit_error": float(np.max(self.limit_error)),
-                **self.data}
+                "time": self.time, "basis": self.basis.value,
+                "largest_limit_error": float(np.max(self.limit_error)), **self.data}
 
 
 def certify_end(instance, trajectory) -> tuple[Certificate | None, str]:
@@ -136,7 +151,7 @@ def certify_end(instance, trajectory) -> tuple[Certificate | None, str]:
         return None, "the run has no error estimate."
     model = instance.model
     if model.form == "z":
-        return _leader_map(instance, trajectory)
+        return leader_map_at(instance, trajectory)
     return _equilibrium(instance, trajectory)
 
 
@@ -190,7 +205,9 @@ def _scalar_value_matrix(model) -> Fraction | None:
     return Fraction(lam)
 
 
-def _leader_map(instance, traj) -> tuple[Certificate | None, str]:
+def leader_map_at(instance, traj, k: int = -1) -> tuple[Certificate | None, str]:
+    """The ``hardmax-leader-map`` certificate read at checkpoint ``k`` (module docstring), or
+    ``(None, why not)``; :mod:`verify.predict` scans for the first checkpoint where it holds."""
     model = instance.model
     if model.departures():
         return None, ("a certified leader map is a certificate only for the model (1.1) (one "
@@ -200,7 +217,7 @@ def _leader_map(instance, traj) -> tuple[Certificate | None, str]:
     if lam is None:
         return None, ("the rescaled field depends on t and V is not λI (λ > 0): no "
                       "certificate that the end will not change is available for this V.")
-    k = len(traj.times) - 1
+    k = k % len(traj.times)
     S = np.asarray(traj.scaled_scores[k], dtype=float)
     radius = np.broadcast_to(np.asarray(traj.score_radius(k), dtype=float), S.shape)
     if not (np.all(np.isfinite(S)) and np.all(np.isfinite(radius))):
@@ -253,7 +270,7 @@ def _leader_map(instance, traj) -> tuple[Certificate | None, str]:
                  f"combinations of certified gaps) and the residual soft attention moves any "
                  f"token by at most {residual:.3g}.")
     return Certificate("hardmax-leader-map", statement, "z", time, limit, limit_error,
-                       {"leader_of": leader_of, "leaders": sorted(leaders),
+                       Basis.ESTIMATE, {"leader_of": leader_of, "leaders": sorted(leaders),
                         "pinned": sorted(fixed), "smallest_margin": g,
                         "residual": residual}), ""
 
@@ -356,10 +373,7 @@ def _equilibrium(instance, traj) -> tuple[Certificate | None, str]:
     delta = float(np.max(np.abs(lin.x_T - lin.x_star)))
     n = instance.n
     if lin.basis.shape[1] == 0:
-        statement = (f"on the allowed set ({lin.text}) the configuration at t = {time:.4g} is "
-                     "a single point: the exact solution cannot move.")
-        return Certificate("invariant-point", statement, "x", time, lin.x_star,
-                           np.full(n, delta + state_error), {"restricted_to": lin.text}), ""
+        return _invariant_point(instance, traj, lin.text)
     if lin.rho > lin.rate_error:
         return None, (f"the nearby equilibrium is unstable (rate {lin.rho:.3g} > its error "
                       f"{lin.rate_error:.2g}): metastable, not a limit.")
@@ -400,14 +414,35 @@ def _equilibrium(instance, traj) -> tuple[Certificate | None, str]:
                  + "; the state is inside the ball where the linearisation dominates, so it "
                  f"converges to a point within {bound:.3g} of it.")
     return Certificate("stable-equilibrium", statement, "x", time, lin.x_star,
-                       np.full(n, bound), {"rate": gamma, "rate_error": lin.rate_error,
-                                           "neutral": int(lin.neutral.sum()), "distance": delta,
-                                           "restricted_to": lin.text}), ""
+                       np.full(n, bound), Basis.EVIDENCE,
+                       {"rate": gamma, "rate_error": lin.rate_error,
+                        "neutral": int(lin.neutral.sum()), "distance": delta,
+                        "restricted_to": lin.text}), ""
+
+
+def _invariant_point(instance, traj, text: str) -> tuple[Certificate | None, str]:
+    """The ``invariant-point`` certificate, decided at the exact initial tokens: when the
+    allowed coordinates there (the sphere's tangent space and the fixed subspace of the exact
+    symmetries) are ``{0}``, the exact solution is the initial configuration forever."""
+    from verify.equilibria import coordinate_basis, enforced_group
+
+    x0 = instance.x0_float()
+    B, _ = coordinate_basis(instance, x0, enforced_group(instance, traj))
+    if B.shape[1] != 0:
+        return None, ("the end state is isolated on the allowed set but the initial tokens are "
+                      "not: no invariant point.")
+    time = float(traj.times[-1])
+    statement = (f"on the allowed set ({text}) the initial configuration is an isolated point: "
+                 "the exact solution cannot move, so every token's limit is its exact initial "
+                 "value.")
+    rounding = 2 * _EPS * np.max(np.abs(x0), axis=1)
+    return Certificate("invariant-point", statement, "x", time, x0, rounding,
+                       Basis.CERTIFICATE, {"restricted_to": text}), ""
 
 
 def degenerate_equilibrium(instance, traj) -> dict | None:
-    r"""A certificate that the approach to the end state is **algebraic**, as a plain dict, or
-    ``None``.
+    r"""Evidence that the approach to the end state is **algebraic**, as a plain dict (basis
+    *evidence*), or ``None``.
 
     Two routes must agree. (1) The end state is next to an equilibrium :math:`x^*` (autonomous
     forms only; no unstable direction) whose restricted linearisation has *slow* directions —
@@ -419,7 +454,10 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     estimate. (2) The local exponential rate of :math:`|x(t) - x^*|` fitted on the two halves of
     the last third of the run *decreases* beyond the error bars (for :math:`t^{-p}` the local
     rate is :math:`p/t`). The approach along those directions is then governed by the nonlinear
-    terms (a centre manifold): no exponential rate :math:`r > 0` describes it.
+    terms (a centre manifold): no exponential rate :math:`r > 0` describes it. Both routes
+    rest on float64 eigenvalues and on rate fits with thresholds, so this is *evidence*, never
+    a refutation: a certified algebraic bound needs the theory's lemma evaluated on an
+    enclosure.
 
     Examples
     --------
@@ -477,7 +515,8 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     (r1, e1), (r2, e2) = rates
     if not r1 - r2 > e1 + e2:
         return None
-    return {"kind": "degenerate-equilibrium", "time": time, "rate_error": float(e2),
+    return {"kind": "degenerate-equilibrium", "basis": Basis.EVIDENCE.value, "time": time,
+            "rate_error": float(e2),
             "local_rates": [float(r1), float(r2)],
             "statement": (f"at t = {time:.4g} the state is {float(np.max(np.abs(offset))):.3g} "
                           f"from an equilibrium whose linearisation on {lin.text} has "
@@ -526,7 +565,8 @@ def linear_flow(instance, traj) -> dict | None:
     if found is None:
         return None
     root, what = found
-    return {"kind": "linear-flow", "time": float(traj.times[-1]), "root": root,
+    return {"kind": "linear-flow", "basis": Basis.CERTIFICATE.value,
+            "time": float(traj.times[-1]), "root": root,
             "statement": (f"all tokens sit at one point, so the attention is uniform over its "
                           f"copies and x(t) = e^(tV) x(0) exactly; the local minimal polynomial "
                           f"of x(0) has the root {root} (exact), so the token {what} forever "

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
 from verify.judge._decision import decide, inconclusive
@@ -196,17 +196,18 @@ def judge_clusters(ev) -> InstanceResult:
         count = c_lo if c_lo > k else c_hi
         return decide(ev.request, -abs(count - k), 0, f"{what}: the certified limits form "
                       f"{'at least' if c_lo > k else 'at most'} {count} cluster(s)",
-                      unit="clusters", evidence=evidence, certificate=cert.to_dict())
+                      unit="clusters", evidence=evidence, certificate=cert.to_dict(),
+                      basis=cert.basis)
     holds = hi is not None and (hi <= k if not exact else lo == hi == k)
     if holds:
         if weakest is None:  # every limit separated from every other: the count is the groups'
             return decide(ev.request, k - hi if not exact else 0, 0, f"{what} ({hi} groups of "
-                          "pairwise separated limits)", unit="clusters", evidence=evidence,
-                          strict=False)
+                          "pairwise separated fitted limits)", unit="clusters",
+                          evidence=evidence, strict=False, basis=Basis.FIT)
         evidence["weakest_group"] = weakest.what
         return decide(ev.request, weakest.margin, weakest.error, f"{what} ({hi} groups of "
                       f"limits, each tending to one point; weakest: {weakest.what})",
-                      unit=weakest.unit, evidence=evidence)
+                      unit=weakest.unit, evidence=evidence, basis=weakest.basis)
     why = (f"the count is in [{lo}, {hi if hi is not None else '?'}] by the trend"
            if lo is not None else "the token limits have not stabilised into certified groups")
     if weakest is not None and hi is None:

@@ -1,29 +1,35 @@
 r"""Decisions: one verdict type, built one way, combined one way.
 
 A judge reduces its conclusion on one instance to a signed **margin** (positive: the conclusion
-holds with that much room) and the **error** estimate of that margin, both in one named
-**unit**, and :func:`decide` applies the rule of :func:`verify.claim.judge_instance`: *holds*
-only when ``margin > error``, *violated* only when ``-margin > error``, otherwise
-*inconclusive*. A violation of a statement about ``t → ∞`` also carries a **certificate** (why
-the observed end will not change; :mod:`verify.judge._certificates`).
+holds with that much room) and the **error** of that margin, both in one named **unit**, and
+the **basis** the decision rests on (:class:`~verify.claim.Basis`: exact, enclosure,
+certificate, estimate, fit, evidence — the weakest of its inputs). :func:`decide` applies the
+rule of :func:`verify.claim.judge_instance`: an estimate is multiplied by the measured safety
+factor κ (:data:`~verify.numerics.ESTIMATE_SAFETY`), then *holds* only when
+``margin > error``, *violated* only when ``-margin > error``, otherwise *inconclusive*. A
+decision about ``t → ∞`` also carries its **certificate** (why the observed end will not
+change; :mod:`verify.judge._certificates`), whose basis it cannot exceed. Only a violation on a
+rigorous basis (exact, enclosure, certificate) can refute a claim.
 
 :func:`combine` is the one way several parts (the conclusions of a claim, or the parts of one
 conclusion) make an instance verdict: parts that do not apply (``when``) are left out; then the
 worst verdict decides — violated, else inconclusive, else holds — and among parts of that
 verdict the one with the smallest ``margin / error`` (the most clearly violated, or the
-tightest hold; an exact part, error 0, ranks last). Every part is listed in
-``evidence["parts"]``.
+tightest hold; an exact part, error 0, ranks last), a violation on a rigorous basis before a
+weaker one. The basis of a hold is the weakest basis among the parts. The reason of a hold
+leads with the first part (a claim's first conclusion is its main statement) and names the
+tightest. Every part is listed in ``evidence["parts"]``.
 
 Examples
 --------
 >>> from types import SimpleNamespace
 >>> req = SimpleNamespace(instance=SimpleNamespace(name="f#0"), family=SimpleNamespace(
 ...     name="f"), seed=0)
->>> a = decide(req, 1.0, 0.1, "a", unit="distance")
->>> b = decide(req, 0.5, 0.1, "b", unit="distance")
+>>> a = decide(req, 1.0, 0.1, "a", unit="distance", basis="estimate")
+>>> b = decide(req, 0.5, 0.1, "b", unit="distance", basis="fit")
 >>> r = combine(req, [a, b])
->>> r.verdict.value, r.margin, r.unit, len(r.evidence["parts"])
-('holds', 0.5, 'distance', 2)
+>>> r.label, r.margin, r.error, len(r.evidence["parts"])   # a: 1.0 > κ·0.1; b: 0.5 > 0.1
+('holds (fit)', 1.0, 0.4, 2)
 >>> combine(req, [a, inconclusive(req, "c is undecided")]).verdict.value
 'inconclusive'
 """
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import math
 
-from verify.claim import InstanceResult, InstanceVerdict, judge_instance
+from verify.claim import Basis, InstanceResult, InstanceVerdict, judge_instance
 
 __all__ = ["decide", "inconclusive", "not_applicable", "combine", "VERDICT_ORDER"]
 
@@ -40,12 +46,17 @@ VERDICT_ORDER = {InstanceVerdict.VIOLATED: 0, InstanceVerdict.INCONCLUSIVE: 1,
                  InstanceVerdict.HOLDS: 2, InstanceVerdict.OUT_OF_SCOPE: 3}
 
 
-def decide(request, margin, error, what: str, *, unit: str, evidence: dict | None = None,
-           strict: bool = True, certificate: dict | None = None) -> InstanceResult:
-    """:func:`~verify.claim.judge_instance` on the request's instance, family and seed."""
+def decide(request, margin, error, what: str, *, unit: str, basis: Basis | str,
+           evidence: dict | None = None, strict: bool = True,
+           certificate: dict | None = None) -> InstanceResult:
+    """:func:`~verify.claim.judge_instance` on the request's instance, family and seed; a
+    ``certificate`` that states its own ``basis`` caps the decision's basis at it."""
+    if certificate is not None and certificate.get("basis") is not None:
+        basis = Basis.weakest(basis, certificate["basis"])
     return judge_instance(margin, error, instance=request.instance.name,
                           family=request.family.name, seed=request.seed, what=what,
-                          strict=strict, evidence=evidence, unit=unit, certificate=certificate)
+                          basis=basis, strict=strict, evidence=evidence, unit=unit,
+                          certificate=certificate)
 
 
 def inconclusive(request, reason: str, evidence: dict | None = None,
@@ -69,6 +80,12 @@ def _ratio(r: InstanceResult) -> float:
     return (r.margin if r.margin is not None and math.isfinite(r.margin) else 0.0) / r.error
 
 
+def _rank(r: InstanceResult) -> tuple:
+    """Worst first: the verdict, then (violations) a rigorous basis first, then margin/error."""
+    weak = r.verdict is InstanceVerdict.VIOLATED and not (r.basis and r.basis.rigorous)
+    return VERDICT_ORDER[r.verdict], weak, _ratio(r)
+
+
 def combine(request, parts: list[InstanceResult], evidence: dict | None = None
             ) -> InstanceResult:
     """The instance verdict of a conjunction of parts (see the module docstring)."""
@@ -83,19 +100,25 @@ def combine(request, parts: list[InstanceResult], evidence: dict | None = None
         only = parts[0]
         return InstanceResult(only.instance, only.family, only.seed, only.verdict, only.reason,
                               evidence={**record, **only.evidence}, margin=only.margin,
-                              error=only.error, unit=only.unit, certificate=only.certificate)
-    worst = min(applying, key=lambda r: (VERDICT_ORDER[r.verdict], _ratio(r)))
-    record["parts"] = [{"verdict": r.verdict.value, "margin": r.margin, "error": r.error,
-                        "unit": r.unit, "reason": r.reason,
+                              error=only.error, unit=only.unit, certificate=only.certificate,
+                              basis=only.basis)
+    worst = min(applying, key=_rank)
+    record["parts"] = [{"verdict": r.verdict.value, "basis": r.basis, "margin": r.margin,
+                        "error": r.error, "unit": r.unit, "reason": r.reason,
                         **({"certificate": r.certificate} if r.certificate else {})}
                        for r in parts]
     for r in parts:  # a part's figure (and other small evidence) stays visible
         for key, value in r.evidence.items():
             record.setdefault(key, value)
     n_ok = sum(r.verdict is InstanceVerdict.HOLDS for r in applying)
-    reason = (f"all {len(applying)} parts hold; closest: {worst.reason}"
-              if worst.verdict is InstanceVerdict.HOLDS else
-              f"{n_ok} of {len(applying)} parts hold; {worst.reason}")
+    basis = worst.basis
+    if worst.verdict is InstanceVerdict.HOLDS:
+        basis = Basis.weakest(*(r.basis for r in applying))
+        main = applying[0]
+        reason = (f"all {len(applying)} parts hold: {main.reason}" if main is worst else
+                  f"all {len(applying)} parts hold: {main.reason}; tightest: {worst.reason}")
+    else:
+        reason = f"{n_ok} of {len(applying)} parts hold; {worst.reason}"
     return InstanceResult(worst.instance, worst.family, worst.seed, worst.verdict, reason,
                           evidence=record, margin=worst.margin, error=worst.error,
-                          unit=worst.unit, certificate=worst.certificate)
+                          unit=worst.unit, certificate=worst.certificate, basis=basis)

@@ -11,11 +11,15 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    float64 run that fails is repeated once in arbitrary precision.
 3. **The rules for ``t → ∞``.** An asymptotic conclusion *holds* only if it holds at both
    horizons (a hold is re-checked at a longer horizon exactly as a violation is); it is
-   *violated* only with a certificate that the end will not change
-   (:mod:`verify.judge._certificates`) — a violation without one is turned into
-   *inconclusive* here, whatever the judge said, so that no trend on a window ever refutes; a
-   certified violation at ``T`` must persist at ``3/2 T``.
-4. **The horizon policy.** While some asymptotic conclusion is inconclusive, the horizon is
+   *violated* — able to refute — only on a rigorous basis (:class:`~verify.claim.Basis`: a
+   certificate that the end will not change, :mod:`verify.judge._certificates`, or exact
+   arithmetic); a violation on a weaker basis (a trend on a window, a lemma whose hypotheses are
+   read off the run) stays *violated (estimate / fit / evidence)* with its evidence, which
+   never refutes and leaves the conclusion pending; a violation at ``T`` must persist at
+   ``3/2 T``. Predictions are read once per run, at their first certified time, and shared by
+   both horizons (:mod:`verify.predict`).
+4. **The horizon policy.** While some asymptotic conclusion is inconclusive or violated on a
+   non-rigorous basis, the horizon is
    extended and everything is judged again: doubled, or — when the end state sits near an
    equilibrium with an unstable direction of rate :math:`r`, at distance :math:`\delta` on a
    configuration of size :math:`s` — moved to :math:`T + 2\ln(s/\delta)/r` (the time to
@@ -24,7 +28,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    the ``3/2`` re-check; extensions run in the family's precision, without the
    arbitrary-precision fallback). When the budget ends first, or an extension's integration
    fails, the instance is *inconclusive* on the last horizon judged, saying how far it got
-   and why.
+   and why. Variants that no certificate covers (the rescaled form with an MLP, several heads
+   or a mask) are not extended unless the claim sets ``max_horizon``
+   (:func:`_extension_pointless`).
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -51,7 +57,7 @@ import math
 from dataclasses import replace
 from fractions import Fraction
 
-from verify.claim import InstanceResult, InstanceVerdict, check_hypotheses
+from verify.claim import Basis, InstanceResult, InstanceVerdict, check_hypotheses
 from verify.judge._decision import combine, inconclusive, not_applicable
 from verify.judge._evaluation import Evaluation
 
@@ -115,28 +121,39 @@ def _simulate(request, horizon: Fraction, run_to: Fraction, fallback: bool):
     return traj, None
 
 
-def _judge(request, traj, spec, cache: dict) -> InstanceResult:
-    """One conclusion on one run (``cache`` shared by the conclusions judged on that run:
-    predictions, certificates, fits); an error of the user's data becomes inconclusive."""
+def _judge(request, traj, spec, cache: dict, shared: dict, run) -> InstanceResult:
+    """One conclusion on ``traj``, a part of ``run`` (``cache`` shared by the conclusions judged
+    on that part: certificates, fits; ``shared`` by every part of ``run``: the predictions, read
+    once at their first certified time); an error of the user's data (``InvalidArgument``) is
+    raised, and the instance's verdict is *error* (:mod:`verify.run._tasks`)."""
     from verify.errors import InvalidArgument
     from verify.predict import Unavailable
 
     try:
-        return spec.kind.judge(Evaluation(request, traj, spec, cache))
+        return spec.kind.judge(Evaluation(request, traj, spec, cache, shared, run))
     except Unavailable as exc:
         return inconclusive(request, f"{spec.where} ({spec.type}): the prediction is not "
                             f"available at t = {float(traj.times[-1]):.4g}: {exc}")
     except InvalidArgument as exc:
-        return inconclusive(request, f"{spec.where} ({spec.type}) could not be evaluated: {exc}")
+        raise InvalidArgument(f"{spec.where} ({spec.type}) could not be evaluated: {exc}") \
+            from None
+
+
+def _weak(decision: InstanceResult) -> bool:
+    """A violation on a basis that cannot refute (estimate, fit, evidence)."""
+    return decision.verdict is InstanceVerdict.VIOLATED and not (
+        decision.basis is not None and decision.basis.rigorous)
 
 
 def _sound(request, decision: InstanceResult) -> InstanceResult:
-    """The rule for ``t → ∞``: a violation without a certificate is inconclusive."""
-    if decision.verdict is InstanceVerdict.VIOLATED and decision.certificate is None:
-        return inconclusive(request, f"{decision.reason} — but this is read off a finite run "
-                            "without a certificate that its end will not change, so it is "
-                            "evidence, not a violation; integrate longer.", decision.evidence,
-                            unit=decision.unit)
+    """The rule for ``t → ∞``: a violation on a non-rigorous basis is *violated (basis)*, with
+    the evidence kept — it leaves the claim inconclusive and the horizon is extended."""
+    if _weak(decision):
+        basis = (decision.basis or Basis.EVIDENCE).value
+        return replace(decision, basis=Basis(basis), reason=(
+            f"{decision.reason} — but this is read off a finite run on the {basis} basis, "
+            "without a rigorous certificate that its end will not change, so it is evidence, "
+            "not a violation; integrate longer."))
     return decision
 
 
@@ -148,9 +165,9 @@ def _twice(request, at_T: InstanceResult, at_R: InstanceResult, T: Fraction,
     if at_R.verdict is InstanceVerdict.VIOLATED:
         return at_R
     if at_T.verdict is InstanceVerdict.VIOLATED:
-        return inconclusive(request, f"certified violated at t = {float(T):.4g} ({at_T.reason})"
-                            f" but not at t = {float(R):.4g} ({at_R.reason}): the certificate "
-                            "did not hold up.", at_R.evidence)
+        return inconclusive(request, f"violated at t = {float(T):.4g} ({at_T.reason}) but not "
+                            f"at t = {float(R):.4g} ({at_R.reason}): the violation did not hold "
+                            "up.", at_R.evidence)
     if at_T.verdict is hold and at_R.verdict is hold:
         return replace(at_R, reason=f"{at_R.reason} (holds at t = {float(T):.4g} and at the "
                        f"re-check t = {float(R):.4g})")
@@ -191,6 +208,26 @@ def _next_horizon(horizon: Fraction, end) -> Fraction:
     return max(doubled, Fraction(math.ceil(aimed / unit) * unit))
 
 
+def _extension_pointless(request) -> str | None:
+    """Why extending the horizon cannot change this instance's verdict (``None`` when it can).
+
+    For the rescaled form with an MLP, several heads, a mask, a normalisation or a non-softmax
+    attention, no certificate that the end will not change exists
+    (:mod:`verify.judge._certificates`: the field depends on ``t`` and none of the theory's
+    trapping arguments covers the variant), so no longer run can refute. Such a variant is
+    judged at the claim's horizon and its ``3/2`` re-check only, unless the claim asks for
+    longer runs with ``parameters.max_horizon``: an ReLU field integrated to ``4T`` cost a
+    third of the suite and stalled in the non-smooth sliding without changing a verdict.
+    """
+    model = request.instance.model
+    if "max_horizon" in request.parameters or model.form != "z" or not model.departures():
+        return None
+    return (f"no certificate that the end will not change exists for this variant "
+            f"({', '.join(model.departures())}): a longer run could never refute, and a hold "
+            "not seen at the claim's horizon is not searched for further (set "
+            "parameters.max_horizon in the claim to integrate longer)")
+
+
 def judge_request(request) -> InstanceResult:
     """Judge the claim's conclusions on ``request.instance`` (see the module docstring)."""
     specs = request.claim.conclusions
@@ -225,14 +262,15 @@ def judge_request(request) -> InstanceResult:
         if failure is not None:
             return replace(failure, evidence={**failure.evidence, "horizons": attempts})
         prefix = traj.until(horizon) if asymptotic else traj
-        at_T, at_R = {}, {}
+        at_T, at_R, shared = {}, {}, {}
         parts = list(parts_na)
         for spec in applying:
             if spec.asymptotic:
-                parts.append(_twice(request, _judge(request, prefix, spec, at_T),
-                                    _judge(request, traj, spec, at_R), horizon, run_to))
+                parts.append(_twice(request, _judge(request, prefix, spec, at_T, shared, traj),
+                                    _judge(request, traj, spec, at_R, shared, traj), horizon,
+                                    run_to))
             else:
-                parts.append(_judge(request, traj, spec, at_R))
+                parts.append(_judge(request, traj, spec, at_R, shared, traj))
         end = _end_state(request, traj) if asymptotic else None
         attempts.append({"horizon": str(horizon), "re_check": str(run_to) if asymptotic
                          else None, "verdict": combine(request, parts).verdict.value,
@@ -243,10 +281,15 @@ def judge_request(request) -> InstanceResult:
                                            "symmetry": None if traj.symmetry is None
                                            else traj.symmetry["description"]})
         pending = [p for p, spec in zip(parts[len(parts_na):], applying, strict=True)
-                   if spec.asymptotic and p.verdict is InstanceVerdict.INCONCLUSIVE]
-        if not pending or overall.verdict is InstanceVerdict.VIOLATED:
+                   if spec.asymptotic and (p.verdict is InstanceVerdict.INCONCLUSIVE
+                                           or _weak(p))]
+        if not pending or (overall.verdict is InstanceVerdict.VIOLATED and not _weak(overall)):
             return overall
         nxt = _next_horizon(horizon, end)
+        pointless = _extension_pointless(request)
+        if pointless is not None:
+            return replace(overall, reason=f"{overall.reason} [the horizon is not extended: "
+                           f"{pointless}]")
         if horizon * RECHECK_FACTOR >= budget:
             return replace(overall, reason=f"{overall.reason} [the horizon budget "
                            f"max_horizon = {float(budget):.4g} ends here, after "

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
 from verify.judge._decision import combine, decide, inconclusive
@@ -98,10 +98,11 @@ def judge_escapes(ev) -> InstanceResult:
         if p.get("same_sign"):
             signed = float(np.sign(x0[i]) @ gamma)
             parts.append(decide(req, signed, f.limit_error, f"token {i + 1} escapes on its side "
-                                f"(sign(x(0))·γ = {signed:.4g})", unit="z-limit γ"))
+                                f"(sign(x(0))·γ = {signed:.4g})", unit="z-limit γ",
+                                basis=Basis.FIT))
         elif size > f.limit_error:
             parts.append(decide(req, size, f.limit_error, f"token {i + 1} escapes "
-                                f"(|γ| = {size:.4g})", unit="z-limit |γ|"))
+                                f"(|γ| = {size:.4g})", unit="z-limit |γ|", basis=Basis.FIT))
         else:
             bounded.append(i)
     if len(bounded) > allowed:
@@ -112,7 +113,8 @@ def judge_escapes(ev) -> InstanceResult:
         for i in bounded:
             if pinned is not None and pinned[i].shape[1] == 0:
                 parts.append(decide(req, 1, 0, f"the bounded token {i + 1} is pinned at 0 by "
-                                    "the exact symmetries (x ≡ 0)", unit="exact fact"))
+                                    "the exact symmetries (x ≡ 0)", unit="exact fact",
+                                    basis=Basis.EXACT))
                 continue
             X = np.linalg.norm(np.asarray(traj.x[:, i], dtype=float), axis=1)
             R = np.linalg.norm(np.asarray(traj.reference_run.x[:, i], dtype=float), axis=1)
@@ -126,8 +128,21 @@ def judge_escapes(ev) -> InstanceResult:
 
 
 def _certified(ev, tokens, allowed: int, x0) -> InstanceResult | None:
-    """A violation read off the certified limit of the end state: too many tokens whose
-    certified ``z``-limit is 0 within its error, or (``same_sign``) one on the wrong side."""
+    """A violation on a certificate: too many tokens pinned at 0 by the exact symmetries (an
+    exact invariant set), or (``same_sign``) a token whose limit certified by the end state's
+    certificate is on the wrong side."""
+    from verify.judge._certificates import pinned_subspaces
+
+    pinned = pinned_subspaces(ev.instance, ev.trajectory)
+    stuck = [i for i in tokens if pinned is not None and pinned[i].shape[1] == 0]
+    if len(stuck) > allowed:  # x_i ≡ 0 exactly, forever
+        return decide(ev.request, allowed - len(stuck), 0, f"at most {allowed} token(s) stay "
+                      f"bounded (pinned at 0 by the exact symmetries: "
+                      f"{[i + 1 for i in stuck]})", unit="tokens", basis=Basis.EXACT,
+                      certificate={"kind": "invariant-set", "basis": Basis.EXACT.value,
+                                   "statement": "the exact symmetries of the weights and the "
+                                   f"initial tokens pin tokens {[i + 1 for i in stuck]} at 0: "
+                                   "x_i(t) = 0 for all t, exactly."})
     cert, _ = ev.certificate()
     if cert is None or cert.variable != "z":
         return None
@@ -139,10 +154,5 @@ def _certified(ev, tokens, allowed: int, x0) -> InstanceResult | None:
         if signed[i] < -math.sqrt(d) * error[i]:
             return decide(ev.request, signed[i], math.sqrt(d) * error[i], f"token {i + 1} "
                           "escapes on its side (its certified limit is on the other side)",
-                          unit="z-limit γ", certificate=cert.to_dict())
-    stuck = [i for i in tokens if i in cert.data.get("pinned", [])]  # exactly 0 forever
-    if len(stuck) > allowed:
-        return decide(ev.request, allowed - len(stuck), 0, f"at most {allowed} token(s) stay "
-                      f"bounded (pinned at 0 by the exact symmetries: "
-                      f"{[i + 1 for i in stuck]})", unit="tokens", certificate=cert.to_dict())
+                          unit="z-limit γ", certificate=cert.to_dict(), basis=cert.basis)
     return None

@@ -1,14 +1,17 @@
 r"""What a judge receives: one conclusion, one instance, one run, and the shared lookups.
 
 An :class:`Evaluation` holds the request (instance, family, seed, horizon, ...), the trajectory
-(with its error estimate and its ``reference_run``, the second route for any derived quantity),
-the conclusion and a cache shared by the conclusions of one instance at one horizon. It gives
+judged (with its error estimate and its ``reference_run``, the second route for any derived
+quantity), the conclusion, a cache shared by the conclusions of one instance at one horizon,
+and — for the predictions — the whole run and a cache shared by every horizon judged on it (the
+horizon ``T`` and the re-check ``3T/2``: a prediction is computed once per run). It gives
 the judges the three things they share:
 
 * :func:`quantity_error` — the error of a quantity computed on the run: its distance to the
   same quantity on the reference run, plus the rounding of the stored values;
 * :meth:`Evaluation.value` — a conclusion key's value, from a formula of the initial data or
-  from a registered prediction (``{ predict = "name" }``, :mod:`verify.predict`), with its error;
+  from a registered prediction (``{ predict = "name" }``, :mod:`verify.predict`: computed once
+  per run, at its first certified time), with its error and basis;
 * :meth:`Evaluation.certificate` — the certificate of the end state, when there is one
   (:func:`verify.judge._certificates.certify_end`): the only ground on which a statement about
   ``t → ∞`` may be *violated*.
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._vocabulary import PREDICTIONS, ConclusionSpec, is_prediction
 from verify.judge._expressions import default_variable, evaluate, initial_namespace
 
@@ -43,13 +47,16 @@ def quantity_error(value: np.ndarray, reference: np.ndarray | None) -> np.ndarra
 
 @dataclass(frozen=True)
 class Value:
-    """A conclusion key's value: a float array, its error bound (max-norm, same unit) and, for a
-    prediction, its evidence (what it was computed from)."""
+    """A conclusion key's value: a float array, its error (max-norm, same unit), the basis that
+    error rests on (*exact* for a formula of the exact initial data, whose rounding the judges
+    add; a prediction from the run says *estimate*) and, for a prediction, its evidence (what it
+    was computed from)."""
 
     array: np.ndarray
     error: float = 0.0
     evidence: dict = field(default_factory=dict)
     source: str = "formula"
+    basis: Basis = Basis.EXACT
 
 
 @dataclass
@@ -64,12 +71,29 @@ class Evaluation:
     spec : ConclusionSpec
     cache : dict
         Shared between the conclusions of one instance at one horizon.
+    shared : dict, optional
+        Shared by every horizon judged on the same run (predictions); default ``cache``.
+    run : Trajectory, optional
+        The whole run ``trajectory`` is a part of (the horizon ``T`` of a run to ``3T/2``);
+        default ``trajectory``.
     """
 
     request: object
     trajectory: object
     spec: ConclusionSpec
     cache: dict = field(default_factory=dict)
+    shared: dict | None = None
+    run: object = None
+
+    @property
+    def predictions(self) -> dict:
+        """The cache of the predictions: one per run."""
+        return self.cache if self.shared is None else self.shared
+
+    @property
+    def whole_run(self):
+        """The whole run (predictions are read on it, at its first certified time)."""
+        return self.trajectory if self.run is None else self.run
 
     @property
     def parameters(self) -> dict:
@@ -85,16 +109,17 @@ class Evaluation:
         return self.parameters.get("variable", default_variable(self.trajectory))
 
     def value(self, key: str) -> Value:
-        """The value of the key ``key``: a prediction (computed once per instance and horizon)
-        or a formula of the initial data (exact inputs rounded once: error 0 here, the
-        rounding is in the judges' error terms)."""
+        """The value of the key ``key``: a prediction (computed once per run, shared by the
+        horizon and its re-check) or a formula of the initial data (exact inputs rounded once:
+        error 0 here, the rounding is in the judges' error terms)."""
         given = self.parameters[key]
         if is_prediction(given):
             name = given["predict"]
-            cache_key = ("prediction", name)
-            if cache_key not in self.cache:
-                self.cache[cache_key] = PREDICTIONS[name].function(self)
-            return self.cache[cache_key]
+            cache_key = ("prediction", name, repr(self.parameters.get("functional")),
+                         repr(self.parameters.get("variable")))
+            if cache_key not in self.predictions:
+                self.predictions[cache_key] = PREDICTIONS[name].function(self)
+            return self.predictions[cache_key]
         return Value(evaluate(given, initial_namespace(self.instance)))
 
     def certificate(self):

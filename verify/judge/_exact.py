@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._plain import require_positive_int
 from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
@@ -70,7 +70,7 @@ def judge_rescaling_identity(ev) -> InstanceResult:
         worst = max(worst, max(abs(v) for v in (z - x.dot(R_inv_k.T)).ravel()))
     digits = max(len(str(v.denominator)) for v in z.ravel())
     return decide(request, -worst, 0, f"z[k] = R^(-k) x[k] exactly for k ≤ {layers} (h = {h})",
-                  unit="max |z[k] − R^(-k) x[k]| (exact)", strict=False,
+                  unit="max |z[k] − R^(-k) x[k]| (exact)", strict=False, basis=Basis.EXACT,
                   evidence={"layers": layers, "h": str(h), "max_difference": str(worst),
                             "denominator_digits_of_z": digits,
                             "arithmetic": "exact rationals (fractions.Fraction)"})
@@ -226,14 +226,15 @@ def judge_remainder_bound(ev) -> InstanceResult:
     unit = "growth rate (1/time)"
     if stationary and zero:
         return decide(request, bound, 0, "r_j ≡ 0 exactly, so the bound", unit=unit,
-                      evidence=evidence)
+                      evidence=evidence, basis=Basis.EXACT)
     if stationary and exact is not None:
         mu = Fraction(str(exact.growth_rate))
-        certificate = {"kind": "exact", "statement": f"the configuration is exactly stationary "
+        certificate = {"kind": "exact", "basis": Basis.EXACT.value,
+                       "statement": f"the configuration is exactly stationary "
                        f"(V(z_j − z_i) = 0), so r_j(t) = {exact.remainder} for all t, exactly: "
                        f"its growth rate is {mu} (t^{exact.degree})"}
         return decide(request, bound - mu, 0, f"growth rate of r_j = {mu} (t^{exact.degree}) "
-                      f"≤ λ + |λ_2| = {bound}", unit=unit, evidence=evidence,
+                      f"≤ λ + |λ_2| = {bound}", unit=unit, evidence=evidence, basis=Basis.EXACT,
                       strict=mu == bound and exact.degree > 0, certificate=certificate)
     if fit is None or not fit.ok:
         return inconclusive(request, "the configuration is not stationary and the growth rate "
@@ -241,5 +242,5 @@ def judge_remainder_bound(ev) -> InstanceResult:
                             "values).", evidence)
     return decide(request, float(bound) - fit.slope, fit.coverage * fit.slope_error,
                   f"fitted growth rate of r_j = {fit.slope:.6g} ≤ λ + |λ_2| = {bound}",
-                  unit=unit, evidence=evidence)
+                  unit=unit, evidence=evidence, basis=Basis.FIT)
 

@@ -64,11 +64,13 @@ With :math:`Q = 0` the attention is uniform and, for :math:`V = I`, every
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 from numbers import Real
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._plain import fail, suggest
 from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument
@@ -83,6 +85,7 @@ from verify.judge._expressions import (
     state_namespace,
 )
 from verify.limits import fit_doubly_exponential, fit_exponential_convergence, fit_power_law
+from verify.numerics._coverage import estimate_bound
 
 _EPS = float(np.finfo(float).eps)
 
@@ -92,7 +95,7 @@ __all__ = ["NAMED_QUANTITIES", "DIRECTIONS", "LAWS", "RELATIONS", "quantity_seri
 
 DIRECTIONS = ("nonincreasing", "nondecreasing", "increasing", "decreasing")
 LAWS = ("exponential", "doubly-exponential", "power-law")
-RELATIONS = (">=", "<=", "==")
+RELATIONS = (">=", "<=", "==", ">", "<")
 _SAMPLED = "checked at the {m} checkpoints only; the flow between them is not examined"
 
 
@@ -268,8 +271,29 @@ def quantity_series(evaluation, quantity: str, variable: str | None = None
                                                                         variable, shared))
     for name in _token_names(quantity, variable):  # cancellation in differences of tokens
         errors = errors + _token_rounding(traj, name).reshape((-1,) + (1,) * (errors.ndim - 1))
+    if traj.repeated_error is not None:  # a repeated state: both routes repeat it
+        moved = _repeated_change(quantity, traj.repeated_error, traj.d)
+        errors = errors + moved.reshape((-1,) + (1,) * (errors.ndim - 1))
     evaluation.cache[key] = (values, errors)
     return values, errors
+
+
+#: A named quantity's Lipschitz constant in the per-entry change of the tokens, over ``sqrt(d)``
+#: where a token's norm enters (a token moving by ``δ`` per entry moves by ``sqrt(d) δ``).
+_LIPSCHITZ = {"diameter": (2, True), "spread": (2, True), "max-norm": (1, True),
+              "pairwise-distances": (2, True), "consecutive-gaps": (2, False),
+              "coordinates": (1, False)}
+
+
+def _repeated_change(quantity: str, repeated_error: np.ndarray, d: int) -> np.ndarray:
+    """Per checkpoint, how much ``quantity`` may differ from its value on a repeated state whose
+    tokens are within ``repeated_error`` per entry of the exact ones (0 where nothing is
+    repeated): ``L · repeated_error`` for a named quantity of Lipschitz constant ``L``, ``inf``
+    for any other (a formula, an attention quantity: not resolved on a repeated state)."""
+    lipschitz, norm = _LIPSCHITZ.get(quantity, (math.inf, False))
+    scale = lipschitz * (math.sqrt(d) if norm else 1.0)
+    with np.errstate(invalid="ignore"):  # inf · 0 where nothing is repeated
+        return np.where(repeated_error > 0, scale * repeated_error, 0.0)
 
 
 def _token_names(quantity: str, variable: str) -> list[str]:
@@ -305,6 +329,11 @@ def quantity_or_reason(evaluation, quantity, variable):
         values, errors = quantity_series(evaluation, quantity, variable)
     except InvalidArgument as exc:
         return None, None, f"the quantity {quantity!r} could not be evaluated: {exc}"
+    repeated = evaluation.trajectory.repeated_error
+    if np.all(np.isfinite(values)) and not np.all(np.isfinite(errors)) and repeated is not None:
+        return None, None, (f"the quantity {quantity!r} has no error bound where the run repeats "
+                            "its state after certified consensus (a formula or attention "
+                            "quantity: no Lipschitz constant in the tokens is known).")
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(errors))):
         return None, None, (f"the quantity {quantity!r} is not finite at some checkpoint "
                             "(overflow of x = e^(tV) z?); use variable 'z' or a shorter horizon.")
@@ -384,24 +413,29 @@ def judge_monotone(evaluation):
     if len(margin) == 0:
         return inconclusive(request, "only one checkpoint: no step to compare.")
     strict = direction in ("increasing", "decreasing")
-    resolved = np.abs(margin) > error
+    bound = estimate_bound(error)  # what decide compares with (an estimate, times κ)
+    resolved = np.abs(margin) > bound
     evidence = {"sampled": _SAMPLED.format(m=len(t)), "steps": int(margin.size),
                 "resolved_steps": int(np.sum(resolved))}
-    if np.any(-margin > error):
-        flat = int(np.argmin(margin + error))
+    partial = ""
+    if np.any(-margin > bound):
+        flat = int(np.argmin(margin + bound))
     elif strict or not np.any(resolved):
-        flat = int(np.argmin(margin - error))
+        flat = int(np.argmin(margin - bound))
     else:
-        flat = int(np.argmin(np.where(resolved, margin - error, np.inf)))
+        flat = int(np.argmin(np.where(resolved, margin - bound, np.inf)))
         evidence["unresolved_steps"] = int(np.sum(~resolved))
+        if evidence["unresolved_steps"]:
+            partial = (f"on {int(np.sum(resolved))} of {margin.size} steps; "
+                       f"{evidence['unresolved_steps']} within the error (undecided): ")
     k, c = np.unravel_index(flat, margin.shape)
     component = f" (component {c + 1})" if values.shape[1] > 1 else ""
     evidence.update(worst_step=[float(t[k]), float(t[k + 1])],
                     values_at_worst_step=[float(values[k, c]), float(values[k + 1, c])])
     return decide(request, float(margin[k, c]), float(error[k, c]),
-                  f"{quantity}{component} is {direction} at the checkpoints (deciding step "
-                  f"t = {t[k]:.4g} → {t[k + 1]:.4g})", unit=f"step of {quantity}",
-                  evidence=evidence, strict=strict)
+                  f"{partial}{quantity}{component} is {direction} at the checkpoints (deciding "
+                  f"step t = {t[k]:.4g} → {t[k + 1]:.4g})", unit=f"step of {quantity}",
+                  evidence=evidence, strict=strict, basis=Basis.ESTIMATE)
 
 
 # --------------------------------------------------------------------------- inequality
@@ -411,6 +445,16 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
     if "relation" not in p:
         fail(source, f"{where}.relation", "missing: one of <=, <, >=, >.")
     check_expression(p.get("value"), "state", source, f"{where}.value")
+    check_window(p, source, where)
+
+
+def check_window(p: dict, source: str, where: str) -> None:
+    """``from_time`` and ``until``: numbers ≥ 0, in that order."""
+    for key in ("from_time", "until"):
+        if key in p:
+            _number(p, key, source, where, nonnegative=True)
+    if "from_time" in p and "until" in p and not p["from_time"] <= p["until"]:
+        fail(source, f"{where}.until", f"{p['until']} is before from_time = {p['from_time']}.")
 
 
 @register_conclusion(
@@ -428,7 +472,9 @@ def _validate_inequality(p: dict, source: str, where: str) -> None:
           "value": "formula: the bound (over x0, V, n, d, ... or t, z, x, P)",
           "variable": "the tokens of a named quantity: 'z' or 'x' (default: the variable the "
                       "run integrates)",
-          "from_time": "check only the checkpoints with t >= this (default 0)"},
+          "from_time": "check only the checkpoints with t >= this (default 0)",
+          "until": "check only the checkpoints with t <= this (default: the horizon; beyond "
+                   "the run's end it cannot hold)"},
     required=("quantity", "relation", "value"), validate=_validate_inequality)
 def judge_inequality(evaluation):
     """Judge ``inequality``: the checkpoint (and component) with the smallest
@@ -440,28 +486,40 @@ def judge_inequality(evaluation):
     t = traj.t
     values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     bound, bound_error = _bound_series(evaluation, p["value"])
-    keep = t >= float(p.get("from_time", 0))
+    until = float(p["until"]) if "until" in p else math.inf
+    keep = (t >= float(p.get("from_time", 0))) & (t <= until)
     if not np.any(keep):
-        return inconclusive(request, "no checkpoint at or after from_time.")
+        return inconclusive(request, "no checkpoint between from_time and until.")
     upper = p["relation"] in ("<=", "<")
     margin = (bound[:, None] - values) if upper else (values - bound[:, None])
     error = errors + bound_error[:, None]
     margin, error = margin[keep], error[keep]
     strict = p["relation"] in ("<", ">")
-    resolved = margin > error
-    if np.any(-margin > error) or strict or not np.any(resolved):
-        flat = int(np.argmin(margin - error))
+    bound = estimate_bound(error)  # what decide compares with (an estimate, times κ)
+    resolved = margin > bound
+    within = int(np.sum(~resolved & (margin >= -bound)))
+    partial = ""
+    if np.any(-margin > bound) or strict or not np.any(resolved):
+        flat = int(np.argmin(margin - bound))
     else:  # non-strict: a checkpoint within its error of equality is consistent, no evidence
-        flat = int(np.argmin(np.where(resolved, margin - error, np.inf)))
+        flat = int(np.argmin(np.where(resolved, margin - bound, np.inf)))
+        if within:
+            partial = (f"on {int(np.sum(resolved))} of {margin.size} checkpoint values; "
+                       f"{within} within the error of equality (undecided): ")
     k, c = np.unravel_index(flat, margin.shape)
     tk = t[keep][k]
     component = f" (component {c + 1})" if values.shape[1] > 1 else ""
-    return decide(request, float(margin[k, c]), float(error[k, c]),
-                  f"{p['quantity']}{component} {p['relation']} {p['value']} at every checkpoint "
-                  f"(deciding: t = {tk:.4g})", unit=p["quantity"], strict=strict,
-                  evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
-                            "at_equality_within_error": int(np.sum(~resolved
-                                                                   & (margin >= -error)))})
+    result = decide(request, float(margin[k, c]), float(error[k, c]),
+                    f"{partial}{p['quantity']}{component} {p['relation']} {p['value']} at every "
+                    f"checkpoint (deciding: t = {tk:.4g})", unit=p["quantity"], strict=strict,
+                    basis=Basis.ESTIMATE,
+                    evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
+                              "at_equality_within_error": within})
+    if "until" in p and until > t[-1] and result.verdict.value == "holds":
+        return inconclusive(request, f"{result.reason} — but the statement runs until "
+                            f"t = {until:.4g} and the run ends at t = {t[-1]:.4g}.",
+                            result.evidence, unit=result.unit)
+    return result
 
 
 def _bound_series(evaluation, formula: str) -> tuple[np.ndarray, np.ndarray]:
@@ -554,7 +612,8 @@ def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, 
     keys={"law": "exponential, doubly-exponential or power-law",
           "value": "the rate r of e^(-rt), the exponent p of t^(-p), or the rate c of "
                    "log(-log gap) ~ c t",
-          "relation": "'>=' (default), '<=' or '==' between the fitted and the stated value",
+          "relation": "'>=' (default), '<=', '==' or the strict '>', '<' between the fitted "
+                      "and the stated value (e.g. '>' with value 0: some positive rate)",
           "tolerance": "the allowed |fitted − value| (required for '==')",
           "quantity": "what converges (default: exponential — the tokens, by their successive "
                       "differences; power-law — the tokens' size, which must tend to 0; "
@@ -578,9 +637,9 @@ def judge_rate(evaluation):
     if reason:
         return inconclusive(request, f"rate of {what or 'the quantity'}: {reason}",
                             {"law": law, "value": value})
-    if relation == ">=":
+    if relation in (">=", ">"):
         margin = fitted - value
-    elif relation == "<=":
+    elif relation in ("<=", "<"):
         margin = value - fitted
     else:
         margin = float(p["tolerance"]) - abs(fitted - value)
@@ -590,11 +649,11 @@ def judge_rate(evaluation):
                 "value": value, "relation": relation, "of": what}
     result = decide(request, margin, kappa * sigma, f"the {law} {name[law]} of {what} (fitted "
                     f"{fitted:.6g} ± κσ = {kappa * sigma:.2g}) {relation} {stated}",
-                    unit=name[law], evidence=evidence, strict=False)
+                    unit=name[law], evidence=evidence, strict=relation in (">", "<"),
+                    basis=Basis.FIT)
     if result.verdict.value == "violated":  # a fitted rate is a trend, not a certificate
-        return inconclusive(request, f"{result.reason} — a rate fitted on [t_start, T] is "
-                            "evidence, not a certificate (it may change later); integrate "
-                            "longer.", result.evidence, unit=name[law])
+        return replace(result, reason=f"{result.reason} — a rate fitted on [t_start, T] is "
+                       "a trend, not a certificate (it may change later)")
     return result
 
 
@@ -602,7 +661,7 @@ def _algebraic(evaluation, law: str, value: float, relation: str):
     """A certified refutation of an exponential rate ``r >= value > 0`` (or ``== value``): the
     end state is at a degenerate equilibrium (:func:`~verify.judge._certificates.
     degenerate_equilibrium`), so the approach is algebraic and the exponential rate is 0."""
-    if law != "exponential" or relation == "<=" or not value > 0:
+    if law != "exponential" or relation in ("<=", "<") or not value > 0:
         return None
     from verify.judge._certificates import degenerate_equilibrium
 
@@ -614,14 +673,21 @@ def _algebraic(evaluation, law: str, value: float, relation: str):
         return None
     tolerance = float(evaluation.parameters.get("tolerance", 0)) if relation == "==" else 0.0
     return decide(evaluation.request, tolerance - value, certificate["rate_error"],
-                  f"an exponential rate {relation} {value:.6g}: the end state is at a degenerate "
-                  "equilibrium, where the approach is algebraic (exponential rate 0)",
-                  unit="rate r", certificate=certificate)
+                  f"an exponential rate {relation} {value:.6g}: the end state seems to be at a "
+                  "degenerate equilibrium, where the approach is algebraic (exponential rate 0)",
+                  unit="rate r", certificate=certificate, basis=Basis.EVIDENCE)
 
 
 # --------------------------------------------------------------------------- events
 def _validate_events(p: dict, source: str, where: str) -> None:
-    _number(p, "threshold", source, where, positive=True)
+    threshold = p.get("threshold")
+    if isinstance(threshold, str):
+        try:
+            p["threshold"] = Fraction(threshold.strip())
+        except (ValueError, ZeroDivisionError):  # a formula of the initial data
+            check_expression(threshold, "initial", source, f"{where}.threshold")
+    if not isinstance(p["threshold"], str):
+        _number(p, "threshold", source, where, positive=True)
     groups = p.get("merge_order")
     ok = isinstance(groups, list) and groups and all(
         isinstance(g, list) and len(g) >= 2 and len(set(g)) == len(g) and all(
@@ -716,7 +782,8 @@ def _merge(t, D, e, delta) -> dict:
           "(linear vs quadratic crossing); margin = T_next − T (error: both "
           "uncertainties, plus the checkpoint spacing when no checkpoint separates the two "
           "merges) and tolerance − |T − stated time|. Checkpoints only.",
-    keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ",
+    keys={"threshold": "δ > 0: a group has merged when its diameter is ≤ δ; a number or a "
+                       "formula of the initial data (e.g. 'diameter(x0) / 100')",
           "merge_order": "groups of token indices (from 1) in the claimed order of merging, "
                          "e.g. [[1, 2], [3, 4]]",
           "times": "the stated merge time of each group (optional)",
@@ -728,7 +795,12 @@ def judge_events(evaluation):
     that has not surely merged by the horizon makes its parts inconclusive, unless the next
     group provably merged before it could have (violated)."""
     p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
-    delta, groups = float(p["threshold"]), p["merge_order"]
+    groups = p["merge_order"]
+    delta = float(evaluate(p["threshold"], initial_namespace(request.instance)).reshape(())) \
+        if isinstance(p["threshold"], str) else float(p["threshold"])
+    if not (math.isfinite(delta) and delta > 0):
+        return inconclusive(request, f"the threshold {p['threshold']!r} is {delta:.6g} on this "
+                            "instance; it must be a positive number.")
     variable = p.get("variable") or default_variable(traj)
     n, t = request.instance.n, traj.t
     if max(max(g) for g in groups) > n:
@@ -756,12 +828,14 @@ def judge_events(evaluation):
             separated = bool(np.any(a["surely"] & b["surely_not"]) or np.any(
                 b["surely"] & a["surely_not"]))
             error = a["u"] + b["u"] + (0.0 if separated else max(a["step"], b["step"]))
-            parts.append(decide(request, b["T"] - a["T"], error, what, unit="time"))
+            parts.append(decide(request, b["T"] - a["T"], error, what, unit="time",
+                                basis=Basis.ESTIMATE))
         elif b["merged"]:
             earliest = a["lo"] if a["lo"] is not None else float(t[-1])
-            if earliest - b["T"] > b["u"]:
+            if earliest - b["T"] > estimate_bound(b["u"]):
                 parts.append(decide(request, b["T"] - earliest, b["u"], what + " (group "
-                                    f"{ga} has not merged by t = {earliest:.4g})", unit="time"))
+                                    f"{ga} has not merged by t = {earliest:.4g})", unit="time",
+                                    basis=Basis.ESTIMATE))
             else:
                 parts.append(inconclusive(request, f"{what}: group {ga} does not surely merge "
                                           f"before t = {t[-1]:.4g}."))
@@ -772,7 +846,8 @@ def judge_events(evaluation):
         what = f"group {g} merges at t = {float(stated):.6g} ± {float(p['time_tolerance']):.3g}"
         if m["merged"]:
             parts.append(decide(request, float(p["time_tolerance"]) - abs(
-                m["T"] - float(stated)), m["u"], what, unit="time", strict=False))
+                m["T"] - float(stated)), m["u"], what, unit="time", strict=False,
+                basis=Basis.ESTIMATE))
         else:
             parts.append(inconclusive(request, f"{what}: it does not surely merge before "
                                       f"t = {t[-1]:.4g}."))

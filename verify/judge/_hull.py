@@ -7,7 +7,9 @@ grow.
 estimate; such pairs are counted in the evidence (``boundary_*``) and are neither support nor
 violation; a violation beyond the error always counts. A statement about finite times: the
 deciding pair (a violation, else the first undecided pair, else the shallowest inclusion) is
-judged by :func:`~verify.judge._decision.decide`.
+judged by :func:`~verify.judge._decision.decide` on the *estimate* basis (the depths are read
+off the run; errors from the reference run, compared after the safety factor κ). A hold with
+undecided pairs says so in its reason: "holds on 409 of 499 inclusions; 90 undecided".
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import math
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._vocabulary import register_conclusion
 from verify.judge._decision import decide, inconclusive
+from verify.numerics._coverage import estimate_bound
 
 __all__ = ["judge_hull_shrinks"]
 
@@ -98,18 +101,20 @@ def judge_hull_shrinks(ev) -> InstanceResult:
             continue
         scale = float(np.max(np.abs(Y))) + float(np.max(np.abs(P)))
         err = math.sqrt(r) * (E[l] + float(np.max(E[k]))) + 64 * _EPS * r * scale
+        bound = estimate_bound(err)  # what decide compares with
         moved = np.max(np.abs(P - Y), axis=1)
         for i in range(P.shape[0]):
             what = (f"z_{i}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")
-            if depth[i] > err[i]:
+            if depth[i] > bound[i]:
                 counts["inside"] += 1
-                if tightest is None or depth[i] - err[i] < tightest[0] - tightest[1]:
+                if tightest is None or depth[i] - bound[i] < tightest[0] - estimate_bound(
+                        tightest[1]):
                     tightest = (float(depth[i]), float(err[i]), what)
-            elif -depth[i] > err[i]:
+            elif -depth[i] > bound[i]:
                 exact = hull_certificate(np.vstack([traj.z[k], traj.z[l][i:i + 1]]))
                 if len(Y) in exact.vertices:
                     counts["outside"] += 1
-                    sub = (float(depth[i]), float(err[i]), what + " (outside, certified "
+                    sub = (float(depth[i]), float(err[i]), what + " (outside, re-decided "
                            "exactly on the float values)")
                     if worst is None or -sub[0] - sub[1] > -worst[0] - worst[1]:
                         worst = sub
@@ -132,10 +137,18 @@ def judge_hull_shrinks(ev) -> InstanceResult:
                                       "error": tightest[1]}
     unit = "depth in the hull (distance)"
     if worst is not None:
-        return decide(request, worst[0], worst[1], worst[2], unit=unit, evidence=evidence)
+        return decide(request, worst[0], worst[1], worst[2], unit=unit, evidence=evidence,
+                      basis=Basis.ESTIMATE)
     if first_undecided is not None:
         return inconclusive(request, first_undecided, evidence, unit=unit)
     if tightest is None:
         return inconclusive(request, "no token is inside a hull beyond its error: every "
                             "inclusion is within the error of the boundary.", evidence, unit=unit)
-    return decide(request, tightest[0], tightest[1], tightest[2], unit=unit, evidence=evidence)
+    total = sum(counts.values())
+    boundary = counts["boundary_stationary"] + counts["boundary_moving"]
+    partial = "" if not boundary else (
+        f"holds on {counts['inside']} of {total} inclusions; {boundary} undecided (within the "
+        f"error of the hull's boundary: {counts['boundary_stationary']} stationary, "
+        f"{counts['boundary_moving']} moving); tightest: ")
+    return decide(request, tightest[0], tightest[1], partial + tightest[2], unit=unit,
+                  evidence=evidence, basis=Basis.ESTIMATE)

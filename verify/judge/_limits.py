@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import check_prediction, is_prediction, register_conclusion
 from verify.errors import InvalidArgument
@@ -102,7 +102,7 @@ def _functional(ev) -> Value | None:
     if rows.ndim != 2 or rows.shape[1] != ev.instance.d or not np.all(np.isfinite(rows)):
         raise InvalidArgument(f"functional: gives shape {W.array.shape}; it must be a finite "
                               f"k×{ev.instance.d} matrix.")
-    return Value(rows, W.error, W.evidence, W.source)
+    return Value(rows, W.error, W.evidence, W.source, W.basis)
 
 
 def projected_tokens(ev, tokens: np.ndarray) -> np.ndarray:
@@ -166,7 +166,8 @@ def _distance_series(ev, distance) -> tuple[np.ndarray, np.ndarray]:
 
 
 def judge_distance(ev, distance, what: str, *, pairwise: bool = False,
-                   extra_error: float = 0.0, evidence: dict | None = None) -> InstanceResult:
+                   extra_error: float = 0.0, extra_basis: Basis = Basis.EXACT,
+                   evidence: dict | None = None) -> InstanceResult:
     """The rule of the module docstring for ``D = distance(tokens)``.
 
     Parameters
@@ -178,6 +179,8 @@ def judge_distance(ev, distance, what: str, *, pairwise: bool = False,
         What ``D → 0`` states, for the reasons.
     extra_error : float
         The error of the prediction the distance is taken to (max-norm).
+    extra_basis : Basis
+        The basis of that prediction's error: a violation is never stronger.
     """
     missing = _no_reference(ev)
     if missing:
@@ -197,15 +200,16 @@ def judge_distance(ev, distance, what: str, *, pairwise: bool = False,
         return trend.judge(ev.request, record)
     record["_largest"] = float(np.max(D - err))
     return certified_violation(ev, distance, what, trend, record, pairwise=pairwise,
-                               extra_error=extra_error)
+                               extra_error=extra_error, extra_basis=extra_basis)
 
 
 def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwise: bool,
-                        extra_error: float) -> InstanceResult:
+                        extra_error: float, extra_basis: Basis = Basis.EXACT) -> InstanceResult:
     """Violated when the end state is certified and ``distance`` at its certified limit
     exceeds the error bound; holds when the end is certified at ``D`` within its bound of 0
     after ``D`` fell by more than that bound (``record["_largest"]``: the largest value of
-    ``D`` minus its error over the run); else inconclusive with the trend and the reason."""
+    ``D`` minus its error over the run); else inconclusive with the trend and the reason. The
+    basis is the weakest of the certificate's and the prediction's (``extra_basis``)."""
     cert, why = ev.certificate()
     variable = ev.variable()
     if cert is None or cert.variable != variable:
@@ -224,17 +228,18 @@ def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwis
         + own + extra_error * math.sqrt(k) + _functional_error(ev, limit) \
         + 4 * k * _EPS * float(np.max(np.abs(limit)))
     record = {**record, **trend.evidence, "D_at_certified_limit": sig6(value)}
+    basis = Basis.weakest(cert.basis, extra_basis, Basis.EXACT if W is None else W.basis)
     if value > bar:
         record.pop("_largest", None)
         return decide(ev.request, -value, bar, f"{what} (D at the certified limit is "
                       f"{value:.4g})", unit=f"Euclidean distance ({variable})",
-                      evidence=record, certificate=cert.to_dict())
+                      evidence=record, certificate=cert.to_dict(), basis=basis)
     largest = float(record.get("_largest", math.nan))
     if largest - value > bar:  # the end is certified at D ≈ 0, after a resolved fall
         return decide(ev.request, largest - value, bar, f"{what} (D fell from {largest:.4g} to "
                       f"{value:.3g} at the certified limit)", unit=f"drop of D ({variable})",
                       evidence={k: v for k, v in record.items() if k != "_largest"},
-                      certificate=cert.to_dict())
+                      certificate=cert.to_dict(), basis=Basis.weakest(basis, Basis.ESTIMATE))
     return inconclusive(ev.request, f"{trend.what}; the certified limit ({cert.kind}) is "
                         f"within its error bound {bar:.2g} of the claim (D = {value:.3g}), but "
                         "the trend does not resolve the approach yet — integrate longer.",
@@ -319,7 +324,8 @@ def judge_converges(ev) -> InstanceResult:
         points = _points(target.array, _width(ev), "to")
         return judge_distance(ev, nearest_distance(points), "every token converges to a point "
                               "of the set `to` (D = max_i min_p |z_i − p|)",
-                              extra_error=target.error, evidence=target.evidence)
+                              extra_error=target.error, extra_basis=target.basis,
+                              evidence=target.evidence)
     fits = token_fits(ev)
     kinds: dict = {}
     for f in fits:
@@ -333,7 +339,8 @@ def judge_converges(ev) -> InstanceResult:
         if certificate is not None:
             return decide(ev.request, -1, 0, "every token converges (the linear flow keeps "
                           f"it moving: the root {certificate['root']}, exact)",
-                          unit="exact decision", evidence=evidence, certificate=certificate)
+                          unit="exact decision", evidence=evidence, certificate=certificate,
+                          basis=Basis.CERTIFICATE)
         return inconclusive(ev.request, f"{len(bad)} of {len(fits)} token limits have not "
                             f"stabilised (e.g. token {bad[0] + 1}: {fits[bad[0]].kind}: "
                             f"{fits[bad[0]].reason}); integrate longer.", evidence)
@@ -355,7 +362,7 @@ def judge_converges(ev) -> InstanceResult:
     evidence.update(slowest_token=i + 1, slowest_rate=sig6(rate))
     return decide(ev.request, rate, half, f"every token converges (all limits stabilised; "
                   f"slowest: token {i + 1} at rate {rate:.4g})", unit="rate (1/time)",
-                  evidence=evidence)
+                  evidence=evidence, basis=Basis.FIT)
 
 
 def _resolved_rate(fit) -> tuple[float, float] | None:
@@ -400,7 +407,7 @@ def judge_limit(ev) -> InstanceResult:
         return float(np.max(np.linalg.norm(z - E, axis=1))), 0.0
     return judge_distance(ev, distance, "every token tends to its predicted limit "
                           "(D = max_i |z_i − E_i|)", extra_error=target.error,
-                          evidence=target.evidence)
+                          extra_basis=target.basis, evidence=target.evidence)
 
 
 def _validate_approach(p, source, where):
@@ -440,7 +447,8 @@ def judge_approach(ev) -> InstanceResult:
         normals, offsets = _hyperplanes(ev, given, k)
         distance, what = hyperplanes_distance(normals, offsets), "a union of hyperplanes"
     return judge_distance(ev, distance, f"every token approaches {what} (D = max_i dist(z_i, "
-                          "set))", extra_error=given.error, evidence=given.evidence)
+                          "set))", extra_error=given.error, extra_basis=given.basis,
+                          evidence=given.evidence)
 
 
 def _hyperplanes(ev, given: Value, k: int) -> tuple[np.ndarray, np.ndarray]:

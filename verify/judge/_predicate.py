@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
 from verify.errors import InvalidArgument, UserFunctionError
@@ -166,7 +167,7 @@ def judge_predicate(evaluation):
                                 "reference run: undecided at this precision.", evidence)
         evidence["note"] = "a bool: decided because the run and its reference run agree"
         return decide(request, 1 if value else -1, 0, what, unit="truth value (±1)",
-                      evidence=evidence)
+                      evidence=evidence, basis=Basis.ESTIMATE)
     if kind == "number":
         margin, error = value, float(quantity_error(np.array(value), np.array(ref_value)))
     else:
@@ -176,5 +177,5 @@ def judge_predicate(evaluation):
             return inconclusive(request, f"{spec} returned the error {value[1]!r}; it must be "
                                 "≥ 0.", evidence)
     return decide(request, margin, error, what, unit="the predicate's margin",
-                  evidence=evidence, strict=False)
+                  evidence=evidence, strict=False, basis=Basis.ESTIMATE)
 

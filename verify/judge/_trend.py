@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.judge._decision import decide, inconclusive
 from verify.judge._evidence import sig6
 from verify.limits import (
     fit_exponential_convergence,
     fit_power_law,
 )
+from verify.numerics._coverage import estimate_bound
 from verify.numerics._fits import tail_count
 
 __all__ = ["Trend", "tends_to_zero"]
@@ -41,7 +42,9 @@ class Trend:
     """The support for "D(t) → 0": a ``margin`` (the resolved decay rate, or the drop to the
     error floor) with its ``error``, in ``unit``; ``margin`` NaN when undecided (``what`` then
     says why). ``against`` is True when the trend goes against the claim (D levels off at a
-    positive value or grows): evidence only, never a violation."""
+    positive value or grows): evidence only, never a violation. ``basis``: *fit* for a fitted
+    rate or exponent (its error is the fit's coverage interval), *estimate* for a drop to the
+    error floor (its error is the run's estimate)."""
 
     margin: float
     error: float
@@ -49,11 +52,14 @@ class Trend:
     evidence: dict = field(default_factory=dict)
     unit: str = "rate (1/time)"
     against: bool = False
+    basis: Basis = Basis.FIT
 
     @property
     def status(self) -> str:
-        """``"holds"`` (``margin > error``) or ``"undecided"``."""
-        if math.isnan(self.margin) or not self.margin > self.error:
+        """``"holds"`` (``margin`` above its error, times κ on the estimate basis: the rule of
+        :func:`~verify.judge.decide`) or ``"undecided"``."""
+        bound = estimate_bound(self.error) if self.basis.estimated else self.error
+        if math.isnan(self.margin) or not self.margin > bound:
             return "undecided"
         return "holds"
 
@@ -64,7 +70,7 @@ class Trend:
         if self.status != "holds":
             return inconclusive(request, self.what, record, unit=self.unit)
         return decide(request, self.margin, self.error, self.what, unit=self.unit,
-                      evidence=record)
+                      evidence=record, basis=self.basis)
 
 
 def _rate(fit) -> tuple[float, float] | None:
@@ -256,10 +262,11 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
                      f"|{name}_∞| ≤ {L + bar:.3g})", ev)
     k = int(np.argmax(D))
     drop, drop_error = float(D[k] - D[-1]), float(e[k] + e[-1])
-    if not drop > drop_error:
+    if not drop > estimate_bound(drop_error):
         return Trend(math.nan, math.inf, f"{name}(t) stays within its error estimate of 0 at "
                      f"every checkpoint (≤ {np.max(D):.3g}): no trend to decide from.", ev)
     return Trend(drop, drop_error, f"{name}(t) → 0 (it fell from {D[k]:.4g} at t = {t[k]:.4g} "
-                 f"to its error floor, {D[-1]:.3g} ± {e[-1]:.2g})", ev, unit=f"drop of {name}")
+                 f"to its error floor, {D[-1]:.3g} ± {e[-1]:.2g})", ev, unit=f"drop of {name}",
+                 basis=Basis.ESTIMATE)
 
 

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from verify.claim import InstanceResult
+from verify.claim import Basis, InstanceResult
 from verify.claim._plain import require_positive_int
 from verify.claim._vocabulary import register_conclusion
 from verify.exact.inputs import as_float_array
@@ -63,11 +63,11 @@ def judge_field_bounds(ev) -> InstanceResult:
     return combine(request, [
         decide(request, bound_field - field_max, eV * R + scale * (bound_field + field_max),
                f"|X[μ](x)| ≤ ‖V‖R = {bound_field:.6g} at {points} points (max {field_max:.6g})",
-               unit="field norm"),
+               unit="field norm", basis=Basis.EVIDENCE),
         decide(request, bound_grad - grad_max,
                2 * R * R * (eB * nV + eV * nB) + scale * (bound_grad + grad_max),
                f"‖∇X[μ](x)‖ ≤ 2‖QᵀK‖‖V‖R² = {bound_grad:.6g} (max {grad_max:.6g})",
-               unit="gradient norm")], evidence)
+               unit="gradient norm", basis=Basis.EVIDENCE)], evidence)
 
 
 @register_conclusion(
@@ -125,7 +125,7 @@ def judge_stability(ev) -> InstanceResult:
             worst = (margin, error, float(t), wt)
     return decide(request, worst[0], worst[1], "log(e^(Ct) W_2(μ_0, ν_0)) − log W_2(μ_t, ν_t) "
                   f"≥ 0 at every checkpoint (closest at t = {worst[2]:.4g})",
-                  unit="log of a W_2 ratio", evidence={
+                  unit="log of a W_2 ratio", basis=Basis.ESTIMATE, evidence={
                       "R": R, "W2_0": w0, "C": C, "R_T": RT,
                       "observed_rate_max_log_W2_ratio_over_t": observed_rate,
                       "C_formula": "2‖B‖‖V‖R_T² + ‖V‖e^{2‖B‖R_T²}(1+2‖B‖R_T²) (Lipschitz of "

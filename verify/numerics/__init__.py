@@ -9,6 +9,7 @@
 """
 
 from verify.numerics._backends import Arb, Backend, Float64, bits_to_digits, digits_to_bits
+from verify.numerics._coverage import ESTIMATE_SAFETY, estimate_bound
 from verify.numerics._extrapolation import (
     GraggBulirschStoer,
     IntegrationResult,
@@ -29,4 +30,6 @@ __all__ = [
     "fit_line",
     "fit_power_law",
     "fit_doubly_exponential",
+    "ESTIMATE_SAFETY",
+    "estimate_bound",
 ]

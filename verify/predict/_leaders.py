@@ -1,12 +1,28 @@
-r"""Predictions read off the certified hardmax graph at the end of the run: the leaders, each
-token's leader and its position (``leader-targets``), and the extreme tokens of Theorem 2.1
-(``extreme-tokens``, from the initial data alone).
+r"""Predictions read off the certified hardmax graph at the **first certified time** t₁ of the
+run: the leaders, each token's leader and its position (``leader-targets``), and the extreme
+tokens of Theorem 2.1 (``extreme-tokens``, from the initial data alone).
 
-A *leader* is a token whose certified hardmax target is itself (:func:`certified_leaders`):
-its row's score margin exceeds the score error bound. Its position at the horizon is its limit
-up to the residual soft attention, which :func:`certified_leaders` bounds by
-:math:`(1 - P_{\ell\ell}) \cdot \mathrm{diam}` per unit time (it is doubly exponentially small
-once the margin is certified); the trajectory's error estimate is added.
+A *leader* is a token whose certified hardmax target is itself. The leader map is read **once
+per run**, at the first checkpoint :math:`t_1` where it is certified (:func:`certified_leaders`),
+and the same prediction is used at the horizon :math:`T` and at the re-check :math:`3T/2` — never
+read at the end of the run it is compared with (there, each leader's distance to its own
+position would be 0 by construction). :math:`t_1` is the first checkpoint where
+
+* with :math:`V = \lambda I`, :math:`\lambda > 0` (model (1.1)): the hardmax leader-map
+  certificate holds (:func:`~verify.judge._certificates.leader_map_at`: every argmax certified,
+  every token following a leader, the residual soft attention unable to close a margin). By that
+  lemma each leader's position at :math:`t_1` is its limit within the state's error plus the
+  residual motion :math:`R` **for all** :math:`t \ge t_1`;
+* otherwise: the certified hardmax graph (scores within their estimated error times the
+  measured safety factor) sends every decided row to a leader, the rows still undecided stay
+  undecided at every later checkpoint of the run (exact ties), and each leader's residual soft
+  weight moves it by less than its error estimate per unit time
+  (:math:`(1 - P_{\ell\ell})\,\mathrm{diam} \le e_\ell`). No lemma carries this to
+  :math:`t = \infty`: the prediction's error covers the state at :math:`t_1` only.
+
+Either way the positions are read off a run, so a prediction rests on the *estimate* basis
+(``Value.basis``); its evidence says at which ``t₁`` it was read and whether its error is a bound
+to :math:`t = \infty` (``bound_to_infinity``).
 """
 
 from __future__ import annotations
@@ -15,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._vocabulary import register_prediction
 from verify.errors import VerifyError
 from verify.judge._evaluation import Value
@@ -28,21 +45,24 @@ class Unavailable(VerifyError):
 
 @dataclass(frozen=True)
 class Leaders:
-    """The certified leader structure at the last checkpoint of a run.
+    """The certified leader structure at the first certified checkpoint ``t₁`` of a run.
 
     Attributes
     ----------
     time : float
+        ``t₁``.
     leaders : list of int
         0-based indices of the tokens whose certified target is themselves.
     leader_of : dict
         Token -> its certified target, for the rows that are decided.
     undecided : list of int
     positions : ndarray, shape (n, d)
-        The tokens (``z`` when the run has it, else ``x``) at the last checkpoint.
+        The tokens (``z`` when the run has it, else ``x``) at ``t₁``.
     errors : ndarray, shape (n,)
-        Error bound of each position as a limit: the state's error estimate plus the motion
-        allowed by the residual soft attention over one unit of time.
+        Error of each position as a limit: the state's error estimate at ``t₁`` plus the
+        residual motion (module docstring).
+    lemma : bool
+        Whether a lemma makes ``errors`` a bound for all ``t ≥ t₁`` (``V = λI``).
     """
 
     time: float
@@ -51,10 +71,89 @@ class Leaders:
     undecided: list
     positions: np.ndarray
     errors: np.ndarray
+    lemma: bool
+
+    def evidence(self) -> dict:
+        """What every prediction built on these leaders records."""
+        return {"leaders": [i + 1 for i in self.leaders], "read_at": self.time,
+                "bound_to_infinity": self.lemma,
+                "read_by": "hardmax leader-map lemma (V = λI)" if self.lemma else
+                           "certified hardmax graph, settled (no lemma beyond t₁)"}
+
+
+def _from_certificate(instance, traj, k: int) -> Leaders | None:
+    from verify.judge._certificates import leader_map_at
+
+    cert, _ = leader_map_at(instance, traj, k)
+    if cert is None:
+        return None
+    error = np.asarray(traj.error[k], dtype=float)
+    if not cert.data["residual"] <= float(np.max(error)):
+        return None  # the lemma holds, but the soft residual still dominates the estimate
+    leader_of = {i: j for i, j in enumerate(cert.data["leader_of"])
+                 if i not in cert.data["pinned"]}
+    positions = np.asarray(traj.z[k], dtype=float)
+    return Leaders(float(traj.times[k]), sorted(cert.data["leaders"]), leader_of, [], positions,
+                   error + cert.data["residual"], True)
+
+
+def _settled_graph(instance, traj, k: int, undecided_later: list) -> Leaders | None:
+    from verify.graph import undecided_nodes
+    from verify.judge._attention import hardmax_at
+
+    G = hardmax_at(traj, k, instance.model.mask_for(instance.n))
+    undecided = sorted(undecided_nodes(G))
+    if any(i not in later for i in undecided for later in undecided_later):
+        return None  # a row still to be decided: the map is not settled
+    targets = {i: set(G.successors(i)) for i in G if i not in undecided}
+    found = sorted(i for i, t in targets.items() if t == {i})
+    if not found or any(not t <= set(found) for t in targets.values()):
+        return None
+    tokens = np.asarray(traj.z[k] if traj.z is not None else traj.x[k], dtype=float)
+    diameter = float(np.max(np.linalg.norm(tokens[:, None] - tokens[None], axis=2)))
+    soft = 1.0 - np.max(np.asarray(traj.attention[k], dtype=float), axis=1)
+    error = np.asarray(traj.error[k], dtype=float)
+    motion = soft * diameter
+    if np.any(motion[found] > error[found]):
+        return None  # the leaders still move beyond their error estimate
+    leader_of = {i: next(iter(t)) for i, t in targets.items() if len(t) == 1}
+    return Leaders(float(traj.times[k]), found, leader_of, undecided, tokens, error + motion,
+                   False)
+
+
+def _first_certified(instance, traj) -> Leaders | None:
+    """The :class:`Leaders` at the first certified checkpoint of ``traj`` (module docstring)."""
+    from verify.graph import undecided_nodes
+    from verify.judge._attention import hardmax_at
+
+    m = len(traj.times)
+    if _scalar_rescaled(instance):
+        for k in range(m):
+            found = _from_certificate(instance, traj, k)
+            if found is not None:
+                return found
+    mask = instance.model.mask_for(instance.n)
+    undecided = [set(undecided_nodes(hardmax_at(traj, k, mask))) for k in range(m)]
+    for k in range(m):
+        found = _settled_graph(instance, traj, k, undecided[k + 1:])
+        if found is not None:
+            return found
+    return None
+
+
+def _scalar_rescaled(instance) -> bool:
+    """Model (1.1) in the rescaled form with ``V = λI``, ``λ > 0``: the leader-map lemma."""
+    from verify.judge._certificates import _scalar_value_matrix
+
+    model = instance.model
+    return model.form == "z" and not model.departures() and \
+        _scalar_value_matrix(model) is not None
 
 
 def certified_leaders(ev) -> Leaders:
-    """The :class:`Leaders` of ``ev.trajectory`` (cached); :class:`Unavailable` without any.
+    """The :class:`Leaders` of the evaluation's whole run (read once, cached for the whole run:
+    the horizon and its re-check share it); :class:`Unavailable` without a certified time, or
+    when ``t₁`` lies beyond the part of the run being judged.
 
     Examples
     --------
@@ -64,37 +163,27 @@ def certified_leaders(ev) -> Leaders:
     >>> from verify.simulate import simulate
     >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], ["3/2", "1/2"]])
     >>> req = SimpleNamespace(instance=inst)
-    >>> found = certified_leaders(Evaluation(req, simulate(inst, 8, checkpoints=9), None))
-    >>> found.leaders, found.leader_of
-    ([0, 1], {0: 0, 1: 1, 2: 0})
+    >>> found = certified_leaders(Evaluation(req, simulate(inst, 8, checkpoints=17), None))
+    >>> found.leaders, found.leader_of, found.lemma, found.time < 8
+    ([0, 1], {0: 0, 1: 1, 2: 0}, True, True)
     """
-    if "leaders" in ev.cache:
-        return ev.cache["leaders"]
-    from verify.graph import undecided_nodes
-    from verify.judge._attention import hardmax_at
-
-    traj, instance = ev.trajectory, ev.instance
-    k = len(traj.times) - 1
-    G = hardmax_at(traj, k, instance.model.mask_for(instance.n))
-    undecided = sorted(undecided_nodes(G))
-    targets = {i: set(G.successors(i)) for i in G if i not in undecided}
-    found = sorted(i for i, t in targets.items() if t == {i})
-    if not found:
-        raise Unavailable(f"no certified leader at t = {float(traj.times[k]):.4g} (every "
-                          "self-attention margin is within its error).")
-    leader_of = {i: next(iter(t)) for i, t in targets.items()
-                 if len(t) == 1 and next(iter(t)) in found}
-    tokens = np.asarray(traj.z[k] if traj.z is not None else traj.x[k], dtype=float)
-    diameter = float(np.max(np.linalg.norm(tokens[:, None] - tokens[None], axis=2)))
-    soft = 1.0 - np.max(np.asarray(traj.attention[k], dtype=float), axis=1)
-    errors = np.asarray(traj.error[k], dtype=float) + soft * diameter
-    ev.cache["leaders"] = Leaders(float(traj.times[k]), found, leader_of, undecided, tokens,
-                                  errors)
-    return ev.cache["leaders"]
+    shared = ev.predictions
+    if "leaders" not in shared:
+        shared["leaders"] = _first_certified(ev.instance, ev.whole_run)
+    found = shared["leaders"]
+    if found is None:
+        raise Unavailable(f"the leader map is not certified at any checkpoint up to t = "
+                          f"{float(ev.whole_run.times[-1]):.4g} (a margin within its error, or "
+                          "leaders still moving beyond their error).")
+    if found.time > float(ev.trajectory.times[-1]):
+        raise Unavailable(f"the leader map is first certified at t₁ = {found.time:.4g}, after "
+                          f"t = {float(ev.trajectory.times[-1]):.4g}.")
+    return found
 
 
 @register_prediction("leader-targets", gives="targets",
-                     summary="each token's certified leader's position at the horizon")
+                     summary="each token's certified leader's position at the first certified "
+                             "time t₁")
 def leader_targets(ev) -> Value:
     """Per token, the position of its certified leader (through the conclusion's
     ``functional``, if any)."""
@@ -108,9 +197,9 @@ def leader_targets(ev) -> Value:
     order = [found.leader_of[i] for i in range(ev.instance.n)]
     targets = projected_tokens(ev, found.positions[order])
     return Value(targets, float(np.max(found.errors[order])),
-                 {"leaders": [i + 1 for i in found.leaders],
+                 {**found.evidence(),
                   "leader_of": [found.leader_of[i] + 1 for i in range(ev.instance.n)]},
-                 source="prediction")
+                 source="prediction", basis=Basis.ESTIMATE)
 
 
 @register_prediction("extreme-tokens", gives="indices",
@@ -123,7 +212,8 @@ def extreme_tokens(ev) -> Value:
     values = [x0[i, 0] for i in range(x0.shape[0])]
     low, high = values.index(min(values)), values.index(max(values))
     return Value(np.array(sorted({low + 1, high + 1}), dtype=float), 0.0,
-                 {"extreme_tokens": sorted({low + 1, high + 1})}, source="prediction")
+                 {"extreme_tokens": sorted({low + 1, high + 1})}, source="prediction",
+                 basis=Basis.EXACT)
 
 
 @register_prediction("threshold-tokens", gives="indices",
@@ -144,4 +234,4 @@ def threshold_tokens(ev) -> Value:
         raise Unavailable("no extreme token lies beyond the escape threshold.")
     return Value(np.array(sorted(set(picked)), dtype=float), 0.0,
                  {"a": escape_threshold_value(n), "beyond": sorted(set(picked))},
-                 source="prediction")
+                 source="prediction", basis=Basis.CERTIFICATE)

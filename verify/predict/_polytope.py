@@ -1,9 +1,11 @@
 r"""Polytope predictions from the certified leaders: ``polytope-S`` (Theorem 3.1),
 ``polytope-vertices`` (its generic form) and ``subspace-K`` (Theorem 5.2).
 
-:math:`\mathcal K` is the convex hull of the leaders' positions at the horizon (each a limit up
-to its error, :func:`~verify.predict._leaders.certified_leaders`) — determined by the dynamics,
-not by the initial hull, since leaders move during the early, soft phase. For Theorem 3.1,
+:math:`\mathcal K` is the convex hull of the leaders' positions at the first certified time
+:math:`t_1` of the run (each a limit up to its error,
+:func:`~verify.predict._leaders.certified_leaders`) — determined by the dynamics, not by the
+initial hull, since leaders move during the early, soft phase; read once, before the end the
+prediction is compared with. The positions are read off the run: basis *estimate*. For Theorem 3.1,
 :math:`\mathcal S = \{x \in \mathcal K : \|Ax\|^2 = \max_j \langle Ax, Av_j\rangle\}` is then
 computed **exactly** (:func:`verify.exact.polytope_S`, on the leaders' float positions at their
 exact binary value); each point of :math:`\mathcal S` is the :math:`B`-projection of 0 onto the
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._vocabulary import register_prediction
 from verify.errors import InvalidArgument
 from verify.judge._evaluation import Value
@@ -86,13 +89,13 @@ def polytope_S_prediction(ev) -> Value:
         points.append([float(v) for v in x])
         errors.append(_face_error(L[face], E[face], Bf))
     vertices = L[sorted(cert.vertices)]
-    evidence = {"leaders": [i + 1 for i in found.leaders], "read_at": found.time,
-                "K_vertices": vertices.tolist(), "S_points": points,
+    evidence = {**found.evidence(), "K_vertices": vertices.tolist(), "S_points": points,
                 "S_is_vertex": list(S.is_vertex), "S_is_origin": list(S.is_origin),
                 "V_subset_S": S.vertices_in_S(),
                 "S_in_boundary_or_origin": S.in_boundary_or_origin(),
                 **_figure(vertices, points, r"$\mathcal{K}$ and $\mathcal{S}$")}
-    return Value(np.array(points), float(max(errors)), evidence, source="prediction")
+    return Value(np.array(points), float(max(errors)), evidence, source="prediction",
+                 basis=Basis.ESTIMATE)
 
 
 @register_prediction("polytope-vertices", gives="points",
@@ -106,10 +109,10 @@ def polytope_vertices(ev) -> Value:
     cert = hull_certificate(rational_array("leaders", L)[0])
     keep = sorted(cert.vertices)
     inside = [found.leaders[i] + 1 for i in range(len(L)) if i not in keep]
-    evidence = {"leaders": [i + 1 for i in found.leaders], "read_at": found.time,
-                "leaders_not_vertices": inside,
+    evidence = {**found.evidence(), "leaders_not_vertices": inside,
                 **_figure(L[keep], None, r"$\mathcal{K}$ (its vertices: the leaders' limits)")}
-    return Value(L[keep], float(np.max(E[keep])), evidence, source="prediction")
+    return Value(L[keep], float(np.max(E[keep])), evidence, source="prediction",
+                 basis=Basis.ESTIMATE)
 
 
 @register_prediction("subspace-K", gives="polytope",
@@ -122,6 +125,6 @@ def subspace_K(ev) -> Value:
     found, L, E = _leader_points(ev)
     points = projected_tokens(ev, L)
     gain = float(np.max(np.abs(projected_tokens(ev, np.eye(ev.instance.d))).sum(axis=0)))
-    return Value(points, gain * float(np.max(E)),
-                 {"leaders": [i + 1 for i in found.leaders], "read_at": found.time,
-                  "K_points": points.tolist()}, source="prediction")
+    return Value(points, gain * float(np.max(E)), {**found.evidence(),
+                                                   "K_points": points.tolist()},
+                 source="prediction", basis=Basis.ESTIMATE)

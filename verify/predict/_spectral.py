@@ -3,15 +3,17 @@ r"""Predictions from the spectrum of ``V``: ``phi1``, ``hyperplanes-a0b`` (Theor
 
 :math:`\varphi_1^*` is the dual vector of the leading eigenvalue (:func:`verify.exact.
 eigenpair`: exact over :math:`\mathbb Q` or :math:`\mathbb Q(\lambda_1)`, or a certified
-enclosure), used through its float value with the enclosure radius as its error. The offsets
-:math:`a, b` of Theorem 4.2 are the extreme values of :math:`\varphi_1^*` over the certified
-leaders at the horizon; the middle offset is exactly 0.
+enclosure), used through its float value with the enclosure radius as its error (basis
+*exact* or *enclosure*). The offsets :math:`a, b` of Theorem 4.2 are the extreme values of
+:math:`\varphi_1^*` over the certified leaders at the first certified time :math:`t_1` of the run
+(basis *estimate*); the middle offset is exactly 0.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from verify.claim import Basis
 from verify.claim._vocabulary import register_prediction
 from verify.judge._evaluation import Value
 from verify.judge._evidence import sig6
@@ -40,7 +42,8 @@ def phi1(ev) -> Value:
     pair = _pair(ev)
     return Value(pair.left_float[None, :], float(pair.radius),
                  {"lambda_1": str(pair.eigenvalue), "phi_star": pair.left_float.tolist(),
-                  "phi_star_exact": pair.exact}, source="prediction")
+                  "phi_star_exact": pair.exact}, source="prediction",
+                 basis=Basis.EXACT if pair.exact else Basis.ENCLOSURE)
 
 
 @register_prediction("hyperplanes-a0b", gives="hyperplanes",
@@ -59,13 +62,13 @@ def hyperplanes_a0b(ev) -> Value:
     table = np.array([[*row, c] for c in offsets])
     # the distance to {φ = c} moves by |Δc| / |φ|; the prediction's error is in those units
     error = float(max(errors[a], errors[b]) / np.linalg.norm(row)) + phi.error
-    evidence = {**phi.evidence, "a": sig6(values[a]), "b": sig6(values[b]),
-                "leaders": [i + 1 for i in found.leaders], "read_at": found.time,
+    evidence = {**phi.evidence, **found.evidence(), "a": sig6(values[a]),
+                "b": sig6(values[b]),
                 "figure": {"predicted": {"hyperplanes": [[sig6(v) for v in row],
                                                          [sig6(c) for c in offsets]],
                                          "label": r"$\{\varphi_1^* = a\}, \{\varphi_1^* = 0\}, "
                                                   r"\{\varphi_1^* = b\}$"}}}
-    return Value(table, error, evidence, source="prediction")
+    return Value(table, error, evidence, source="prediction", basis=Basis.ESTIMATE)
 
 
 @register_prediction("positive-left-rows", gives="rows",
@@ -97,7 +100,8 @@ def positive_left_rows(ev) -> Value:
     resid = float(np.max(np.abs(Vf.T @ W[:, keep] - W[:, keep] * lam[keep])))
     gap = float(np.min(np.abs(lam[keep][:, None] - lam[~keep][None, :]))) if k < len(lam) \
         else 1.0
-    return Value(Q.T, resid / gap + 8 * _EPS, {"k": k, "W": Q.T.tolist()}, source="prediction")
+    return Value(Q.T, resid / gap + 8 * _EPS, {"k": k, "W": Q.T.tolist()}, source="prediction",
+                 basis=Basis.ESTIMATE)  # a float eigen-decomposition with its residual
 
 
 @register_prediction("F-coordinates", gives="rows",

@@ -1,5 +1,6 @@
 """Certificate files: a proved instance's certificate document moves from the result record to
-``<run>/certificates/<claim>-<family>-<k>.json``, and the result keeps its path."""
+``<run>/certificates/<claim>-<family>-<k>.json`` (written atomically, like every file of a
+run), and the result keeps its path."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import InstanceResult
 
 __all__ = ["write_certificate", "CERTIFICATE_FOLDER"]
@@ -24,8 +26,7 @@ def write_certificate(record: dict, out_dir: str | Path) -> dict:
     folder = Path(out_dir) / CERTIFICATE_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{record['claim']}-{record['family']}-{record['k']}.json"
-    (folder / name).write_text(json.dumps(certificate["document"], indent=1, sort_keys=True),
-                               encoding="utf-8")
+    write_atomic(folder / name, json.dumps(certificate["document"], indent=1, sort_keys=True))
     kept = {k: v for k, v in certificate.items() if k != "document"}
     record["result"] = replace(result, certificate={**kept, "file": f"{CERTIFICATE_FOLDER}/{name}"}
                                ).to_json()

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.report._texthtml import inline_html, markdown_to_html
 from verify.report._weights_section import weights_figures, weights_html
 from verify.report.markdown import (
@@ -68,7 +69,7 @@ code{font-family:'DejaVu Sans Mono',monospace;font-size:90%}
 .v-refuted-expected{background:#dfe6f6} details summary{cursor:pointer}
 pre{font-size:12px;background:#f7f7f7;padding:.5em;overflow-x:auto}
 .v-inconclusive{background:#fbeccb} .i-holds{color:#1b6e2a} .i-violated{color:#a11}
-.i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777}
+.i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777} .i-error{color:#a11}
 .verdict{padding:.5em .8em;border-radius:4px;margin:.8em 0}
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:48%}
 figure.wide{display:block;max-width:100%} figure.wide svg{max-width:100%;height:auto}
@@ -215,14 +216,16 @@ def _draw(job: tuple) -> str:
 def draw_figures(jobs: dict) -> dict:
     """``{key: (maker, args)}`` → ``{key: html}``, drawn in parallel worker processes (one per
     core; figures are independent and drawing them is most of a report's time), serially when
-    there is one core or a pool cannot start."""
+    there is one core or a pool cannot start. The workers die with this process (a report
+    killed mid-way leaves none behind: :func:`verify.run._workers.worker_init`)."""
     import os
-    from concurrent.futures import ProcessPoolExecutor
+
+    from verify.run._workers import new_pool
 
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers > 1:
         try:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with new_pool(workers) as pool:
                 return dict(zip(jobs, pool.map(_draw, jobs.values()), strict=True))
         except (OSError, RuntimeError):  # no processes here (or a broken pool): draw serially
             pass
@@ -311,7 +314,7 @@ def _paper_section(drawn: dict, cached: Path | None) -> list[str]:
     if paper:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            cached.write_text("\n".join(paper), encoding="utf-8")
+            write_atomic(cached, "\n".join(paper))  # never a truncated cache to reuse
         except OSError:  # a cache that cannot be written only costs time
             pass
         return paper

@@ -23,14 +23,19 @@ __all__ = ["render_markdown", "summary_rows", "instance_rows", "format_value",
            "decisive_record", "decisive_lines", "verdict_class", "SUMMARY_HEADER",
            "INSTANCE_HEADER", "COUNT_KEYS", "TABLE_LEGEND"]
 
-COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope")
+COUNT_KEYS = ("holds", "violated", "inconclusive", "out-of-scope", "error")
 SUMMARY_HEADER = ("claim", "label", "kind", "expected", "verdict", "holds", "violated",
-                  "inconclusive", "out of scope")
-INSTANCE_HEADER = ("instance", "seed", "verdict", "predicted vs observed", "margin", "error",
-                   "unit", "note")
+                  "inconclusive", "out of scope", "error")
+INSTANCE_HEADER = ("instance", "seed", "verdict", "basis", "predicted vs observed", "margin",
+                   "error", "margin/error", "unit", "note")
 TABLE_LEGEND = ("Margin and error are in the unit named (positive margin: the conclusion holds "
-                "with that much room); error 0 is exact arithmetic; – means not computed (the "
-                "instance was undecided, out of scope, or its judge failed).")
+                "with that much room). The basis says what the decision rests on: exact "
+                "(rational arithmetic, error 0), enclosure or certificate (rigorous; the error is "
+                "a bound), estimate (a run against its reference run; the error shown is the "
+                "estimate times the measured safety factor κ), fit (a trend; the error is its "
+                "coverage interval) or evidence. Only a violation on a rigorous basis refutes. "
+                "– means not computed (the instance was undecided, out of scope, or its judge "
+                "failed).")
 
 
 def conclusion_text(claim: dict) -> str:
@@ -119,8 +124,10 @@ def instance_rows(data: dict, claim_id: str) -> list[tuple]:
                           f"{format_value(ev.get('observed'))}")
         else:  # the check states its comparison in the reason
             comparison = _shorten(r.get("reason") or "–", COMPARISON_WIDTH)
-        rows.append((r["instance"], format_value(r["seed"]), verdict, comparison,
-                     format_value(r.get("margin")), format_value(r.get("error")),
+        ratio = _ratio(r)
+        rows.append((r["instance"], format_value(r["seed"]), verdict, r.get("basis") or "–",
+                     comparison, format_value(r.get("margin")), format_value(r.get("error")),
+                     f"{ratio:.3g}" if math.isfinite(ratio) else "–",
                      r.get("unit") or "–", note.strip("; ")))
     return rows
 

@@ -27,6 +27,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import InstanceResult, effective_verdict
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
@@ -37,7 +38,7 @@ __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_result
            "load_results"]
 
 SCHEMA_VERSION = 2
-_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope"]
+_VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope", "error"]
 _NUM = ["number", "string", "null"]  # floats; "inf"/"nan" and exact "p/q" are strings
 _MATRIX = {"type": "array", "items": {"type": "array", "items": {"type": "string",
                                                                  "pattern": r"^-?\d+(/\d+)?$"}}}
@@ -86,7 +87,8 @@ _VERDICT = _obj({
     "matches_expected": {"type": ["boolean", "null"]},
     "n_supporting": {"type": "integer", "minimum": 0},
     "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}},
-    {"grades": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
+    {"grades": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+     "bases": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
 RESULTS_SCHEMA: dict = _obj({
     "schema_version": {"const": SCHEMA_VERSION},
     "run_id": {"type": "string", "pattern": r"^\d{8}T\d{6}Z-[0-9a-f]{6}$"},
@@ -99,7 +101,7 @@ RESULTS_SCHEMA: dict = _obj({
     "versions": {"type": "object", "required": ["python", "numpy", "scipy", "sympy", "mpmath",
                                                 "flint", "networkx", "matplotlib", "verify"],
                  "additionalProperties": _STR_NULL},
-    "exit_code": {"enum": [0, 1, 3]},
+    "exit_code": {"enum": [0, 1, 3, 4]},
     "claims": {"type": "array", "items": _CLAIM},
     "instances": {"type": "array", "items": _INSTANCE},
     "verdicts": {"type": "array", "items": _VERDICT}},
@@ -218,8 +220,8 @@ def build_results(run) -> dict:
     for res in run.claim_results:
         data = res.to_json()
         del data["instances"], data["kind"]
-        verdicts.append(dict(data, counts=res.counts, matches_expected=res.matches_expected,
-                             grades=res.grades))
+        verdicts.append(dict(data, counts=res.counts, bases=res.bases, grades=res.grades,
+                             matches_expected=res.matches_expected))
     return {"schema_version": SCHEMA_VERSION, "run_id": run.run_id, "started": run.started,
             "finished": run.finished, "seconds": run.seconds, "resumed": run.resumed,
             "executor": run.executor, "parameters": to_plain(run.parameters),
@@ -261,12 +263,10 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     out = Path(run.out_dir)
     paths = {name: out / name for name in ("results.json", "results.schema.json", "report.md",
                                            "report.html")}
-    paths["results.json"].write_text(json.dumps(data, indent=1, ensure_ascii=False,
-                                                allow_nan=False) + "\n", encoding="utf-8")
-    paths["results.schema.json"].write_text(json.dumps(RESULTS_SCHEMA, indent=1) + "\n",
-                                            encoding="utf-8")
-    paths["report.md"].write_text(render_markdown(data), encoding="utf-8")
-    paths["report.html"].write_text(render_html(data, figures=figures,
-                                                cache_dir=out.parent / ".cache"),
-                                    encoding="utf-8")
+    write_atomic(paths["results.json"], json.dumps(data, indent=1, ensure_ascii=False,
+                                                   allow_nan=False) + "\n")
+    write_atomic(paths["results.schema.json"], json.dumps(RESULTS_SCHEMA, indent=1) + "\n")
+    write_atomic(paths["report.md"], render_markdown(data))
+    write_atomic(paths["report.html"], render_html(data, figures=figures,
+                                                   cache_dir=out.parent / ".cache"))
     return paths

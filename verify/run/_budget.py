@@ -76,8 +76,8 @@ def parse_memory(text: str, flag: str = "--instance-memory") -> int:
     except ValueError:
         raise InvalidArgument(f"{flag}={text!r}: give bytes or a size like 512M or 2G.") \
             from None
-    if not value >= 1:
-        raise InvalidArgument(f"{flag}={text!r} must be a positive size.")
+    if not value >= 1 or value == float("inf"):
+        raise InvalidArgument(f"{flag}={text!r} must be a positive, finite size.")
     return int(value)
 
 

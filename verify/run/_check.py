@@ -39,7 +39,15 @@ from functools import partial
 from itertools import chain, count
 from pathlib import Path
 
-from verify.claim import InstanceResult, InstanceVerdict, judge_claim
+from verify.atomic import write_atomic
+from verify.claim import (
+    EXIT_ERROR,
+    InstanceResult,
+    InstanceVerdict,
+    check_hypotheses,
+    effective_verdict,
+    judge_claim,
+)
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.proof import write_certificate
@@ -61,7 +69,8 @@ from verify.run._workers import new_pool, stop_workers
 __all__ = ["check_conjecture", "CheckRun", "EXIT_CODES", "DEFAULT_BUDGET", "SearchFamily",
            "judge_instance_file"]
 
-#: ``verify check`` exit codes by verdict (2 is bad usage, from the CLI).
+#: ``verify check`` exit codes by verdict (2 is bad usage, from the CLI; 4,
+#: :data:`~verify.claim.EXIT_ERROR`, an instance failed with an error and nothing refuted).
 EXIT_CODES = {"supported": 0, "refuted": 1, "inconclusive": 3}
 #: Seconds of search when neither a budget nor a number of instances is given.
 DEFAULT_BUDGET = 60.0
@@ -76,7 +85,10 @@ class CheckRun(RunResult):
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.claim_results[0].verdict.value]
+        result = self.claim_results[0]
+        if result.verdict.value != "refuted" and result.counts.get("error"):
+            return EXIT_ERROR
+        return EXIT_CODES[result.verdict.value]
 
 
 @dataclass(frozen=True)
@@ -110,8 +122,9 @@ def judge_drawn(claim, family: SearchFamily, k: int, instance, seed, draw=None,
 
 
 def _confirmed(record: dict) -> bool:
-    rechecked = record["result"].get("rechecked") or {}
-    return record["result"]["verdict"] == "violated" and rechecked.get("verdict") == "violated"
+    """A violation that counts: on a rigorous basis and confirmed by its re-check."""
+    verdict, _ = effective_verdict(InstanceResult.from_json(record["result"]))
+    return verdict is InstanceVerdict.VIOLATED
 
 
 class _Session:
@@ -168,11 +181,13 @@ class _Session:
         return self.keep(judge_drawn(self.claim, family, k, instance, seed, draw, self.budget))
 
     def first_pass_violated(self, instance, family: SearchFamily) -> bool:
-        """The shrinker's oracle: in scope and violated by the first run (no re-check)."""
+        """The shrinker's oracle: in scope and violated by the first run (no re-check) on a
+        rigorous basis (only such a violation can refute)."""
         result, _ = judge_within(self.budget, lambda: judge_on_instance(
             self.claim, family, instance, seed=None, horizon=family.horizon,
             checkpoints=family.checkpoints, precision=family.precision, recheck=False))
-        return result.verdict is InstanceVerdict.VIOLATED
+        return result.verdict is InstanceVerdict.VIOLATED and result.basis is not None \
+            and result.basis.rigorous
 
     def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
                extra: dict) -> CheckRun:
@@ -264,14 +279,26 @@ def _run_search(session: _Session, deadline: float, instances: int | None, seed:
 def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
             deadline: float, space) -> dict:
     """Shrink a confirmed counterexample, never leaving the claim: every candidate must keep
-    the hypotheses (the oracle judges an out-of-scope candidate as not violated) and, when the
+    the hypotheses — those on the data included, decided before any run — and, when the
     counterexample lies in the conjecture's ``[search]`` space, stay in it (moves that leave
-    are refused and counted)."""
+    are refused and counted; the oracle also judges an out-of-scope candidate as not
+    violated)."""
     from verify.search import shrink
 
     inside_space = space is not None and space.contains(instance) is None
+
+    def outside(candidate) -> str | None:
+        """Why ``candidate`` is not an instance of the claim: outside the space, or a
+        hypothesis (on the data too) not certainly met. Refused before any run."""
+        reason = space.contains(candidate) if inside_space else None
+        try:
+            met = check_hypotheses(session.claim.hypotheses, candidate).holds
+        except InvalidArgument as exc:
+            met, reason = None, reason or f"the hypotheses cannot be decided: {exc}"
+        return reason or (None if met is True else "a hypothesis is not met (or undecided)")
+
     result = shrink(instance, lambda c: session.first_pass_violated(c, family),
-                    deadline=deadline, outside=space.contains if inside_space else None)
+                    deadline=deadline, outside=outside)
     summary = {"from": record["key"], "moves": list(result.moves),
                "evaluations": result.evaluations, "refused": result.refused,
                "within": "the hypotheses and the [search] space" if inside_space
@@ -291,8 +318,7 @@ def _minimal(session: _Session, summary: dict, record: dict, walked_back: int) -
     name = f"counterexamples/{session.claim.id}-minimal.toml"
     source = record["result"].get("counterexample")
     if source:
-        (session.out_dir / name).write_text((session.out_dir / source).read_text("utf-8"),
-                                            encoding="utf-8")
+        write_atomic(session.out_dir / name, (session.out_dir / source).read_text("utf-8"))
     summary.update(minimal=record["key"], walked_back=walked_back,
                    counterexample=name if source else None,
                    minimal_n=record["inputs"] and len(record["inputs"]["x0"]),

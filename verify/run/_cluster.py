@@ -33,6 +33,8 @@ verify.errors.InvalidArgument: --scheduler=tcp://127.0.0.1:1: no Dask scheduler 
 
 from __future__ import annotations
 
+import re
+import socket
 import threading
 from concurrent.futures import Executor, Future
 
@@ -149,6 +151,7 @@ def connect(address: str, *, timeout: float | None = None, retries: int = DEFAUL
         differ: :data:`NUMERIC_PACKAGES`).
     """
     timeout = CONNECT_SECONDS if timeout is None else timeout
+    _check_address(address, flag, timeout)
     try:
         import distributed
     except ImportError:
@@ -181,6 +184,45 @@ def connect(address: str, *, timeout: float | None = None, retries: int = DEFAUL
         raise InvalidArgument(f"{flag}={address}: workers run other versions ({other}; here: "
                               f"{here}); their numbers could differ, install the same ones.")
     return ClusterPool(client, retries)
+
+
+_ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z]+)://)?(?P<host>\[[0-9a-fA-F:.]+\]|[^\s/:\[\]]+)"
+                      r":(?P<port>\d{1,5})$")
+_SCHEMES = ("tcp", "tls", "inproc")
+_PROBE_SECONDS = 5.0
+
+
+def _check_address(address: str, flag: str, timeout: float) -> None:
+    """``address`` must read ``tcp://HOST:PORT`` (or ``tls://``, ``inproc://``, or ``HOST:PORT``)
+    and a Dask scheduler must listen there: a web address, a file path, a typo or another kind
+    of server is refused within seconds instead of a long wait and a traceback. A scheduler
+    greets a new connection at once with its handshake, a frame whose 8-byte little-endian
+    length comes first; a web server, say, waits for a request."""
+    if address.startswith("inproc://"):
+        return
+    match = _ADDRESS.match(address.strip())
+    hint = ("a Dask scheduler's address reads tcp://HOST:PORT (port 8786 by default; the "
+            "dashboard's http:// address is not the scheduler)")
+    if match is None or (match["scheme"] or "tcp") not in _SCHEMES:
+        raise InvalidArgument(f"{flag}={address} is not a scheduler address: {hint}.")
+    host, port = match["host"].strip("[]"), int(match["port"])
+    if match["scheme"] == "tls":
+        return  # the TLS handshake is Dask's
+    try:
+        with socket.create_connection((host, port), timeout=min(timeout, 10)) as probe:
+            probe.settimeout(_PROBE_SECONDS)
+            try:
+                greeting = probe.recv(16)
+            except TimeoutError:
+                greeting = b""
+    except OSError as exc:
+        raise InvalidArgument(f"{flag}={address}: no Dask scheduler answered, nothing listens "
+                              f"there ({exc.strerror or exc}); start a scheduler with `dask "
+                              "scheduler` and workers with `dask worker ADDRESS`.") from None
+    if len(greeting) < 8 or int.from_bytes(greeting[:8], "little") > 2**24:
+        raise InvalidArgument(f"{flag}={address}: no Dask scheduler answered: a server listens "
+                              f"there but sent no Dask handshake within {_PROBE_SECONDS:g} s; "
+                              f"{hint}.")
 
 
 #: The packages whose versions must agree between this process and the workers.

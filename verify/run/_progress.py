@@ -33,7 +33,8 @@ from collections.abc import Callable
 
 __all__ = ["Progress", "progress_enabled", "LINE_INTERVAL"]
 
-_SYMBOLS = {"holds": "ok", "violated": "violated", "inconclusive": "?", "out-of-scope": "n/a"}
+_SYMBOLS = {"holds": "ok", "violated": "violated", "inconclusive": "?", "out-of-scope": "n/a",
+            "error": "ERROR"}
 
 #: Seconds between two progress lines on a non-terminal.
 LINE_INTERVAL = 30.0

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
+from verify.atomic import write_atomic
 from verify.claim import InstanceResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
@@ -140,6 +141,21 @@ def _check_parameters(given: dict, stored: dict, out_dir: Path) -> dict:
     return merged
 
 
+def _check_same_claims(ids: list, stored: list | None, out_dir: Path) -> None:
+    """A resumed run keeps the claims it was started with: resuming only some of them would
+    rewrite its ``run.json`` without the others, and a later resume could not restore them."""
+    if stored is None or sorted(ids) == sorted(stored):
+        return
+    dropped = [c for c in stored if c not in ids]
+    added = [c for c in ids if c not in stored]
+    change = "; ".join(part for part in (
+        f"it would drop {', '.join(dropped)}" if dropped else "",
+        f"it would add {', '.join(added)}" if added else "") if part)
+    raise InvalidArgument(f"{out_dir} is a run of {', '.join(stored) or 'no claims'}: resume it "
+                          f"with the same claims ({change}); to check other claims, start a new "
+                          "run.")
+
+
 def _write_counterexample(record: dict, out_dir: Path) -> dict:
     text = record.pop("counterexample_toml", None)
     if not text:
@@ -147,7 +163,7 @@ def _write_counterexample(record: dict, out_dir: Path) -> dict:
     folder = out_dir / "counterexamples"
     folder.mkdir(exist_ok=True)
     name = f"{record['claim']}-{record['family']}-{record['k']}.toml"
-    (folder / name).write_text(text, encoding="utf-8")
+    write_atomic(folder / name, text)
     result = InstanceResult.from_json(record["result"])
     record["result"] = replace(result, counterexample=f"counterexamples/{name}").to_json()
     return record
@@ -205,7 +221,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     ------
     InvalidArgument
         ``out_dir`` already holds results and ``resume`` is false, or a parameter conflicts
-        with the resumed run's.
+        with the resumed run's, or ``claims`` are not the resumed run's (a narrowed run would
+        lose the others from its ``run.json``).
     """
     started, clock = datetime.now(UTC), time.perf_counter()
     claims = list(claims)
@@ -216,6 +233,7 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     stored_run = store.read_run()
     if resume:
         parameters = _check_parameters(given, (stored_run or {}).get("parameters", {}), out_dir)
+        _check_same_claims([c.id for c in claims], (stored_run or {}).get("claims"), out_dir)
         records = store.load()
     else:
         if store.path.exists() and store.path.stat().st_size:
@@ -288,7 +306,7 @@ def lost_record(claim, family: str, k: int, seed: int | None, precision: object,
     true`` (a resumed run computes it again)."""
     from verify.run._tasks import _error_result, new_record
 
-    out = _error_result(f"{family}#{k}", family, seed, "the worker", exc)
+    out = _error_result(f"{family}#{k}", family, seed, "the worker", exc, lost=True)
     record = new_record(claim, family, k, seed, precision, horizon)
     record.update(exception=out["exception"], traceback=out["traceback"],
                   result=out["result"].to_json(), seconds=None, lost=True)

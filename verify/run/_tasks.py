@@ -3,7 +3,8 @@
 :func:`run_task` runs in a worker process (or a Dask worker), so it takes and returns plain,
 picklable values: a :class:`Task` in, a record dict out (see :func:`run_task`).  It never raises:
 an exception in drawing the instance, deciding the hypotheses or the check becomes an
-``inconclusive`` result carrying the error message.
+``error`` result carrying the error message (never *inconclusive*: the numerics did not fail,
+the instance could not be judged; the run then exits non-zero).
 
 Examples
 --------
@@ -102,10 +103,18 @@ def exact_inputs(instance) -> dict:
     return out
 
 
-def _error_result(instance: str, family: str, seed, what: str, exc: BaseException) -> dict:
+def _error_result(instance: str, family: str, seed, what: str, exc: BaseException,
+                  lost: bool = False) -> dict:
+    """The record fields of an instance that raised: *error* (its input cannot be judged), or
+    *inconclusive* when nothing says the input is at fault: its worker was ``lost`` (recomputed
+    on resume) or memory ran out."""
     message = f"{type(exc).__name__}: {exc}"
-    result = InstanceResult(instance, family, seed, InstanceVerdict.INCONCLUSIVE,
-                            f"{what} raised an exception, so nothing was decided: {message}",
+    if lost or isinstance(exc, MemoryError):
+        verdict, why = InstanceVerdict.INCONCLUSIVE, f"{what} raised an exception"
+    else:
+        verdict, why = InstanceVerdict.ERROR, f"{what} failed"
+    result = InstanceResult(instance, family, seed, verdict,
+                            f"{why}, so nothing was decided: {message}",
                             evidence={"exception": message})
     return {"result": result, "exception": message,
             "traceback": "".join(traceback.format_exception(exc))[-4000:]}
@@ -183,9 +192,9 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                       recheck: bool = True) -> tuple[InstanceResult, dict]:
     """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`),
     try to prove the verdict on the instance (:func:`verify.proof.prove_result`: a rigorous
-    enclosure and a trapping lemma, within the proof budget) and re-check a violation; never
-    raises, except :class:`~verify.errors.UserFunctionError` (a usage error of the claim
-    file).
+    enclosure and a trapping lemma, within the proof budget: basis enclosure or certificate)
+    and re-check a violation on a rigorous basis (no other can refute); never raises, except
+    :class:`~verify.errors.UserFunctionError` (a usage error of the claim file).
 
     ``recheck=False`` returns the first run's verdict as it is (the shrinker's oracle, whose
     final answer is re-checked by its caller).
@@ -214,8 +223,9 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
     except Exception as exc:  # noqa: BLE001
         failed = _error_result(name, family.name, seed, "judging the conclusions", exc)
         return failed.pop("result"), failed
-    if result.verdict is not InstanceVerdict.VIOLATED or not recheck:
-        return result, {}
+    if result.verdict is not InstanceVerdict.VIOLATED or not recheck \
+            or result.basis is None or not result.basis.rigorous:
+        return result, {}  # only a violation on a rigorous basis can refute: re-check it
     return _recheck(result, request, instance)
 
 

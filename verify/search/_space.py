@@ -50,11 +50,15 @@ from verify.claim._family_file import (
     _int,
     _model_options,
     _number,
+    _precision,
 )
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
-from verify.claim._hypothesis_expressions import beta_excluded, size_bounds
+from verify.claim._hypothesis_expressions import beta_excluded, pinned, size_bounds
 from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
+from verify.precision import BOUNDED_SCORES
+from verify.resources import check_horizon, check_memory
+from verify.search._beta import BetaRange, parse_beta_range
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
 
 __all__ = ["SearchSpace", "parse_search", "SEARCH_KEYS", "HYPOTHESIS_V_CLASSES",
@@ -98,8 +102,9 @@ class SearchSpace:
         Inclusive ranges ``(lo, hi)``.
     V, QK, tokens : tuple of GeneratorSpec
         The classes to draw from (``integer``/``integer-diagonal`` are drawn by Hypothesis).
-    beta : tuple of Fraction
-        The choices of ``beta``.
+    beta : tuple of Fraction or BetaRange
+        The choices of ``beta``: values, or distributions on a range
+        (:mod:`verify.search._beta`, e.g. log-uniform on ``(0, ∞)``).
     model : dict
         Fixed model options (``form``, ``attention``, ``mask``, ``normalisation``, ``h``,
         ``mlp``), validated as in a family's ``model`` table.
@@ -118,7 +123,7 @@ class SearchSpace:
     d: tuple[int, int] = (1, 3)
     V: tuple[GeneratorSpec, ...] = ()
     QK: tuple[GeneratorSpec, ...] = ()
-    beta: tuple[Fraction, ...] = (Fraction(1),)
+    beta: tuple = (Fraction(1),)
     tokens: tuple[GeneratorSpec, ...] = ()
     model: dict = field(default_factory=dict)
     horizon: Fraction = Fraction(10)
@@ -151,8 +156,9 @@ class SearchSpace:
                 return f"{key} = {value} is outside {lo}..{hi}"
         if len(model.heads) != self.heads:
             return f"{len(model.heads)} head(s), the space has {self.heads}"
-        if model.beta not in self.beta:
-            return f"beta = {model.beta} is not one of {[str(b) for b in self.beta]}"
+        if not any(b.contains(model.beta) if isinstance(b, BetaRange) else b == model.beta
+                   for b in self.beta):
+            return f"beta = {model.beta} is not one of {[_show(b) for b in self.beta]}"
         problem = self._model_options_differ(model)
         if problem:
             return problem
@@ -215,6 +221,8 @@ def spec_label(spec: GeneratorSpec, registry: dict) -> str:
 
 
 def _show(value) -> str:
+    if isinstance(value, BetaRange):
+        return value.describe()
     if isinstance(value, tuple):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -317,8 +325,16 @@ def _options_differ(options: dict, model) -> str | None:
     return None
 
 
-def _default_tokens(hypotheses, models) -> list:
-    """Token distributions that suit every model variant and the hypotheses."""
+def _default_tokens(hypotheses, models, pins: dict) -> list:
+    """Token distributions that suit every model variant and the hypotheses (and what they
+    pin: ``equiangular(x0, rho)`` draws equiangular configurations with that ``rho``)."""
+    if "rho" in pins:
+        return [{"distribution": "equiangular", "rho": pins["rho"]},
+                {"distribution": "equiangular", "rho": pins["rho"], "rotate": True}]
+    if pins.get("in_open_hemisphere"):
+        return ["hemisphere"]
+    if pins.get("unit_rows"):
+        return ["sphere-exact", "regular-polygon"]
     if "above_escape_threshold" in hypotheses:
         return [{"distribution": "gaussian", "scale": 3},
                 {"distribution": "uniform", "low": -4, "high": 4}]
@@ -365,18 +381,29 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
     defaults = tuple(k for k in ("n", "d", "V", "QK", "beta", "tokens", "horizon")
                      if k not in table)
     bounds = size_bounds(hypotheses)
+    pins = pinned(hypotheses)  # V == [[...]], mask == [[...]], equiangular(x0, rho), ...
+    for key, axis in (("V", "d"), ("mask", "n")):
+        if key in pins:
+            size, (lo, hi) = len(pins[key]), bounds[axis]
+            bounds[axis] = (max(lo, size), size if hi is None else min(hi, size))
     if any(h in hypotheses for h in _D1):
         bounds["d"] = (1, 1)
     if any(h in hypotheses for h in _D2):
         bounds["d"] = (max(bounds["d"][0], 2), bounds["d"][1])
     n = _sizes(table.get("n"), (2, 6), bounds["n"], "n", source)
     d = _sizes(table.get("d"), (1, 3), bounds["d"], "d", source)
-    V = _classes(table.get("V", list(_default_classes(hypotheses, _V_FOR) or BROAD_V)),
+    precision = _precision(table.get("precision", "float64"), "search.precision", source)
+    check_memory(n[1], d[1], precision, f"{source}: search.n, search.d")  # before any d² work
+    default_V = [{"generator": "matrix", "matrix": [list(row) for row in pins["V"]]}] \
+        if "V" in pins else list(_default_classes(hypotheses, _V_FOR) or BROAD_V)
+    V = _classes(table.get("V", default_V),
                  V_GENERATORS, HYPOTHESIS_V_CLASSES, "V class", "V", source)
     QK = _classes(table.get("QK", list(_default_classes(hypotheses, _QK_FOR) or BROAD_QK)),
                   QK_GENERATORS, HYPOTHESIS_QK_CLASSES, "QK class", "QK", source)
     beta = _betas(table.get("beta", [1]), source)
     for i, b in enumerate(beta):
+        if isinstance(b, BetaRange):  # drawn values the hypotheses exclude are out of scope
+            continue
         excluded = beta_excluded(hypotheses, b)
         if excluded and "beta" not in table:
             fail(source, "search.beta", f"the default beta = {b} is excluded by the hypotheses "
@@ -387,6 +414,11 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                  "draws only what they allow.")
     heads = _int(table.get("heads", 1), "search.heads", source, 1)
     given = table.get("model", {})
+    if "mask" in pins:  # the hypotheses name the mask: every variant has it
+        mask = [[int(v) for v in row] for row in pins["mask"]]
+        given = [dict(m, mask=m.get("mask", mask)) if isinstance(m, dict) else m
+                 for m in given] if isinstance(given, list) else \
+            dict(given, mask=given.get("mask", mask)) if isinstance(given, dict) else given
     if isinstance(given, list):  # several variants: the search draws one of them
         if not given:
             fail(source, "search.model", "is an empty list; give a table or a list of tables.")
@@ -394,18 +426,15 @@ def parse_search(table: dict | None, source: str, hypotheses=()) -> SearchSpace:
                   for i, m in enumerate(given)]
     else:
         models = [_model(given, n, d, heads, beta, source)]
-    tokens = _classes(table.get("tokens", _default_tokens(hypotheses, models)),
+    tokens = _classes(table.get("tokens", _default_tokens(hypotheses, models, pins)),
                       TOKEN_DISTRIBUTIONS, (), "token distribution", "tokens", source)
     horizon = _number(table.get("horizon", 10), "search.horizon", source)
     if horizon <= 0:
         fail(source, "search.horizon", f"{horizon} must be positive.")
+    check_horizon(horizon, f"{source}: search.horizon", bounded=all(
+        m.get("normalisation") in BOUNDED_SCORES for m in models))
     checkpoints = _checkpoints(table.get("checkpoints", 41), horizon, "search.checkpoints",
                                source)
-    precision = table.get("precision", "float64")
-    if not (precision in ("float64", "auto") or (isinstance(precision, int) and not
-                                                 isinstance(precision, bool) and precision >= 16)):
-        fail(source, "search.precision", f"{precision!r} must be 'float64', 'auto' or a number "
-             "of digits ≥ 16.")
     space = SearchSpace(n, d, V, QK, beta, tokens, models[0], horizon, checkpoints, precision,
                         heads, defaults, tuple(models[1:]))
     space = _drop_unfit_defaults(space)
@@ -455,11 +484,20 @@ def _betas(value, source):
     betas = []
     for i, item in enumerate(items):
         where = f"search.beta[{i}]" if indexed else "search.beta"
-        betas.append(_number(item, where, source))  # 0 (uniform attention) and < 0 included
+        if isinstance(item, dict):  # a distribution: { distribution = "log-uniform", ... }
+            betas.append(parse_beta_range(item, where, source, _number))
+        else:  # 0 (uniform attention) and < 0 included
+            betas.append(_number(item, where, source))
     return tuple(dict.fromkeys(betas))
 
 
+def beta_values(betas) -> list[Fraction]:
+    """One value per choice of ``beta`` (a range gives its centre)."""
+    return [b.representative() if isinstance(b, BetaRange) else b for b in betas]
+
+
 def _model(value, n, d, heads, beta, source, where: str = "search.model"):
+    beta = beta_values(beta)
     if isinstance(value, dict) and "beta" in value:
         fail(source, f"{where}.beta", "beta is an axis of the search: give it as "
              "search.beta (a list of choices).")

@@ -48,6 +48,7 @@ from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENER
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.model import Instance
+from verify.search._beta import BetaRange
 from verify.search._space import (
     HYPOTHESIS_QK_CLASSES,
     HYPOTHESIS_V_CLASSES,
@@ -80,6 +81,9 @@ class Draw:
         The integer matrices drawn by Hypothesis.
     model : int
         Index of the model variant (:attr:`SearchSpace.models`).
+    beta_range : str
+        The distribution ``beta`` was drawn from (its description), or ``""`` for a listed
+        value.
     """
 
     n: int
@@ -92,11 +96,13 @@ class Draw:
     V_matrix: IntMatrix | None = None
     K_matrix: IntMatrix | None = None
     model: int = 0
+    beta_range: str = ""
 
     def labels(self) -> dict:
         """The value of each axis, as counted in :attr:`SearchStats.covered`."""
         return {"n": self.n, "d": self.d, "V": spec_label(self.V, V_GENERATORS),
-                "QK": spec_label(self.QK, QK_GENERATORS), "beta": str(self.beta),
+                "QK": spec_label(self.QK, QK_GENERATORS),
+                "beta": self.beta_range or str(self.beta),
                 "tokens": spec_label(self.tokens, TOKEN_DISTRIBUTIONS),
                 "model": f"variant {self.model + 1}"}
 
@@ -107,6 +113,8 @@ class Draw:
             labels["V"] += f" V={_rows(self.V_matrix)}"
         if self.K_matrix is not None:
             labels["QK"] += f" K={_rows(self.K_matrix)}"
+        if self.beta_range:
+            labels["beta"] = f"{self.beta} (from {self.beta_range})"
         return ", ".join(f"{k}={v}" for k, v in labels.items()) + f", seed={self.seed}"
 
     def to_json(self) -> dict:
@@ -119,6 +127,8 @@ class Draw:
             out["V_matrix"] = [list(row) for row in self.V_matrix]
         if self.K_matrix is not None:
             out["K_matrix"] = [list(row) for row in self.K_matrix]
+        if self.beta_range:
+            out["beta_range"] = self.beta_range
         return out
 
 
@@ -202,7 +212,11 @@ def draw_strategy(space: SearchSpace) -> st.SearchStrategy:
         shapes = table[t, v, q]
         d = draw(st.sampled_from(sorted({s[0] for s in shapes})))
         n = draw(st.sampled_from([s[1] for s in shapes if s[0] == d]))
-        beta = draw(st.sampled_from(space.beta))
+        choice = draw(st.sampled_from(space.beta))
+        beta, beta_range = choice, ""
+        if isinstance(choice, BetaRange):  # Hypothesis picks the point: shrinks to the centre
+            beta = choice.draw(draw(st.integers(0, 2**32 - 1)))
+            beta_range = choice.describe()
         model = draw(st.integers(0, len(space.models) - 1)) if space.variants else 0
         V, QK = space.V[v], space.QK[q]
         seed = draw(st.integers(0, 2**32 - 1)) if random_mlp or any(
@@ -220,13 +234,14 @@ def draw_strategy(space: SearchSpace) -> st.SearchStrategy:
         if QK.name in HYPOTHESIS_QK_CLASSES:
             entry = st.integers(-QK.params["bound"], QK.params["bound"])
             K_matrix = _square(draw(st.lists(entry, min_size=d * d, max_size=d * d)), d)
-        return Draw(n, d, V, QK, beta, space.tokens[t], seed, V_matrix, K_matrix, model)
+        return Draw(n, d, V, QK, beta, space.tokens[t], seed, V_matrix, K_matrix, model,
+                    beta_range)
 
     return draws()
 
 
 def _random(registry: dict, spec: GeneratorSpec) -> bool:
-    return spec.name in registry and not registry[spec.name].deterministic
+    return spec.name in registry and registry[spec.name].draws(spec.params)
 
 
 def _square(entries: list, d: int) -> IntMatrix:

@@ -1,12 +1,13 @@
-r"""A real sentence under one head's fixed weights: leaders, hyperplanes, Boolean limit.
+r"""A real sentence under one head's fixed weights: leaders, hyperplanes, hardmax attention.
 
 :func:`sentence_dynamics` integrates a sentence's projected embeddings
 (:func:`verify.weights.sentence_instance`) with :func:`verify.simulate.simulate` (error
 estimate included) and reads, at the horizon:
 
-* the **leaders** and the **Boolean limit** of $P$ from the certified hardmax graph
-  (:func:`verify.summary.attention_reading`: every score margin certified against the error
-  estimate, or the row is reported undecided);
+* the **leaders** and the **attention at t = T** rounded to its hardmax, from the certified
+  hardmax graph (:func:`verify.summary.attention_reading`: every score margin certified against
+  the error estimate, or the row is reported undecided) — a finite-time reading, called the
+  limit of $P$ only where a certificate carries it to every later time (``boolean_is_limit``);
 * for a good triple in the plain model, the **predicted** hyperplanes of Theorem 4.2,
   $\{\varphi_1^* = c\}$ with $c \in \{a, 0, b\}$, $a, b$ the extreme values of
   $\varphi_1^*$ over the leaders ($\varphi_1^*$ from :func:`verify.exact.eigenpair`, a
@@ -42,7 +43,9 @@ def sentence_dynamics(head: HeadWeights, x: np.ndarray, words: list[str], *,
 
     Returns a dict: ``head``, ``variant``, ``horizon``, ``words``, ``times``, ``phi_paths``
     (``φ₁*(z_i(t))``, or ``None``), ``leaders`` (0-based), ``leader_words``, ``undecided``,
-    ``boolean_limit``, ``boolean_rank``, ``good_triple`` (the certified check's text),
+    ``boolean_matrix`` (the 0/1 attention at the horizon), ``boolean_rank``,
+    ``boolean_is_limit`` (a certificate carries it to all later times), ``good_triple`` (the
+    certified check's text),
     ``hyperplanes`` (``offsets`` a, 0, b; ``per_token`` value and distance; ``error``),
     ``digits`` (correct digits at the horizon) and ``status``.
     """
@@ -52,7 +55,8 @@ def sentence_dynamics(head: HeadWeights, x: np.ndarray, words: list[str], *,
 
     instance = sentence_instance(head, x, variant)
     traj = simulate(instance, horizon, checkpoints=checkpoints)
-    reading = attention_reading(traj)
+    reading = attention_reading(traj, mask=instance.model.mask_for(instance.n),
+                                instance=instance)
     leaders = list(reading.get("leaders", []))
     Q, K, V = head.head_space()
     check = good_triple(head.beta * Q, K, V)
@@ -60,8 +64,9 @@ def sentence_dynamics(head: HeadWeights, x: np.ndarray, words: list[str], *,
            "words": list(words), "times": [float(t) for t in traj.times], "phi_paths": None,
            "leaders": leaders, "leader_words": [words[i] for i in leaders],
            "undecided": reading.get("undecided", []),
-           "boolean_limit": reading.get("boolean_limit"),
-           "boolean_rank": reading.get("boolean_rank"), "good_triple": check.explanation,
+           "boolean_matrix": reading.get("boolean_matrix"),
+           "boolean_rank": reading.get("boolean_rank"),
+           "boolean_is_limit": bool(reading.get("limit")), "good_triple": check.explanation,
            "hyperplanes": None, "status": str(getattr(traj, "status", "")),
            "digits": None if traj.digits is None else float(np.min(traj.digits[-1:]))}
     if check.holds is not True or variant != "plain":  # Theorem 4.2 is about the plain model

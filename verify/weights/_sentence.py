@@ -44,6 +44,10 @@ def tokenize(weights: Weights, sentence: str) -> tuple[list[str], list[int]]:
     """The word pieces and ids of ``sentence`` (with ``[CLS]`` and ``[SEP]``)."""
     if not isinstance(sentence, str) or not sentence.strip():
         raise InvalidArgument(f"sentence={sentence!r} must be a non-empty string.")
+    try:
+        sentence.encode("utf-8")
+    except UnicodeEncodeError:  # bytes of another encoding, escaped by the command line
+        raise InvalidArgument(f"sentence={sentence!r} is not valid UTF-8 text.") from None
     if weights.tokenizer_json is None:
         raise InvalidArgument(f"{weights.source} has no tokenizer.json; a sentence needs it.")
     try:
@@ -51,7 +55,11 @@ def tokenize(weights: Weights, sentence: str) -> tuple[list[str], list[int]]:
     except ImportError:
         raise WeightsUnavailable(f"tokenising needs the optional extra: `{INSTALL_HINT}`.") \
             from None
-    tokenizer = Tokenizer.from_str(weights.tokenizer_json)
+    try:
+        tokenizer = Tokenizer.from_str(weights.tokenizer_json)
+    except Exception as exc:  # noqa: BLE001 - the library's own parse error, reworded
+        raise InvalidArgument(f"{weights.source}: tokenizer.json is not a tokenizer file "
+                              f"({exc}).") from None
     tokenizer.no_padding()  # the checkpoint pads to 128: a sentence is only its own tokens
     tokenizer.no_truncation()
     encoding = tokenizer.encode(sentence)

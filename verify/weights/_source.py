@@ -158,5 +158,15 @@ def load_weights(source: str | Path | None = None) -> Weights:
         raise InvalidArgument(f"{path}: model.safetensors is not a safetensors file ({exc}).") \
             from None
     tokenizer = read("tokenizer.json")
-    return Weights(tensors, json.loads(config), tokenizer.decode() if tokenizer else None,
-                   str(path))
+    try:
+        settings = json.loads(config)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise InvalidArgument(f"{path}: config.json is not a JSON file ({exc}).") from None
+    try:
+        tokenizer_text = tokenizer.decode("utf-8") if tokenizer else None
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(f"{path}: tokenizer.json is not UTF-8 text ({exc}).") from None
+    if not isinstance(settings, dict):
+        raise InvalidArgument(f"{path}: config.json holds {type(settings).__name__}, not a JSON "
+                              "object of settings.")
+    return Weights(tensors, settings, tokenizer_text, str(path))

@@ -73,6 +73,16 @@ def head_table_markdown(classes: list[HeadClass]) -> str:
     return "\n".join(lines + ["", LEGEND, "", counts_sentence(classes)])
 
 
+def _boolean(dyn: dict) -> str:
+    """The 0/1 attention read at the horizon: "Boolean limit of P" only where a certificate
+    carries it to all later times (``boolean_is_limit``); otherwise the finite-time reading it is
+    (at a tiny horizon, the hardmax of the initial scores)."""
+    if dyn.get("boolean_is_limit"):
+        return f"Boolean limit of P of rank {dyn['boolean_rank']}"
+    return (f"hardmax attention at t = {dyn['horizon']:g} of rank {dyn['boolean_rank']} (not "
+            "certified as the limit: the Boolean limit of P if these leaders stay)")
+
+
 def dynamics_lines(dyn: dict) -> list[str]:
     """Sentences (Markdown) on a run of :func:`verify.weights.sentence_dynamics`."""
     words = " ".join(dyn["words"])
@@ -82,8 +92,7 @@ def dynamics_lines(dyn: dict) -> list[str]:
         lines.append("Leaders (certified hardmax at the horizon): " + ", ".join(
             f"`{w}` (token {i + 1})" for i, w in zip(dyn["leaders"], dyn["leader_words"],
                                                      strict=True))
-            + (f"; Boolean limit of P of rank {dyn['boolean_rank']}." if
-               dyn.get("boolean_rank") is not None else "."))
+            + (f"; {_boolean(dyn)}." if dyn.get("boolean_rank") is not None else "."))
     if dyn["undecided"]:
         lines.append(f"Rows whose leader is undecided at the horizon: "
                      f"{[i + 1 for i in dyn['undecided']]}.")
@@ -108,4 +117,4 @@ def sphere_line(dyn: dict | None) -> list[str]:
                 f"{[i + 1 for i in dyn['undecided']]})."]
     return [f"Post-LN tokens on the sphere (same head, horizon {dyn['horizon']:g}): leaders "
             + ", ".join(f"`{w}`" for w in dyn["leader_words"])
-            + f"; Boolean limit of P of rank {dyn['boolean_rank']}."]
+            + f"; {_boolean(dyn)}."]

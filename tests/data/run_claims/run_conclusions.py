@@ -23,7 +23,8 @@ from verify.judge import decide
 
 CALLS: list[str] = []
 KEYS = {"margin": "the margin (exact)", "recheck_margin": "the margin when re-checking",
-        "error": "the error estimate", "figure": "attach evidence['figure']"}
+        "error": "the error estimate", "figure": "attach evidence['figure']",
+        "basis": "what the decision rests on (default: exact for error 0, else estimate)"}
 
 
 def margin_judge(evaluation):
@@ -40,8 +41,9 @@ def margin_judge(evaluation):
             "predicted": {"polytope_vertices": x0, "label": r"$\mathcal{K}$"},
             "convergence": {"times": times, "distances": [math.exp(-t) for t in times],
                             "errors": 1e-12, "fit": [1.0, 0.0]}}
-    return decide(request, margin, Fraction(p["error"]), "toy bound", unit="toy",
-                  evidence=evidence)
+    error = Fraction(p["error"])
+    return decide(request, margin, error, "toy bound", unit="toy", evidence=evidence,
+                  basis=p.get("basis", "exact" if error == 0 else "estimate"))
 
 
 def raising_judge(evaluation):
@@ -54,7 +56,7 @@ def allocating_judge(evaluation):
 
     block = np.ones(int(evaluation.parameters["megabytes"]) * 2**17)
     return decide(evaluation.request, Fraction(int(block[-1])), Fraction(0), "toy allocation",
-                  unit="toy")
+                  unit="toy", basis="exact")
 
 
 def gate_judge(evaluation):
@@ -70,7 +72,7 @@ def gate_judge(evaluation):
             if os.path.exists(os.path.join(gate, "release")):
                 break
             time.sleep(0.05)
-    return decide(request, Fraction(1), Fraction(0), "toy gate", unit="toy")
+    return decide(request, Fraction(1), Fraction(0), "toy gate", unit="toy", basis="exact")
 
 
 def ensure_registered() -> None:

@@ -1,0 +1,404 @@
+#!/usr/bin/env python
+r"""Benchmark: ``verify`` side by side with SciPy, diffrax (JAX) and heyoka, at equal target
+accuracy, on the two runs users wait for.
+
+Every tool gets the same tolerances (``rtol = 1e-10``, ``atol = 1e-12``, heyoka ``tol = 1e-10``)
+and its *achieved* error is printed next to its time, measured against an independent reference
+computed in the same run; the times are the minimum of ``--repeat`` runs (compilation, for JAX
+and heyoka, is timed separately: it is paid once per process). No wall-clock assertion; this is
+not a test, and the ratios, not the seconds, are what carries over to another machine.
+
+``hd`` — the paper's high-dimensional run (``claims/examples/high-dimension.toml``: ``n = d =
+128``, symmetric ``V``, ``Q = K = I``) to ``T = 4`` and to ``T = 15``. The other tools integrate
+the same ODE in eigen-coordinates ``w = z Φ`` (``V = Φ Λ Φᵀ``: ``ẇ = (P w − w) Λ`` with scores
+``(s∘w_i)·(s∘w_j)``, ``s = e^{(λ−μ)t}``, ``L = 2 μ t``), their best form; ``verify`` is timed as
+``simulate`` with and without its error estimate. Reference: ``simulate`` at ``rtol = 3e-14``
+(its hardmax continuation certifies the leader map after ``t ≈ 1``); error = ``max|z − z_ref| /
+max|z_ref|`` at ``T``.
+
+``sphere`` — post-LN, ``n = 16``, ``d = 3``, ``β = 1``, ``Q = K = V = I``, tokens uniform on the
+sphere (seed 0), ``T = 10^4``; also ``verify`` at 20 digits (``precision="auto"``) against
+plain float64 DOP853. Reference: ``simulate`` at 30 digits (arb), error = ``max|x − x_ref|``.
+
+``cli`` — ``verify simulate FILE --json`` as a process against the library call it makes
+(``load_instance_file`` + ``simulate``) in this process, on the ``hd`` instance (``T = 4``) and
+on the sphere.
+
+Optional dependencies (``pip install jax diffrax heyoka``, see ``benchmarks/README.md``): a tool
+that is not installed is skipped and says so. JAX runs with one thread (``XLA_FLAGS``), as
+NumPy's BLAS does here: every tool gets one core. heyoka on the 128×128 system needs ~10 GB and
+minutes of compilation, so it only runs with ``--heyoka-hd``.
+
+Run from the repository root: ``python benchmarks/anchors.py [hd|sphere|cli|all]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HD_INSTANCE = ROOT / "claims" / "examples" / "high-dimension.toml"
+if __name__ == "__main__":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")  # see benchmarks/README.md, "BLAS threads"
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1")
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+from verify.exact.inputs import as_float_array  # noqa: E402
+from verify.instance_file import instance_to_toml, load_instance_file  # noqa: E402
+from verify.model import Instance, Model  # noqa: E402
+from verify.simulate import simulate  # noqa: E402
+
+RTOL, ATOL = 1e-10, 1e-12
+ROW = "{:<50}{:>9}{:>10}{:>8}{:>8}{:>11}{:>11}"
+
+
+def best_of(repeat: int, fn):
+    """``(minimum wall seconds over repeat calls, last result)``."""
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), out
+
+
+def row(name, seconds, extra="", steps="", reached="", error=None, second=None):
+    err = "" if error is None else f"{error:.1e}"
+    err2 = "" if second is None else f"{second:.1e}"
+    print(ROW.format(name, f"{seconds:.3f}" if seconds is not None else "—", extra, steps,
+                     reached, err, err2))
+
+
+def optional(module: str):
+    try:
+        return __import__(module)
+    except ImportError:
+        print(f"  ({module} is not installed: skipped; pip install {module})")
+        return None
+
+
+# --------------------------------------------------------------------------- the baselines
+def eigen_form(inst: Instance):
+    """``(λ, Φ, w0, μ)`` of the rescaled field in eigen-coordinates."""
+    lam, Phi = np.linalg.eigh(as_float_array(inst.model.V))
+    return lam, Phi, as_float_array(inst.x0) @ Phi, float(lam.max())
+
+
+def scipy_eigen(lam, w0, mu, T, max_steps=20_000, seconds=120.0):
+    """SciPy DOP853 on ``ẇ = (P w − w)Λ``: ``(w at the last time reached, t, steps)``."""
+    from scipy.integrate import DOP853
+
+    shape = w0.shape
+
+    def f(t, y):
+        w = y.reshape(shape)
+        Y = w * np.exp((lam - mu) * t)
+        S = Y @ Y.T
+        with np.errstate(over="ignore", under="ignore"):
+            E = np.exp(np.exp(2 * mu * t) * (S - S.max(axis=1, keepdims=True)))
+        return ((E @ w) / E.sum(axis=1, keepdims=True) - w).ravel() * np.tile(lam, shape[0])
+
+    solver = DOP853(f, 0.0, w0.ravel(), T, rtol=RTOL, atol=ATOL)
+    start, steps = time.perf_counter(), 0
+    while solver.status == "running" and steps < max_steps \
+            and time.perf_counter() - start < seconds:
+        solver.step()
+        steps += 1
+    return solver.y.reshape(shape), solver.t, steps
+
+
+def diffrax_eigen(lam, w0, mu, T, solver_name, max_steps=20_000):
+    """diffrax on the same field: ``(compile+run s, run s, w(T) or None, steps)``."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    lam_j = jnp.asarray(lam)
+
+    def f(t, w, args):
+        Y = w * jnp.exp((lam_j - mu) * t)
+        S = Y @ Y.T
+        E = jnp.exp(jnp.exp(2 * mu * t) * (S - S.max(axis=1, keepdims=True)))
+        return ((E @ w) / E.sum(axis=1, keepdims=True) - w) * lam_j
+
+    compiled, run, w, steps, ok = diffrax_solve(f, jnp.asarray(w0), T, solver_name, max_steps)
+    return compiled, run, w if ok else None, steps
+
+
+def diffrax_solve(f, y0, T, solver_name, max_steps, repeat=2):
+    """``diffeqsolve`` of ``f`` from 0 to ``T`` (PID controller at RTOL, ATOL), jitted:
+    ``(compile + first run s, best run s, y(T), steps, success)``."""
+    import diffrax
+    import jax
+
+    solver = getattr(diffrax, solver_name)()
+
+    @jax.jit
+    def solve(y):
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(f), solver, t0=0.0, t1=float(T), dt0=None, y0=y,
+            stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
+            saveat=diffrax.SaveAt(t1=True), max_steps=max_steps, throw=False)
+        return sol.ys[-1], sol.stats["num_steps"], sol.result == diffrax.RESULTS.successful
+
+    start = time.perf_counter()
+    solve(y0)[0].block_until_ready()
+    compiled = time.perf_counter() - start
+    run, (y, steps, ok) = best_of(repeat, lambda: [v.block_until_ready() for v in solve(y0)])
+    return compiled, run, np.asarray(y), int(steps), bool(ok)
+
+
+# --------------------------------------------------------------------------- hd
+def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
+    inst = load_instance_file(HD_INSTANCE).instance
+    lam, Phi, w0, mu = eigen_form(inst)
+    checkpoints = int(T) + 1
+    ref = simulate(inst, T, checkpoints=checkpoints, rtol=3e-14, atol=1e-16,
+                   error_estimate=False)
+    z_ref = ref.z[-1]
+    scale = float(np.abs(z_ref).max())
+    # max|z| is dominated by the coordinates along negative eigen-directions, which diverge
+    # (~1e13 at T = 15) and hide O(1) errors of the clustering directions: the error is also
+    # taken on the positive eigen-directions alone (where the leaders decide the limits)
+    up = lam > 0
+    w_ref = (z_ref @ Phi)[:, up]
+    up_scale = float(np.abs(w_ref).max())
+
+    def rel(z):
+        return float(np.abs(z - z_ref).max()) / scale
+
+    def rel_up(z):
+        return float(np.abs((z @ Phi)[:, up] - w_ref).max()) / up_scale
+
+    print(f"\nhd: n = d = 128, T = {T:g} (reference: simulate rtol 3e-14, "
+          f"{ref.stats['steps']} steps)")
+    print(ROW.format("method", "wall s", "compile s", "steps", "t", "rel err", "on λ > 0"))
+    full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints))
+    bare_s, bare = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints,
+                                                    error_estimate=False))
+    row("verify simulate, with its error estimate", full_s, "", full.stats["steps"],
+        f"{float(full.t[-1]):g}", rel(full.z[-1]), rel_up(full.z[-1]))
+    row("verify simulate, no error estimate", bare_s, "", bare.stats["steps"],
+        f"{float(bare.t[-1]):g}", rel(bare.z[-1]), rel_up(bare.z[-1]))
+    print(f"  (verify's own estimate: {full.error_estimate / scale:.1e} relative)")
+    times = {"verify+est": full_s, "verify": bare_s}
+    sp_s, (w, reached, steps) = best_of(1 if T > 5 else repeat,
+                                        lambda: scipy_eigen(lam, w0, mu, T))
+    ok = reached >= T
+    row("SciPy DOP853, eigen-coordinates", sp_s, "", steps, f"{reached:.3g}",
+        rel(w @ Phi.T) if ok else None, rel_up(w @ Phi.T) if ok else None)
+    times["scipy"] = sp_s
+    if optional("diffrax") is not None:
+        for name in ("Tsit5", "Dopri8"):
+            compiled, run, w, steps = diffrax_eigen(lam, w0, mu, T, name)
+            row(f"diffrax {name}, eigen-coordinates", run, f"{compiled - run:.2f}", steps,
+                f"{T:g}" if w is not None else "failed",
+                rel(w @ Phi.T) if w is not None else None,
+                rel_up(w @ Phi.T) if w is not None else None)
+            times[name] = run
+    if heyoka_hd and optional("heyoka") is not None:
+        compiled, run, z = heyoka_hd_run(lam, w0, mu, T, Phi)
+        row("heyoka Taylor, eigen-coordinates (compact mode)", run, f"{compiled:.1f}", "",
+            f"{T:g}", rel(z), rel_up(z))
+    if "Tsit5" in times:
+        print(f"  verify with its estimate / diffrax Tsit5: ×{full_s / times['Tsit5']:.2f}; "
+              f"without: ×{bare_s / times['Tsit5']:.2f}; / SciPy DOP853: "
+              f"×{full_s / sp_s:.2f}")
+
+
+def heyoka_hd_run(lam, w0, mu, T, Phi):
+    """heyoka on the eigen-coordinate field (compact mode; minutes and ~10 GB)."""
+    import heyoka as hy
+
+    n, d = w0.shape
+    w = [[hy.make_vars(f"w_{i}_{k}") for k in range(d)] for i in range(n)]
+    t = hy.time
+    s = [hy.exp(float(lam[k] - mu) * t) for k in range(d)]
+    scale = hy.exp(2 * mu * t)
+    S = [[hy.sum([w[i][k] * w[j][k] * s[k] * s[k] for k in range(d)]) for j in range(n)]
+         for i in range(n)]
+    system = []
+    for i in range(n):
+        E = [hy.exp(scale * (S[i][j] - S[i][i])) for j in range(n)]
+        total = hy.sum(E)
+        for k in range(d):
+            system.append((w[i][k], float(lam[k]) * (hy.sum([E[j] * w[j][k] for j in range(n)])
+                                                     / total - w[i][k])))
+    start = time.perf_counter()
+    ta = hy.taylor_adaptive(system, w0.ravel().tolist(), tol=RTOL, compact_mode=True)
+    compiled = time.perf_counter() - start
+    start = time.perf_counter()
+    ta.propagate_until(float(T))
+    return compiled, time.perf_counter() - start, ta.state.reshape(n, d) @ Phi.T
+
+
+# --------------------------------------------------------------------------- sphere
+def sphere_instance(n=16, d=3, seed=0) -> Instance:
+    g = np.random.default_rng(seed).standard_normal((n, d))
+    x0 = g / np.linalg.norm(g, axis=1, keepdims=True)
+    return Instance(Model(V=np.eye(d, dtype=int).tolist(), form="x", normalisation="sphere"),
+                    x0.tolist(), name="sphere")
+
+
+def sphere_field_numpy(n, d):
+    def f(t, y):
+        x = y.reshape(n, d)
+        S = x @ x.T
+        E = np.exp(S - S.max(axis=1, keepdims=True))
+        m = (E @ x) / E.sum(axis=1, keepdims=True)
+        return (m - np.sum(m * x, axis=1, keepdims=True) / np.sum(x * x, axis=1,
+                                                                  keepdims=True) * x).ravel()
+    return f
+
+
+def diffrax_sphere(x0, T, solver_name):
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+
+    def f(t, x, args):
+        S = x @ x.T
+        E = jnp.exp(S - S.max(axis=1, keepdims=True))
+        m = (E @ x) / E.sum(axis=1, keepdims=True)
+        return m - jnp.sum(m * x, axis=1, keepdims=True) / jnp.sum(x * x, axis=1,
+                                                                  keepdims=True) * x
+
+    compiled, run, x, steps, _ = diffrax_solve(f, jnp.asarray(x0), T, solver_name, 1_000_000,
+                                               repeat=3)
+    return compiled, run, x, steps
+
+
+def heyoka_sphere(x0, T):
+    import heyoka as hy
+
+    n, d = x0.shape
+    x = [[hy.make_vars(f"x_{i}_{a}") for a in range(d)] for i in range(n)]
+    system = []
+    for i in range(n):
+        E = [hy.exp(hy.sum([x[i][a] * x[j][a] for a in range(d)])) for j in range(n)]
+        total = hy.sum(E)
+        m = [hy.sum([E[j] * x[j][a] for j in range(n)]) / total for a in range(d)]
+        radial = hy.sum([m[a] * x[i][a] for a in range(d)]) / hy.sum(
+            [x[i][a] * x[i][a] for a in range(d)])
+        system += [(x[i][a], m[a] - radial * x[i][a]) for a in range(d)]
+    start = time.perf_counter()
+    ta = hy.taylor_adaptive(system, x0.ravel().tolist(), tol=RTOL)
+    compiled = time.perf_counter() - start
+    state0 = x0.ravel().copy()
+
+    def run():
+        ta.time, ta.state[:] = 0.0, state0
+        return ta.propagate_until(float(T))
+
+    seconds, outcome = best_of(3, run)
+    return compiled, seconds, ta.state.reshape(n, d).copy(), int(outcome[3])
+
+
+def sphere_case(repeat: int) -> None:
+    from scipy.integrate import solve_ivp
+
+    inst = sphere_instance()
+    x0 = as_float_array(inst.x0)
+    n, d = x0.shape
+    T = 10_000
+    ref = simulate(inst, T, precision=30, error_estimate=False, checkpoints=11)
+    x_ref = ref.state[-1]
+
+    def err(x):
+        return float(np.abs(np.asarray(x) - x_ref).max())
+
+    print(f"\nsphere: n = 16, d = 3, β = 1, Q = K = V = I, T = 10^4 (reference: simulate at "
+          f"30 digits, frozen at consensus t = {ref.continuation['t_switch']:.3g})")
+    print(ROW.format("method", "wall s", "compile s", "steps", "t", "abs err", ""))
+    full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=11))
+    bare_s, bare = best_of(repeat, lambda: simulate(inst, T, checkpoints=11,
+                                                    error_estimate=False))
+    row("verify simulate, with its error estimate", full_s, "", full.stats["steps"], "1e4",
+        err(full.state[-1]))
+    row("verify simulate, no error estimate", bare_s, "", bare.stats["steps"], "1e4",
+        err(bare.state[-1]))
+    print(f"  (verify's own estimate: {full.error_estimate:.1e})")
+    f = sphere_field_numpy(n, d)
+    sp_s, sol = best_of(repeat, lambda: solve_ivp(f, (0, T), x0.ravel(), method="DOP853",
+                                                  rtol=RTOL, atol=ATOL))
+    row("SciPy solve_ivp DOP853", sp_s, "", sol.t.size - 1, "1e4",
+        err(sol.y[:, -1].reshape(n, d)))
+    times = {}
+    if optional("diffrax") is not None:
+        for name in ("Tsit5", "Dopri8"):
+            compiled, run, x, steps = diffrax_sphere(x0, T, name)
+            row(f"diffrax {name}", run, f"{compiled - run:.2f}", steps, "1e4", err(x))
+            times[name] = run
+    if optional("heyoka") is not None:
+        compiled, run, x, steps = heyoka_sphere(x0, T)
+        row("heyoka Taylor (tol 1e-10)", run, f"{compiled:.2f}", steps, "1e4", err(x))
+    if times:
+        fastest = min(times, key=times.get)
+        print(f"  verify with its estimate / diffrax {fastest}: "
+              f"×{full_s / times[fastest]:.2f}; / SciPy DOP853: ×{full_s / sp_s:.2f}")
+    auto_s, auto = best_of(1, lambda: simulate(inst, T, precision="auto", checkpoints=11))
+    row("verify simulate, 20 digits (auto), with estimate", auto_s, "", auto.stats["steps"],
+        "1e4", err(auto.state[-1]))
+    print(f"  20 digits with the estimate / plain float64 DOP853: ×{auto_s / sp_s:.1f} "
+          f"(its own estimate {auto.error_estimate:.1e}; the reference has 30 digits)")
+
+
+# --------------------------------------------------------------------------- cli
+def cli_case(repeat: int) -> None:
+    print("\ncli: `verify simulate FILE --json` (a process) against the library call it makes")
+    print(f"{'instance':<40}{'process s':>11}{'library s':>11}{'overhead s':>12}")
+    with tempfile.TemporaryDirectory() as tmp:
+        sphere = Path(tmp) / "sphere.toml"
+        sphere.write_text(instance_to_toml(sphere_instance(), {"horizon": "10000"}))
+        for path, horizon in ((HD_INSTANCE, "4"), (sphere, "10000")):
+            command = [sys.executable, "-m", "verify", "simulate", str(path), "--json",
+                       "--horizon", horizon]
+
+            def library(path=path, horizon=horizon):
+                loaded = load_instance_file(path)
+                settings = {k: v for k, v in loaded.simulation.items()
+                            if k in ("checkpoints", "precision", "rtol")}
+                return simulate(loaded.instance, horizon, **settings)
+
+            process_s, done = best_of(repeat, lambda command=command: subprocess.run(
+                command, capture_output=True, text=True, cwd=ROOT, check=False))
+            if done.returncode != 0:
+                print(f"  {path.name}: verify simulate failed: {done.stderr[-300:]}")
+            library_s, _ = best_of(repeat, library)
+            print(f"{path.name + ' (T = ' + horizon + ')':<40}{process_s:>11.2f}"
+                  f"{library_s:>11.2f}{process_s - library_s:>12.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", nargs="?", default="all", choices=["hd", "sphere", "cli", "all"])
+    parser.add_argument("--repeat", type=int, default=3, help="timed repeats (minimum kept)")
+    parser.add_argument("--heyoka-hd", action="store_true",
+                        help="also run heyoka on the 128×128 system (~10 GB, minutes)")
+    args = parser.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"rtol {RTOL:g}, atol {ATOL:g}")
+    if args.part in ("hd", "all"):
+        hd_case(4.0, args.repeat, args.heyoka_hd)
+        hd_case(15.0, 1, False)
+    if args.part in ("sphere", "all"):
+        sphere_case(args.repeat)
+    if args.part in ("cli", "all"):
+        cli_case(args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

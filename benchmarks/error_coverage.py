@@ -1,0 +1,236 @@
+r"""Coverage of the error estimate: how far the true error of a run exceeds its estimate.
+
+Every decision of :mod:`verify.judge` compares a margin with an error *estimate*: the distance of
+the run to its reference run (:func:`verify.simulate.simulate`, ``Trajectory.error``). An estimate
+is not a bound until its coverage is measured. This script measures it on public instances drawn
+across the model family and prints, per variant, the distribution of
+
+.. math:: r = \max_{k, i} \frac{|z_i(t_k) - z_i^{\mathrm{true}}(t_k)|_\infty}
+                              {e_{k,i} + 4u\,\max_j |z_j(t_k)|_\infty}
+
+(the true error over the estimate, worst checkpoint and token; :math:`u` the unit round-off of the
+run's precision, the rounding every quantity's error adds), and the same ratio for the scaled
+scores :math:`\tilde S_{ij}` that certify the hardmax graph (their estimate is
+``Trajectory.score_error`` plus 4 ulp of the largest score). The truth is an **independent
+route**: the same instance integrated at **twice the digits** of the run (32 digits for float64,
+twice the working digits for ``arb``), by the extrapolation integrator in ``arb``, without the
+hardmax continuation or the symmetry projection.
+
+The safety factor of :data:`verify.numerics.ESTIMATE_SAFETY` is chosen from this table: the worst
+ratio observed times a stated margin (:data:`MARGIN`); the script prints both and says whether
+the library's value covers them.
+
+Usage::
+
+    python benchmarks/error_coverage.py                # 200+ instances (~1 h on 2 idle cores)
+    python benchmarks/error_coverage.py --quick        # 24 instances (smoke test)
+    python benchmarks/error_coverage.py --workers 2 --json coverage.json
+
+Variants: plain ``z`` and ``x`` forms with ``V`` general, symmetric and ``λI``; tokens on the
+sphere with softmax (SA) and unnormalised (USA) attention; pre-LN; causal masks; several ``β``;
+``n`` up to 32; float64 runs (with the ``arb`` reference, and with the float64 reference that
+systems with ``n²d > 20 000`` get, forced here on small systems) and ``arb`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from fractions import Fraction
+
+import numpy as np
+
+#: κ = worst observed ratio × MARGIN (the worst case over a finite sample is not the worst case).
+MARGIN = 2.0
+
+
+# --------------------------------------------------------------------------- instances
+def _rational(rng, shape, scale=1.0, denominator=64):
+    """Entries ``k/denominator`` uniform in ``[-scale, scale]`` (exact inputs, as in claims)."""
+    values = np.round(rng.uniform(-scale, scale, size=shape) * denominator).astype(int)
+    return [[str(Fraction(int(v), denominator)) for v in row] for row in np.atleast_2d(values)]
+
+
+def _sphere_tokens(rng, n, d):
+    """Points exactly on the unit sphere (rational, by inverse stereographic projection)."""
+    from verify.claim._distributions import rational_sphere_point
+
+    return [[str(v) for v in rational_sphere_point(
+        [Fraction(int(round(u * 32)), 32) for u in rng.normal(size=d - 1)])] for _ in range(n)]
+
+
+def _matrix(rng, d, kind):
+    if kind == "general":
+        return _rational(rng, (d, d))
+    if kind == "symmetric":
+        M = np.array([[Fraction(v) for v in row] for row in _rational(rng, (d, d))])
+        return [[str(v) for v in row] for row in (M @ M.T / d)]
+    lam = Fraction(int(rng.choice([1, 2, 3])), 2)                                # λ I
+    return [[str(lam if a == b else 0) for b in range(d)] for a in range(d)]
+
+
+def draw(k: int) -> dict:
+    """The ``k``-th instance of the benchmark (deterministic): a dict of plain data."""
+    rng = np.random.default_rng(20_000 + k)
+    variants = VARIANTS
+    name, spec = variants[k % len(variants)]
+    n = int(rng.integers(spec["n"][0], spec["n"][1] + 1))
+    d = int(rng.integers(spec["d"][0], spec["d"][1] + 1))
+    V = _matrix(rng, d, spec.get("V", ["general", "symmetric", "lambdaI"][k // len(variants) % 3]))
+    beta = str(spec.get("beta", [1, 2, "1/2"][k // (3 * len(variants)) % 3]))
+    sphere = spec.get("normalisation") in ("sphere", "pre-ln")
+    x0 = _sphere_tokens(rng, n, d) if sphere else _rational(rng, (n, d))
+    model = {"V": V, "beta": beta, "form": spec.get("form", "z"),
+             "attention": spec.get("attention", "softmax"), "mask": spec.get("mask", "full"),
+             "normalisation": spec.get("normalisation", "none")}
+    if model["form"] == "z" and model["normalisation"] != "none":
+        model["form"] = "x"
+    return {"k": k, "variant": name, "n": n, "d": d, "model": model, "x0": x0,
+            "horizon": spec["T"], "precision": spec.get("precision", "float64"),
+            "float64_reference": spec.get("float64_reference", False)}
+
+
+#: name -> ranges and variant; V cycles through general / symmetric / λI, β through 1, 2, 1/2
+VARIANTS = [
+    ("z, float64", {"n": (3, 8), "d": (2, 3), "T": 4}),
+    ("z long (continuation), float64", {"n": (3, 6), "d": (2, 3), "T": 8}),
+    ("x, float64", {"n": (3, 8), "d": (2, 3), "T": 2, "form": "x"}),
+    ("sphere SA, float64", {"n": (3, 8), "d": (2, 3), "T": 6, "normalisation": "sphere",
+                            "V": "lambdaI"}),
+    ("sphere USA, float64", {"n": (3, 8), "d": (2, 3), "T": 4, "normalisation": "sphere",
+                             "attention": "unnormalised"}),
+    ("pre-LN, float64", {"n": (3, 8), "d": (2, 3), "T": 3, "normalisation": "pre-ln"}),
+    ("causal mask, float64", {"n": (3, 8), "d": (2, 3), "T": 4, "mask": "causal", "form": "x"}),
+    ("n up to 32, float64", {"n": (12, 32), "d": (2, 3), "T": 3}),
+    ("float64 reference, float64", {"n": (3, 8), "d": (2, 3), "T": 3,
+                                    "float64_reference": True}),
+    ("z, arb", {"n": (2, 5), "d": (2, 2), "T": 3, "precision": "auto"}),
+    ("sphere SA, arb", {"n": (2, 5), "d": (2, 3), "T": 3, "normalisation": "sphere",
+                        "precision": "auto"}),
+]
+
+
+def build(data: dict):
+    from verify.model import Instance, Model
+
+    return Instance(Model(**data["model"]), data["x0"], name=f"coverage#{data['k']}")
+
+
+# --------------------------------------------------------------------------- one instance
+def measure(data: dict) -> dict:
+    """Run, reference and truth for one instance; the worst ratios (``None`` when the run or
+    the truth failed: the row says why)."""
+    import verify.precision
+    from verify.simulate import entry_differences, simulate
+
+    instance = build(data)
+    T, times = data["horizon"], 7
+    started = time.perf_counter()
+    if data["float64_reference"]:
+        verify.precision.ARB_REFERENCE_LIMIT = 0
+    try:
+        run = simulate(instance, T, checkpoints=times, precision=data["precision"])
+    finally:
+        verify.precision.ARB_REFERENCE_LIMIT = 20_000
+    row = {key: data[key] for key in ("k", "variant", "n", "d", "precision")}
+    row["model"] = {key: data["model"][key] for key in ("form", "attention", "mask",
+                                                        "normalisation", "beta")}
+    if not run.success or run.error is None:
+        return {**row, "skipped": f"run: {run.status} {run.message}"[:200]}
+    digits = 16 if run.precision["backend"] == "float64" else run.precision["digits"]
+    truth = simulate(instance, T, checkpoints=times, precision=int(math.ceil(2 * digits)),
+                     error_estimate=False, continuation=False, symmetry="off")
+    if not truth.success:
+        return {**row, "skipped": f"truth: {truth.status} {truth.message}"[:200]}
+    bits = truth.precision["bits"]
+    true = entry_differences(run, truth, bits).max(axis=2)                   # (m, n)
+    unit = 2.0 ** -(53 if run.precision["backend"] == "float64" else run.precision["bits"])
+    scale = np.max(np.abs(run.state), axis=(1, 2))
+    estimate = run.error + 4 * unit * scale[:, None]
+    state_ratio = float(np.max(true[1:] / estimate[1:]))
+    same_scale = np.allclose(run.log_scale, truth.log_scale, rtol=1e-14, atol=1e-14)
+    score_ratio = None
+    if same_scale and run.score_error is not None:
+        S, S_true = np.asarray(run.scaled_scores), np.asarray(truth.scaled_scores)
+        rounding = 4 * np.finfo(float).eps * np.max(np.abs(S), axis=(1, 2))
+        score_estimate = run.score_error + rounding[:, None, None]
+        score_ratio = float(np.max(np.abs(S - S_true)[1:] / score_estimate[1:]))
+    return {**row, "state_ratio": state_ratio, "score_ratio": score_ratio,
+            "true_error": float(np.max(true)), "estimate": float(np.max(run.error)),
+            "reference": run.reference["backend"], "truth_bits": bits,
+            "continuation": bool((run.continuation or {}).get("legs")),
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+# --------------------------------------------------------------------------- the table
+def _quantiles(values: list[float]) -> str:
+    if not values:
+        return f"{'—':>8} {'—':>8} {'—':>8} {'—':>8}"
+    a = np.array(values)
+    return " ".join(f"{v:8.3g}" for v in (np.median(a), np.quantile(a, 0.9), np.quantile(a, 0.99),
+                                          np.max(a)))
+
+
+def table(rows: list[dict]) -> tuple[str, float]:
+    """The coverage table and the worst ratio over all instances."""
+    measured = [r for r in rows if "skipped" not in r]
+    lines = [f"{'variant':34} {'runs':>4} | true/estimate (state): {'median':>8} {'90%':>8} "
+             f"{'99%':>8} {'max':>8} | scores: {'median':>8} {'90%':>8} {'99%':>8} {'max':>8}"]
+    worst = 0.0
+    for name, _ in VARIANTS:
+        mine = [r for r in measured if r["variant"] == name]
+        state = [r["state_ratio"] for r in mine]
+        scores = [r["score_ratio"] for r in mine if r["score_ratio"] is not None]
+        worst = max([worst, *state, *scores])
+        lines.append(f"{name:34} {len(mine):>4} | {'':23}{_quantiles(state)} | {'':8}"
+                     f"{_quantiles(scores)}")
+    state = [r["state_ratio"] for r in measured]
+    scores = [r["score_ratio"] for r in measured if r["score_ratio"] is not None]
+    lines.append(f"{'all':34} {len(measured):>4} | {'':23}{_quantiles(state)} | {'':8}"
+                 f"{_quantiles(scores)}")
+    skipped = [r for r in rows if "skipped" in r]
+    if skipped:
+        lines.append(f"skipped {len(skipped)}: " + "; ".join(
+            f"#{r['k']} ({r['variant']}): {r['skipped']}" for r in skipped[:5]))
+    return "\n".join(lines), worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=209,
+                        help="number of instances (default 209: 19 per variant)")
+    parser.add_argument("--quick", action="store_true", help="24 instances (a smoke test)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", help="write every instance's row to this file")
+    args = parser.parse_args(argv)
+    count = 24 if args.quick else args.instances
+    started = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        rows = []
+        for row in pool.map(measure, [draw(k) for k in range(count)]):
+            rows.append(row)
+            scores = row.get("score_ratio")
+            print(f"  #{row['k']:<4} {row['variant']:34} "
+                  + (f"state {row['state_ratio']:.3g}  scores "
+                     f"{'—' if scores is None else f'{scores:.3g}'}  ({row['seconds']} s)"
+                     if "skipped" not in row else row["skipped"]), file=sys.stderr, flush=True)
+    text, worst = table(rows)
+    from verify.numerics import ESTIMATE_SAFETY
+
+    print(text)
+    print(f"\nworst true/estimate ratio: {worst:.3g}; × margin {MARGIN:g} = {worst * MARGIN:.3g}; "
+          f"the library's safety factor κ = ESTIMATE_SAFETY = {ESTIMATE_SAFETY:g} "
+          + ("covers it." if ESTIMATE_SAFETY >= worst * MARGIN else "does NOT cover it."))
+    print(f"({len(rows)} instances in {time.perf_counter() - started:.0f} s)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(rows, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -13,6 +13,7 @@ from verify.claim import (
     judge_claim,
     load_claim,
     parse_conclusions,
+    recheck_record,
 )
 from verify.cli import main
 from verify.lemmas import check_file
@@ -81,5 +82,18 @@ def test_a_run_writes_certificates_the_checker_accepts_and_counts_the_grades(tmp
     assert main(["certificate", str(path)]) == 0
     capsys.readouterr()
     grades = judge_claim(claim, [result]).grades
-    assert grades == {"proved": 1, "estimate": 0, "evidence": 0, "unstated": 0, "undecided": 0}
+    assert grades == {"proved": 1, "violated": 0, "estimate": 0, "evidence": 0, "unstated": 0,
+                      "undecided": 0}
     assert "document" not in json.dumps(record["result"]["certificate"])
+
+
+def test_grades_count_a_rigorous_violation_apart_and_an_estimated_one_as_undecided():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+
+    def violated(basis):  # and confirmed by its re-check, as the runner does
+        first = InstanceResult("i#0", "f", None, InstanceVerdict.VIOLATED, "violated",
+                               margin=-1.0, error=0.1, basis=basis)
+        return replace(first, rechecked=recheck_record(first, precision=30, horizon=30))
+
+    grades = judge_claim(claim, [violated(Basis.CERTIFICATE), violated(Basis.ESTIMATE)]).grades
+    assert grades["proved"] == 0 and grades["violated"] == 1 and grades["undecided"] == 1

@@ -80,12 +80,16 @@ class ClaimResult:
     @property
     def grades(self) -> dict[str, int]:
         """In-scope instances by what their verdict rests on (design.md, "Basis and grades"):
-        ``proved`` — rigorous (exact, enclosure, certificate: *proved on this instance for all
-        t ≥ 0*), ``estimate`` — an error estimate, ``evidence`` — a fit or other evidence,
-        ``unstated`` — a decision that does not state its basis, ``undecided`` — inconclusive."""
+        ``proved`` — holds on a rigorous basis (exact, enclosure, certificate: *proved on this
+        instance for all t ≥ 0*), ``violated`` — a violation on a rigorous basis (the only kind
+        that refutes), ``estimate`` — holds within an error estimate, ``evidence`` — a fit or
+        other evidence, ``unstated`` — a decision that does not state its basis, ``undecided``
+        — inconclusive, which includes a violation on a non-rigorous basis
+        (:func:`~verify.claim._verdicts.effective_verdict`)."""
         from verify.claim._verdicts import Basis, InstanceVerdict, effective_verdict
 
-        out = {"proved": 0, "estimate": 0, "evidence": 0, "unstated": 0, "undecided": 0}
+        out = {"proved": 0, "violated": 0, "estimate": 0, "evidence": 0, "unstated": 0,
+               "undecided": 0}
         for r in self.instances:
             verdict = effective_verdict(r)[0]
             if verdict is InstanceVerdict.OUT_OF_SCOPE:
@@ -95,7 +99,7 @@ class ClaimResult:
             elif r.basis is None:
                 out["unstated"] += 1
             elif r.basis.rigorous:
-                out["proved"] += 1
+                out["proved" if verdict is InstanceVerdict.HOLDS else "violated"] += 1
             elif r.basis is Basis.ESTIMATE:
                 out["estimate"] += 1
             else:
@@ -105,7 +109,8 @@ class ClaimResult:
     @property
     def grades_text(self) -> str:
         """``"3 proved on the instance, 1 estimate"`` (empty when nothing is in scope)."""
-        names = {"proved": "proved on the instance", "estimate": "estimate",
+        names = {"proved": "proved on the instance", "violated": "violated (rigorous)",
+                 "estimate": "estimate",
                  "evidence": "evidence", "unstated": "basis not stated",
                  "undecided": "undecided"}
         return ", ".join(f"{k} {names[g]}" for g, k in self.grades.items() if k)

@@ -375,7 +375,8 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
 def _grades(v: dict) -> str:
     """What the in-scope instances rest on (``grades`` of results.json), as one sentence."""
     grades = v.get("grades") or {}
-    names = {"proved": "proved on the instance (for all t ≥ 0)", "estimate": "supported by an "
+    names = {"proved": "proved on the instance (for all t ≥ 0)",
+             "violated": "violated on a rigorous basis", "estimate": "supported by an "
              "error estimate", "evidence": "evidence", "unstated": "basis not stated",
              "undecided": "undecided"}
     parts = [f"{k} {names[g]}" for g, k in grades.items() if k and g in names]

@@ -27,7 +27,7 @@ Examples
 >>> r = judge_comparison(0.9, 1, 1e-12, relation="<=", instance="f#0", family="f",
 ...                      what="|x(T)| <= 1")
 >>> r.verdict.value, r.reason
-('holds', '|x(T)| <= 1 holds with margin 0.1 > error estimate 1e-12.')
+('holds', '|x(T)| <= 1 holds with margin 0.100 > error estimate 1.0×10⁻¹².')
 >>> from types import SimpleNamespace
 >>> from verify.claim import judge_claim
 >>> claim = SimpleNamespace(id="polytope", kind="theorem", expected="holds")
@@ -44,6 +44,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from verify.claim._plain import plain_float, to_plain
+from verify.digits import exact, versus
 from verify.errors import InvalidArgument
 
 __all__ = ["InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "EVIDENCE_KINDS",
@@ -227,7 +228,8 @@ def _number(value: object, name: str):
 
 
 def _g(x) -> str:
-    return f"{float(x):.3g}" if not isinstance(x, int) else str(x)
+    """An exact margin as it is (``5/4``), a float without error estimate to 6 digits."""
+    return exact(x if isinstance(x, (int, Fraction)) else float(x))
 
 
 def judge_instance(margin: object, error: object, *, instance: str, family: str,
@@ -288,15 +290,16 @@ def judge_instance(margin: object, error: object, *, instance: str, family: str,
         text = "holds exactly" if ok else "is violated exactly"
         return InstanceResult(verdict=verdict, reason=f"{what} {text} (margin {_g(m)}, exact "
                               "arithmetic).", margin=m, error=0.0, **base)
+    shown, bound = versus(m, e)  # the digits that show the comparison, and no more
     if m > e:
         return InstanceResult(verdict=InstanceVerdict.HOLDS, reason=f"{what} holds with margin "
-                              f"{_g(m)} > error estimate {_g(e)}.", margin=m, error=e, **base)
+                              f"{shown} > error estimate {bound}.", margin=m, error=e, **base)
     if -m > e:
         return InstanceResult(verdict=InstanceVerdict.VIOLATED, reason=f"{what} is violated by "
-                              f"{_g(-m)}, more than the error estimate {_g(e)}.", margin=m,
-                              error=e, **base)
+                              f"{versus(-m, e)[0]}, more than the error estimate {bound}.",
+                              margin=m, error=e, **base)
     return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} is undecided: "
-                          f"the margin {_g(m)} is within the error estimate {_g(e)}; raise the "
+                          f"the margin {shown} is within the error estimate {bound}; raise the "
                           "precision (or the horizon).", margin=m, error=e, **base)
 
 
@@ -329,10 +332,11 @@ def judge_comparison(observed: object, predicted: object, error: object, *, rela
 
 
 def recheck_record(rerun: InstanceResult, *, precision: object, horizon: object) -> dict:
-    """The ``rechecked`` dict of a violation, from its re-run at ``precision`` and ``horizon``."""
+    """The ``rechecked`` dict of a violation, from its re-run at ``precision`` and ``horizon``
+    (with the re-run's evidence: the data of the saved counterexample, which reports draw)."""
     return to_plain({"verdict": rerun.verdict.value, "reason": rerun.reason,
                      "precision": precision, "horizon": horizon, "margin": rerun.margin,
-                     "error": rerun.error})
+                     "error": rerun.error, "evidence": rerun.evidence})
 
 
 def effective_verdict(result: InstanceResult) -> tuple[InstanceVerdict, str]:

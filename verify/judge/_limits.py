@@ -317,8 +317,8 @@ def judge_converges(ev) -> InstanceResult:
     if "to" in ev.parameters:
         target = ev.value("to")
         points = _points(target.array, _width(ev), "to")
-        return judge_distance(ev, nearest_distance(points), "every token converges to a point "
-                              "of the set `to` (D = max_i min_p |z_i − p|)",
+        return judge_distance(ev, nearest_distance(points), "every token converges to one of "
+                              f"the {len(points)} target points p (D = max_i min_p |z_i − p|)",
                               extra_error=target.error, evidence=target.evidence)
     fits = token_fits(ev)
     kinds: dict = {}

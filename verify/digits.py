@@ -4,13 +4,15 @@ reads (the reports, the verdicts' reasons, the command line).
 A computed number :math:`v` with an error estimate :math:`e \ge 0` (the truth lies within
 :math:`e` of :math:`v`) is printed in one of three forms:
 
-* :func:`plus_minus` — ``v ± e``: the error rounded *up* to two significant digits, the value
+* :func:`plus_minus` — ``v ± e``: the error rounded *up* (from its shortest decimal form: an
+  error estimate has no more digits than that) to two significant digits, the value
   rounded to the same decimal place: ``1.23457 ± 0.00031``, ``(4.62 ± 0.05)×10⁻⁹``;
 * :func:`trusted` — the value cut to its *trusted digits*: rounded to the place
   :math:`P = 10^{\lceil \log_{10} 2e \rceil}`, the smallest power of ten with
   :math:`e \le P/2`, so the printed value is within one unit of its last digit of the truth
   (``1.2346`` for ``1.2345678`` with error ``3·10⁻⁵``); when not even the first digit can be
   trusted, the ``v ± e`` form;
+* :func:`upper` — an upper bound, rounded *up* (``≤ 0.18`` for 0.1723);
 * :func:`versus` — a margin and its error estimate side by side (a verdict compares them),
   printed to the *same* decimal place and with enough digits that the inequality between them
   is visible: ``4.62×10⁻⁹ > 4.59×10⁻⁹`` where three significant digits each would both read
@@ -35,14 +37,15 @@ Examples
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_EVEN, ROUND_UP, Decimal, localcontext
 
-__all__ = ["plus_minus", "trusted", "versus", "exact", "scientific", "trusted_place",
+__all__ = ["plus_minus", "trusted", "versus", "exact", "scientific", "upper", "trusted_place",
            "SIGNIFICANT", "MARGIN_DIGITS", "SMALL", "LARGE"]
 
 SIGNIFICANT = 6        #: most significant digits printed for a value, however small its error
 SMALL, LARGE = 1e-3, 1e5  #: magnitudes printed without a power of ten
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+FLOAT_DIGITS = 17      #: significant digits a float64 holds
 MARGIN_DIGITS = 3      #: significant digits of a margin far larger than its error
 _MAX_EXTRA = 4         #: extra digits :func:`versus` may add to make an inequality visible
 
@@ -53,8 +56,12 @@ def _exponent(x: float) -> int:
 
 
 def _round(x: float, place: int, rounding=ROUND_HALF_EVEN) -> Decimal:
-    """``x`` rounded to a multiple of ``10**place``."""
-    return Decimal(repr(float(x))).quantize(Decimal(1).scaleb(place), rounding=rounding)
+    """``x`` rounded to a multiple of ``10**place``: a value from its exact binary value, an
+    error rounded up (``ROUND_CEILING``) from its shortest decimal form."""
+    exact_value = Decimal(repr(float(x))) if rounding == ROUND_CEILING else Decimal(float(x))
+    with localcontext() as context:
+        context.prec = 80
+        return exact_value.quantize(Decimal(1).scaleb(place), rounding=rounding)
 
 
 def _power(exponent: int) -> str:
@@ -63,8 +70,9 @@ def _power(exponent: int) -> str:
 
 def _plain(d: Decimal, place: int) -> str:
     """``d`` (a multiple of ``10**place``) in positional notation with ``max(0, -place)``
-    decimals; zero as ``0``."""
-    return "0" if d == 0 else f"{d:.{max(0, -place)}f}"
+    decimals (a zero without its sign)."""
+    text = f"{d:.{max(0, -place)}f}"
+    return text.lstrip("-") if d == 0 else text
 
 
 def _scaled(d: Decimal, place: int, exponent: int) -> str:
@@ -78,8 +86,11 @@ def _needs_power(magnitude: float) -> bool:
 
 def _fixed(d: Decimal, place: int) -> str:
     """``d`` (a multiple of ``10**place``) with a power of ten of its own magnitude when it is
-    outside ``[SMALL, LARGE)``."""
-    if d != 0 and _needs_power(abs(float(d))):
+    outside ``[SMALL, LARGE)`` or its last digit is left of the units (``1.2×10³``: "1200"
+    would claim four digits)."""
+    if d == 0 and place < -4:  # not 0.0000000000
+        return "0"
+    if d != 0 and (_needs_power(abs(float(d))) or place > 0):  # 1.2×10³, never "1200"
         return _scaled(d, place, d.adjusted()) + _power(d.adjusted())
     return _plain(d, place)
 
@@ -123,6 +134,23 @@ def exact(value) -> str:
     return str(value)
 
 
+def upper(bound, digits: int = 2) -> str:
+    """An upper bound rounded *up* to ``digits`` significant digits (it stays a bound).
+
+    >>> upper(0.17234), upper(1.0001e-12), upper(0.0)
+    ('0.18', '1.1×10⁻¹²', '0')
+    """
+    x = float(bound)
+    if not math.isfinite(x) or x == 0:
+        return exact(x)
+    place = _exponent(x) - digits + 1
+    d = _round(x, place, ROUND_UP)
+    if d.adjusted() > _exponent(x):
+        place += 1
+        d = _round(x, place, ROUND_UP)
+    return _fixed(d, place)
+
+
 def trusted_place(error: float) -> int:
     """The exponent of :math:`P = 10^{\\lceil \\log_{10} 2e \\rceil}`: a value rounded to a
     multiple of ``P`` is within one unit of ``P`` of the truth.
@@ -152,14 +180,15 @@ def plus_minus(value, error, digits: int = 2) -> str:
     if float(error) == 0:
         return exact(value)
     v, e = float(value), float(error)
-    place = _error_place(e, digits)
+    # no finer than float64 resolves the value (17 significant digits)
+    place = max(_error_place(e, digits), _exponent(max(abs(v), e)) - FLOAT_DIGITS + 1)
     e_text = _round(e, place, ROUND_CEILING)
     if e_text.adjusted() > _exponent(e):  # 9.96 → 10: keep two digits of the new magnitude
         place += 1
         e_text = _round(e, place, ROUND_CEILING)
     v_text = _round(v, place)
     magnitude = max(abs(v), e)
-    if _needs_power(magnitude):
+    if _needs_power(magnitude) or place > 0:
         k = _exponent(magnitude)
         return (f"({_scaled(v_text, place, k)} ± {_scaled(e_text, place, k)})"
                 f"{_power(k)}")
@@ -207,7 +236,12 @@ def versus(margin, error) -> tuple[str, str]:
     place = _error_place(e, 2)
     m_place = place if m == 0 else max(place, _exponent(m) - MARGIN_DIGITS + 1)
     for _ in range(_MAX_EXTRA + 2):
-        m_d, e_d = _round(m, m_place), _round(e, place, ROUND_CEILING)
+        e_d = _round(e, place, ROUND_CEILING)
+        if e_d.adjusted() > _exponent(e):  # 9.96 → 10: two digits of the new magnitude
+            place += 1
+            m_place = max(m_place, place)
+            e_d = _round(e, place, ROUND_CEILING)
+        m_d = _round(m, m_place)
         if m_d != 0 and m_place > place and m_d.adjusted() > _exponent(m):  # 0.0999… → 0.100
             m_place += 1
             m_d = _round(m, m_place)

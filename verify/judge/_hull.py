@@ -100,7 +100,7 @@ def judge_hull_shrinks(ev) -> InstanceResult:
         err = math.sqrt(r) * (E[l] + float(np.max(E[k]))) + 64 * _EPS * r * scale
         moved = np.max(np.abs(P - Y), axis=1)
         for i in range(P.shape[0]):
-            what = (f"z_{i}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")
+            what = (f"z_{i + 1}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")  # from 1
             if depth[i] > err[i]:
                 counts["inside"] += 1
                 if tightest is None or depth[i] - err[i] < tightest[0] - tightest[1]:

@@ -439,8 +439,10 @@ def judge_approach(ev) -> InstanceResult:
     else:
         normals, offsets = _hyperplanes(ev, given, k)
         distance, what = hyperplanes_distance(normals, offsets), "a union of hyperplanes"
+    functional = _functional(ev)  # its evidence too (e.g. whether F ⊥ G: `safe_case`)
+    evidence = {**(functional.evidence if functional is not None else {}), **given.evidence}
     return judge_distance(ev, distance, f"every token approaches {what} (D = max_i dist(z_i, "
-                          "set))", extra_error=given.error, evidence=given.evidence)
+                          "set))", extra_error=given.error, evidence=evidence)
 
 
 def _hyperplanes(ev, given: Value, k: int) -> tuple[np.ndarray, np.ndarray]:

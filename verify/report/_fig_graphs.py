@@ -150,7 +150,7 @@ def plot_attention_graph(G: nx.DiGraph, positions: Any = None, *, leaders: Any =
         nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowstyle="-|>", arrowsize=9,
                                width=widths, edge_color="0.45", nodelist=list(G.nodes),
                                node_size=[size_of[v] for v in G.nodes],
-                               connectionstyle="arc3,rad=0.08")
+                               connectionstyle="arc3,rad=0.22")  # bowed off collinear nodes
     followers = [v for v in G.nodes if v not in chosen]
     for group, marker, size, gid in ((followers, "o", _FOLLOWER_SIZE, "followers"),
                                      (heads, "*", _LEADER_SIZE, "leaders")):

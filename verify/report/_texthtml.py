@@ -135,10 +135,10 @@ def _renderable(out: str) -> str:
     """MathML a browser draws as meant: styled letters (``mathvariant="script"``, which
     Chromium ignores) as Unicode mathematical alphanumerics, and no character fonts lack."""
     def letter(m):
-        mapped = math_letter(m.group(2), m.group(1))
-        return f"<mi>{mapped}</mi>" if mapped != m.group(2) else m.group(0)
+        mapped = math_letter(m.group(3), m.group(2))
+        return f"<{m.group(1)}>{mapped}</{m.group(1)}>" if mapped != m.group(3) else m.group(0)
 
-    out = re.sub(r'<mi mathvariant="([a-z-]+)">(\w)</mi>', letter, out)
+    out = re.sub(r'<(mi|mn) mathvariant="([a-z-]+)">(\w)</\1>', letter, out)
     for old, new in _GLYPHS.items():
         out = out.replace(old, new)
     return out

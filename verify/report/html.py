@@ -494,7 +494,7 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
             f"horizon {e(format_value(p['horizon']))}; exit code {data['exit_code']}.</p>",
             *(f'<p class="meta">{inline_html(line)}</p>' for line in regenerate_lines(data)),
             "<h2>Summary</h2>", _legend(), summary, f"<p>{links}</p>",
-            f"<details><summary><strong>How to read the numbers</strong></summary>{reading}"
+            f"<details open><summary><strong>How to read the numbers</strong></summary>{reading}"
             "</details>"]
     body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
     jobs = _figure_jobs(data, check, run_dir) if figures else {}

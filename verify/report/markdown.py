@@ -183,7 +183,9 @@ def instance_rows(data: dict, claim_id: str) -> list[tuple]:
         note = note.strip("; ")
         shown = "as above" if note and note == previous and len(note) > 40 else note
         previous = note
-        if ev.get("predicted") is not None or ev.get("observed") is not None:
+        if r["effective_verdict"] == "out-of-scope":
+            comparison = "–"  # the note says why
+        elif ev.get("predicted") is not None or ev.get("observed") is not None:
             comparison = (f"{format_value(ev.get('predicted'))} vs "
                           f"{_observed(ev.get('observed'), r.get('error'))}")
         else:  # the check states its comparison in the reason
@@ -294,7 +296,8 @@ def comparison_rows(record: dict | None) -> list[tuple[str, str, str]]:
     if ev.get("expected_leaders") is not None or ev.get("leaders") is not None:
         rows.append(("leaders (tokens from 1)", format_value(ev.get("expected_leaders")),
                      format_value(ev.get("leaders"))))
-    pairs = (("D_at_T", "D_error_at_T", f"D(T) = {ev.get('D', 'distance')}", "→ 0"),
+    pairs = (("D_at_T", "D_error_at_T", f"D at the horizon T (D(t): {ev.get('D', 'distance')})",
+              "→ 0"),
              ("limit", "limit_error", "limit of D(t) (fitted)", "0"),
              ("rate", "rate_bar", "decay rate of D(t) (fitted, ± κσ)", "> 0"),
              ("B_at_T", "B_error_at_T", f"B(T) = {ev.get('B', '')}", "→ 0"))
@@ -324,7 +327,7 @@ def verdict_mark(verdict: dict, claim: dict) -> str:
         return " (**not** as expected)"
     if verdict["verdict"] == "refuted":
         what = "a known false proof step" if claim.get("kind") == "proof-step" else \
-            "the statement is false as literally worded (see the notes)"
+            "false as literally worded, see the notes"
         return f" (as expected: {what})"
     return " (as expected)"
 

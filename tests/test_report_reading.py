@@ -155,6 +155,19 @@ def test_a_refutation_is_shown_from_its_counterexample_file(suite):
     assert "the number of clusters over time" in codimension
 
 
+def test_machine_written_formulas_are_typeset(suite):
+    """No pseudo-math is left as plain text in the report: the reasons' and certificates'
+    ``r_j``, ``e^(2 mu t)``, ``exp(2*t)`` are MathML, like the statements."""
+    _, paths = suite
+    page = paths["report.html"].read_text()
+    page = re.sub(r"<(math|code|pre|details)\b.*?</\1>", " ", page, flags=re.S)
+    page = re.sub(r"<(td|figcaption)><details>.*?</details>", " ", page, flags=re.S)
+    text = _visible(page)
+    leftovers = re.findall(r".{0,20}(?:\b[A-Za-zλφ]_[0-9a-z]\b|\be\^\(|\bexp\(|\w+ @ \w+)"
+                           r".{0,20}", text)
+    assert leftovers == [], leftovers[:5]
+
+
 def test_the_suite_formulas_are_typeset_with_real_symbols():
     """Every formula of the claim files converts to MathML (no plain fallback) and no letter
     relies on ``mathvariant``, which Chromium ignores (𝒦 would render as K, like the matrix)."""

@@ -92,11 +92,14 @@ figcaption{font-size:13px;color:#555;max-width:900px} .note{color:#777;font-size
 #zoom{display:none;position:fixed;inset:0;z-index:10;background:rgba(20,20,20,.88);
 cursor:zoom-out} #zoom.on{display:block}
 #zoom img{width:98vw;height:96vh;margin:2vh 1vw 0;object-fit:contain}
-@media print{body{max-width:none;margin:0;font-size:10pt}
-h2{break-before:auto;margin-top:1em} .verdict,figure,tr,pre{break-inside:avoid}
-figure img{max-width:70%;border:0;cursor:auto} figure{margin:.3em 0}
-table{font-size:8pt} #zoom,.noprint{display:none} a{color:inherit;text-decoration:none}
-details>summary{list-style:none}}
+@media print{body{max-width:none;margin:0;padding:0;font-size:9.5pt;line-height:1.35}
+h2{break-before:auto;margin-top:.8em;padding-top:.3em} p{margin:.4em 0}
+.verdict,figure,tr,pre{break-inside:avoid} .verdict{padding:.3em .5em}
+figure{display:inline-block;width:49%;margin:0 0 .3em;vertical-align:top}
+figure.wide{display:block;width:100%} figure img{width:100%;height:auto;border:0;cursor:auto}
+figcaption{font-size:7.5pt} table{font-size:7.5pt} th,td{padding:1px 4px}
+.notes{font-size:8.5pt} div.math{margin:.3em 1em;padding:.1em}
+#zoom,.noprint{display:none} a{color:inherit;text-decoration:none}}
 """
 _SCRIPT = """window.addEventListener('load',function(){var im=document.images,bad=0,n=0;
 for(var i=0;i<im.length;i++){if(im[i].parentNode.id==='zoom'){continue;}n++;

@@ -19,7 +19,6 @@ Examples
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from verify.digits import exact, plus_minus, trusted, versus
 from verify.report._weights_section import weights_markdown
@@ -376,17 +375,23 @@ def regenerate_lines(data: dict) -> list[str]:
     p = data["parameters"]
     if data.get("command") == "check":
         part = data.get("check") or {}
-        return [f"Regenerate: `verify check FILE --seed {part.get('seed', 0)}` with the same "
-                "conjecture file and budget."]
+        source = _shell_word(data["claims"][0].get("source") or "FILE") if data["claims"] \
+            else "FILE"
+        if part.get("replay"):
+            amount = f" --instance {_shell_word(part['replay'])}"
+        elif p.get("instances"):
+            amount = f" --instances {p['instances']}"
+        else:
+            amount = f" --budget {part.get('budget_seconds') or 60:g}"
+        seed = f" --seed {p['seed']}" if p.get("seed") is not None else ""
+        return [f"Regenerate: `verify check {source}{amount}{seed}` (a time budget draws as "
+                "many instances as the machine judges in that time)."]
     flags = "".join(f" --{key} {_shell_word(str(p[key]))}" for key in
                     ("instances", "seed", "precision", "horizon") if p.get(key) is not None)
-    return [f"Regenerate this report from its stored instances (nothing is recomputed): "
-            f"`verify run --resume {_shell_word(_run_folder(data))}`; the whole run from "
-            f"scratch: `verify run {' '.join(c['id'] for c in data['claims'])}{flags}`."]
-
-
-def _run_folder(data: dict) -> str:
-    return str(Path("reports") / data["run_id"])
+    return ["Regenerate this report from its stored instances (from this report's folder; "
+            "only the instances of a changed claim file are recomputed): "
+            "`verify run --resume .`; the whole run from scratch: "
+            f"`verify run {' '.join(c['id'] for c in data['claims'])}{flags}`."]
 
 
 def verdict_class(verdict: dict) -> str:

@@ -244,7 +244,7 @@ def _img(caption: str, fig) -> str:
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     return (f'<figure><img src="{uri}" width="{width}" height="{height}" '
             f'alt="{html.escape(plain_text(caption))}">'
-            f"<figcaption>{inline_html(caption)}</figcaption></figure>")
+            f"<figcaption>{inline_html(machine_math(caption))}</figcaption></figure>")
 
 
 def _figures(maker: Callable, *args, embed: Callable | None = None) -> str:
@@ -295,7 +295,7 @@ def _svg(caption: str, fig) -> str:
     from verify.report.figures import figure_to_svg
 
     return (f'<figure class="wide">{figure_to_svg(fig)}'
-            f"<figcaption>{inline_html(caption)}</figcaption></figure>")
+            f"<figcaption>{inline_html(machine_math(caption))}</figcaption></figure>")
 
 
 def _draw(job: tuple) -> str:

@@ -130,6 +130,10 @@ def test_every_number_of_a_verdict_line_is_within_its_trusted_digits(suite):
                 if _value(error) > 0:
                     assert (abs(_value(margin)) > _value(error)) == larger, line
                 checked += 1
+        for value, error in re.findall(rf"\(?({_NUMBER}) ± ({_NUMBER})\)?(×10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?",
+                                       line):
+            assert _last_place(value) == _last_place(error), line  # v ± e: one decimal place
+            checked += 1
     for record in data["instances"]:
         margin, error = record.get("margin"), record.get("error")
         if isinstance(margin, float) and isinstance(error, float) and error > 0:

@@ -43,6 +43,7 @@ import numpy as np
 from verify.claim import InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import check_prediction, is_prediction, register_conclusion
+from verify.digits import plus_minus, trusted
 from verify.errors import InvalidArgument
 from verify.judge._decision import decide, inconclusive
 from verify.judge._distances import (
@@ -227,12 +228,13 @@ def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwis
     if value > bar:
         record.pop("_largest", None)
         return decide(ev.request, -value, bar, f"{what} (D at the certified limit is "
-                      f"{value:.4g})", unit=f"Euclidean distance ({variable})",
+                      f"{trusted(value, bar)})", unit=f"Euclidean distance ({variable})",
                       evidence=record, certificate=cert.to_dict())
     largest = float(record.get("_largest", math.nan))
     if largest - value > bar:  # the end is certified at D ≈ 0, after a resolved fall
-        return decide(ev.request, largest - value, bar, f"{what} (D fell from {largest:.4g} to "
-                      f"{value:.3g} at the certified limit)", unit=f"drop of D ({variable})",
+        return decide(ev.request, largest - value, bar, f"{what} (D fell from "
+                      f"{trusted(largest, bar)} to {trusted(value, bar)} at the certified limit)",
+                      unit=f"drop of D ({variable})",
                       evidence={k: v for k, v in record.items() if k != "_largest"},
                       certificate=cert.to_dict())
     return inconclusive(ev.request, f"{trend.what}; the certified limit ({cert.kind}) is "
@@ -354,7 +356,7 @@ def judge_converges(ev) -> InstanceResult:
     i, (rate, half) = min(rates, key=lambda p: p[1][0] - p[1][1])
     evidence.update(slowest_token=i + 1, slowest_rate=sig6(rate))
     return decide(ev.request, rate, half, f"every token converges (all limits stabilised; "
-                  f"slowest: token {i + 1} at rate {rate:.4g})", unit="rate (1/time)",
+                  f"slowest: token {i + 1} at rate {plus_minus(rate, half)})", unit="rate (1/time)",
                   evidence=evidence)
 
 

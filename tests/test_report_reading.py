@@ -245,3 +245,19 @@ def test_versus_shows_the_comparison_it_prints(margin, error):
     if abs(abs(margin) - error) > 1e-6 * error:  # resolvable within the extra digits
         assert (abs(_value(shown)) > _value(bound)) == (abs(margin) > error), (shown, bound)
     assert _value(upper(error)) >= Decimal(repr(error))  # a bound stays a bound
+
+
+@pytest.mark.parametrize("V, claim, expected", [
+    ([[-1, 0], [0, -1]], {}, "x"),                        # z = e^{t} x blows up: draw x
+    ([[1, 0], [0, 1]], {}, "z"),                          # x = e^{t} z blows up: draw z
+    ([[1, 0], [0, 1]], {"conclusion": [{"type": "converges", "variable": "direction"}]},
+     "direction"),                                        # the claim's own variable
+])
+def test_figures_draw_the_variable_in_which_the_claim_is_visible(V, claim, expected):
+    from verify.model import Instance, Model
+    from verify.report.html import choose_variable
+    from verify.simulate import simulate
+
+    traj = simulate(Instance(Model(V=V), [["1", "0"], ["0", "1"], ["-1", "-1/2"]]), 12,
+                    checkpoints=7, error_estimate=False)
+    assert choose_variable(traj, {}, claim) == expected

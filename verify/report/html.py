@@ -152,8 +152,8 @@ def choose_variable(traj, spec: dict, claim: dict) -> str:
     wanted = spec.get("variable") or _claim_variable(claim)
     if wanted in ("z", "x", "direction") and (wanted != "z" or traj.z is not None):
         return wanted
-    if traj.z is None:
-        return "x"
+    if traj.z is None or traj.x is None:
+        return "x" if traj.z is None else "z"
     return "x" if _growth(traj.x) < _growth(traj.z) / 100 else "z"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
 import json
 import re
 import subprocess
@@ -91,7 +92,8 @@ def test_report_md_has_the_summary_table_and_each_claim(report):
     for cid in ("tiny-holds", "tiny-refuted", "tiny-out-of-scope"):
         assert f"## `{cid}`" in text
     assert "| pair#0 | – | inconclusive (first violated) |" in text
-    assert "from this report's folder: `verify simulate counterexamples/" in text
+    assert "replay its trajectory: `verify simulate counterexamples/" in text
+    assert "--instance counterexamples/tiny-refuted-two-by-two-0.toml`" in text  # re-judges it
     assert "proved" not in text.replace("never a proof", "")
 
 
@@ -99,8 +101,9 @@ def test_claim_sections_lead_with_the_verdict_and_the_decisive_instance(report):
     page = report[1]["report.html"].read_text()
     section = page.split('<h2 id="tiny-refuted">')[1].split("<h2 ")[0]
     order = [section.index(mark) for mark in (
-        "Verdict: refuted", "Counterexample: two-by-two#0", "verify simulate counterexamples/",
-        "Exact data of two-by-two#0", "<img", "<table>")]
+        "Verdict: refuted", "Counterexample: two-by-two#0", "verify check ",
+        "verify simulate counterexamples/", "Exact data of two-by-two#0: the counterexample file",
+        "<img", "<table>")]
     assert order == sorted(order)
     gap = page.split('<h2 id="tiny-known-gap">')[1].split("<h2 ")[0]
     assert 'class="verdict v-refuted-expected"' in gap  # a false proof step, refuted as expected
@@ -113,7 +116,9 @@ def _images(page: str) -> list[str]:
 
 def test_report_html_is_self_contained(report):
     page = report[1]["report.html"].read_text()
-    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page)
+    assert not re.search(r"""src\s*=\s*["']?\s*(https?:)?//""", page)  # nothing is fetched
+    links = re.findall(r"""href\s*=\s*["']?\s*((?:https?:)?//[^"' >]*)""", page)
+    assert links == ["https://arxiv.org/abs/2305.05465v6"]  # the paper, only followed on a click
     assert "@import" not in page and "url(" not in page
     claims_part, _, paper_part = page.partition("<h2>Paper figures</h2>")
     # (paths, P(t)) for the decisive instances of the 4 claims with an in-scope instance that
@@ -157,24 +162,99 @@ def _visible_text(page: str) -> str:
     return " ".join(parser.parts)
 
 
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                  "--force-device-scale-factor=1"]
+
+
+def _chromium(tmp_path, name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / name}",
+                           *args], capture_output=True, text=True, timeout=180)
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
 def test_report_html_opens_in_headless_chromium(report, tmp_path):
+    from verify.report.html import page_title
+
     path = report[1]["report.html"]
-    flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync"]
     url = path.resolve().as_uri()
-    dom = subprocess.run([*flags, f"--user-data-dir={tmp_path / 'a'}", "--enable-logging=stderr",
-                          "--v=0", "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    dom = _chromium(tmp_path, "a", "--enable-logging=stderr", "--v=0", "--dump-dom", url)
     n = len(_images(path.read_text()))
-    assert f"<title>ok:{n}</title>" in dom.stdout, dom.stdout[:300]
+    assert f'data-images="ok:{n}"' in dom.stdout, dom.stdout[:300]
+    data = load_results(report[1]["results.json"])
+    title = re.search(r"<title>(.*?)</title>", dom.stdout).group(1)
+    assert html.unescape(title) == page_title(data) and title.startswith("verify run ")
     console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == []
     # the formulas are MathML elements and no LaTeX command survives in the visible text
     text = _visible_text(dom.stdout)
     assert dom.stdout.count("<math") >= 6, "every claim statement has formulas"
     assert not re.findall(r"\\[A-Za-z]+", text), re.findall(r".{30}\\[A-Za-z]+.{30}", text)[:5]
+    assert "mathvariant" not in dom.stdout.replace('mathvariant="normal"', "")
     png = tmp_path / "shot.png"
-    subprocess.run([*flags, f"--user-data-dir={tmp_path / 'b'}", f"--screenshot={png}",
-                    "--window-size=1200,3000", url], capture_output=True, timeout=120)
+    _chromium(tmp_path, "b", f"--screenshot={png}", "--window-size=1200,3000", url)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000
+
+
+# Characters no font has: Chromium draws its missing-glyph box for each; a probed character
+# drawn exactly like them has no glyph either.
+NO_GLYPH = ("\ue000", "\u0378", "\U0010fffd")
+CELL = 48
+
+
+def _report_characters(page: str) -> set[str]:
+    """The characters a reader sees in ``page`` and in every claim file's statement and notes
+    (the suite's formulas), as the report renders them."""
+    from verify.claim import load_claims
+    from verify.report._texthtml import markdown_to_html
+    from verify.report.markdown import READING_NUMBERS
+
+    suite = load_claims(Path(__file__).resolve().parents[1] / "claims")
+    pages = [page] + [markdown_to_html(c.statement + "\n\n" + (c.notes or "")) for c in suite]
+    pages += [markdown_to_html(line) for line in READING_NUMBERS]
+    text = "".join(_visible_text(p) for p in pages) + "×⁻⁰¹²³⁴⁵⁶⁷⁸⁹±"
+    return {c for c in text if not c.isspace() and ord(c) > 32 and c not in NO_GLYPH}
+
+
+def _glyph_cells(chars: list[str]) -> str:
+    from verify.report.html import _CSS
+
+    cells = "".join(f'<span class="c">{html.escape(c)}</span>' for c in chars)
+    cells += "".join(f'<span class="c"><math><mi>{html.escape(c)}</mi></math></span>'
+                     for c in chars)
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{_CSS}"
+            f"body{{margin:0;padding:0;max-width:none;width:{CELL * len(chars)}px;font-size:"
+            f"28px;line-height:1}} .c{{display:inline-block;width:{CELL}px;height:{CELL}px;"
+            "overflow:hidden;vertical-align:top}</style></head>"
+            f"<body>{cells}</body></html>")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
+def test_no_character_of_the_report_is_a_missing_glyph_box(report, tmp_path):
+    """Screenshot every character the report shows, in the report's fonts, as text and as
+    MathML, next to characters that have no glyph anywhere: none may be drawn as their box
+    (a comparison within one screenshot, so it holds whatever the fonts of the machine)."""
+    from matplotlib.image import imread
+
+    chars = sorted(_report_characters(report[1]["report.html"].read_text()))
+    probe = list(NO_GLYPH) + chars
+    rows = 2
+    page = tmp_path / "glyphs.html"
+    page.write_text(_glyph_cells(probe), encoding="utf-8")
+    png = tmp_path / "glyphs.png"
+    _chromium(tmp_path, "g", f"--screenshot={png}",
+              f"--window-size={CELL * len(probe)},{CELL * rows + 400}", page.as_uri())
+    image = imread(png)[..., :3].mean(axis=2)
+
+    def cell(row: int, k: int):
+        return image[row * CELL:(row + 1) * CELL, k * CELL:(k + 1) * CELL]
+
+    missing = []
+    for row in range(rows):
+        boxes = [cell(row, k) for k in range(len(NO_GLYPH))]
+        assert all(b.min() < 0.5 for b in boxes), "the reference boxes were not drawn"
+        for k, c in enumerate(chars, start=len(NO_GLYPH)):
+            if any(abs(cell(row, k) - b).max() < 0.02 for b in boxes):
+                missing.append(f"U+{ord(c):04X} {c!r} ({'MathML' if row else 'text'})")
+    assert missing == [], f"drawn as a missing-glyph box: {missing}"

@@ -77,7 +77,9 @@ def test_persistent_violation_writes_a_counterexample_that_reproduces(inline_run
     (record,) = inline_run.claim_records("tiny-refuted")
     result = record["result"]
     assert result["rechecked"] == {"verdict": "violated", "reason": result["rechecked"]["reason"],
-                                   "precision": 50, "horizon": 3, "margin": -0.5, "error": 0.0}
+                                   "precision": 50, "horizon": 3, "margin": -0.5, "error": 0.0,
+                                   "evidence": result["rechecked"]["evidence"]}
+    assert result["rechecked"]["evidence"]["margin"] == "-1/2"  # the re-run's own data
     path = inline_run.out_dir / result["counterexample"]
     assert path.name == "tiny-refuted-two-by-two-0.toml"
     loaded = load_instance_file(path)

@@ -93,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "stops with the checkpoints reached (status 'budget', exit 1). "
                           "Ctrl-C does the same at any time (a second Ctrl-C stops at once)")
     sim.add_argument("--save", metavar="PATH", help="also save the trajectory (.npz)")
-    sim.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sim.add_argument("--json", action="store_true",
+                     help="print JSON instead of text (its token lists are 0-based array "
+                          "positions; the text numbers tokens from 1, as the paper)")
     sim.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     _add_claim_commands(sub)
     _add_check_command(sub)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.digits import plus_minus, scientific, upper
 from verify.errors import InvalidArgument
 from verify.numerics._fits import (
     CONFIDENCE,
@@ -305,7 +306,7 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     rate, half = -fit.slope, fit.coverage * fit.slope_error
     if law == "power-law":
         return result("power-law", f"differences on {span} decay, but a power of t fits them as "
-                      f"well as e^(-rt) (rate {rate:.3g} ± {fit.slope_error:.2g}); an algebraic "
+                      f"well as e^(-rt) (rate {plus_minus(rate, half)}, κσ); an algebraic "
                       "approach has no exponential tail bound (see fit_power_law).", fit=fit)
     if law == "exponential":
         correction = delta[-1] / math.expm1(rate * h[-1])
@@ -313,16 +314,16 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
         movement = float(np.max(np.abs(v[-1] - v[0])))
         stable = remaining < movement
         why = ("the bound on the remaining distance is below the movement observed over the "
-               "tail" if stable else f"but the remaining distance (≤ {remaining:.3g}) exceeds "
-               f"the movement over the tail ({movement:.3g}); integrate longer")
-        return result("exponential", f"differences on {span} decay at rate {rate:.6g} ± "
-                      f"{fit.slope_error:.2g} (positive beyond {fit.coverage:.3g}σ); {why}.",
+               "tail" if stable else f"but the remaining distance (≤ {upper(remaining)}) exceeds "
+               f"the movement over the tail ({scientific(movement)}); integrate longer")
+        return result("exponential", f"differences on {span} decay at rate "
+                      f"{plus_minus(rate, half)} (κσ, κ = {fit.coverage:.3g}); {why}.",
                       _shaped(v[-1] + correction, shape), e[-1] + remaining, fit, stable)
     if rate + half < 0:
-        return result("diverging", f"differences on {span} grow at rate {-rate:.6g} ± "
-                      f"{fit.slope_error:.2g}.", fit=fit)
+        return result("diverging", f"differences on {span} grow at rate {plus_minus(-rate, half)} "
+                      "(κσ).", fit=fit)
     return result("stalled", f"differences on {span} neither decay nor grow significantly "
-                  f"(rate {rate:.3g} ± {fit.slope_error:.2g}, κ={fit.coverage:.3g}).", fit=fit)
+                  f"(rate {plus_minus(rate, half)}, κσ with κ = {fit.coverage:.3g}).", fit=fit)
 
 
 # --------------------------------------------------------------------------- trajectories

@@ -219,8 +219,8 @@ def format_summary(summary: dict, max_rows: int = 12, max_cols: int = 8) -> str:
         lines.append(f"  … {'; '.join(more)} (use --json)")
     groups = summary["clusters"]["groups"]
     lines.append(f"clusters of final {tokens['variable']} at tolerance "
-                 f"{summary['clusters']['tolerance']:g}: {len(groups)} — "
-                 + _first(["{" + ",".join(map(str, g)) + "}" for g in groups], 2 * max_rows))
+                 f"{summary['clusters']['tolerance']:g} (tokens numbered from 1): {len(groups)} — "
+                 + _first([_one_based(g) for g in groups], 2 * max_rows))
     attention = summary["final_attention"]
     if len(attention) <= max_rows:
         lines.append(f"attention matrix at t={summary['final_time']:g}:")
@@ -228,10 +228,16 @@ def format_summary(summary: dict, max_rows: int = 12, max_cols: int = 8) -> str:
     else:
         lines.append(f"attention at t={summary['final_time']:g} (largest weight per token; "
                      "--json for the whole matrix):")
-        lines.append("  " + _first([f"{i}→{int(np.argmax(row))} ({max(row):.3f})"
+        lines.append("  " + _first([f"{i + 1}→{int(np.argmax(row)) + 1} ({max(row):.3f})"
                                     for i, row in enumerate(attention)], 2 * max_rows, "  "))
     lines += _hardmax_lines(summary["hardmax"])
     return "\n".join(lines)
+
+
+def _one_based(tokens: list[int]) -> str:
+    """Token indices as a person reads them, from 1 as in the paper (``--json`` keeps the
+    0-based positions)."""
+    return "{" + ",".join(str(i + 1) for i in tokens) + "}"
 
 
 def _hardmax_lines(reading: dict) -> list[str]:
@@ -241,13 +247,12 @@ def _hardmax_lines(reading: dict) -> list[str]:
     how = reading.get("certified_by") or ("certified hardmax graph: score differences against "
                                           "κ times their error estimate")
     lines = [f"leaders at {t} (tokens whose largest score is their own; {how}): "
-             f"{reading['leaders']}"]
+             f"{_one_based(reading['leaders'])}"]
     if reading["undecided"]:
         lines.append(f"undecided at {t} (score margin within the error): tokens "
-                     f"{reading['undecided']}")
+                     f"{_one_based(reading['undecided'])}")
         return lines
-    lines.append("clusters by leader: " + " ".join(
-        "{" + ",".join(map(str, c)) + "}" for c in reading["clusters"]))
+    lines.append("clusters by leader: " + " ".join(_one_based(c) for c in reading["clusters"]))
     what = ("Boolean limit of P" if reading.get("limit") else
             f"attention at {t}, rounded to its hardmax (a finite-time reading, not a limit)")
     lines.append(f"{what} (rows: token → its leader), rank {reading['boolean_rank']}:")

@@ -191,9 +191,11 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
         return make(ClaimVerdict.INCONCLUSIVE, "no instance was run.",
                     "inconclusive: no instances")
     if in_scope == 0:
+        reasons = {why for _, why in out}
+        why = f"{next(iter(reasons))} (all of them)" if len(reasons) == 1 else first(out)
         return make(ClaimVerdict.INCONCLUSIVE,
-                    f"all {_instances(len(results))} are out of scope (a hypothesis is not met),"
-                    f" and out-of-scope instances never count as support: {first(out)}",
+                    f"all {_instances(len(results))} are out of scope, and out-of-scope "
+                    f"instances never count as support: {why}",
                     "inconclusive: all instances out of scope")
     skipped = f" {_instances(len(out))} out of scope, not counted." if out else ""
     if failed:

@@ -42,7 +42,7 @@ Examples
 >>> r.verdict.value, r.label
 ('holds', 'holds (estimate)')
 >>> r.reason
-'|x(T)| <= 1 holds with margin 0.1 > κ·error estimate = 4 × 1e-12 (basis: estimate).'
+'|x(T)| <= 1 holds with margin 0.100 > κ·error estimate 4.0×10⁻¹² (κ = 4; basis: estimate).'
 >>> from types import SimpleNamespace
 >>> from verify.claim import judge_claim
 >>> claim = SimpleNamespace(id="polytope", kind="theorem", expected="holds")
@@ -59,6 +59,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from verify.claim._plain import plain_float, to_plain
+from verify.digits import exact, versus
 from verify.errors import InvalidArgument
 from verify.numerics._coverage import ESTIMATE_SAFETY, estimate_bound
 
@@ -275,16 +276,17 @@ def _number(value: object, name: str):
 
 
 def _g(x) -> str:
-    return f"{float(x):.3g}" if not isinstance(x, int) else str(x)
+    """An exact margin as it is (``5/4``), a float without error estimate to 6 digits."""
+    return exact(x if isinstance(x, (int, Fraction)) else float(x))
 
 
-def _error_text(basis: Basis, estimate, bound) -> str:
-    """How the error a margin was compared with is named in a reason."""
+def _error_text(basis: Basis, bound: str) -> str:
+    """How the error a margin was compared with is named in a reason, with its basis."""
     if basis.estimated:
-        return f"κ·error estimate = {ESTIMATE_SAFETY:g} × {_g(estimate)}"
+        return f"κ·error estimate {bound} (κ = {ESTIMATE_SAFETY:g}; basis: {basis.value})"
     if basis is Basis.FIT:
-        return f"the fit's coverage interval {_g(bound)}"
-    return f"the rigorous error bound {_g(bound)}"
+        return f"the fit's coverage interval {bound} (basis: fit)"
+    return f"the rigorous error bound {bound} (basis: {basis.value})"
 
 
 def judge_instance(margin: object, error: object, *, instance: str, family: str,
@@ -377,16 +379,17 @@ def judge_instance(margin: object, error: object, *, instance: str, family: str,
                       f"{basis.value}).")
         return InstanceResult(verdict=verdict, reason=reason, margin=m, error=0.0, basis=basis,
                               **base)
-    said = f"{_error_text(basis, e, bound)} (basis: {basis.value})"
+    shown, bound_text = versus(m, bound)  # the digits that show the comparison, and no more
+    said = _error_text(basis, bound_text)
     if m > bound:
         return InstanceResult(verdict=InstanceVerdict.HOLDS, reason=f"{what} holds with margin "
-                              f"{_g(m)} > {said}.", margin=m, error=bound, basis=basis, **base)
+                              f"{shown} > {said}.", margin=m, error=bound, basis=basis, **base)
     if -m > bound:
         return InstanceResult(verdict=InstanceVerdict.VIOLATED, reason=f"{what} is violated by "
-                              f"{_g(-m)}, more than {said}.", margin=m, error=bound,
-                              basis=basis, **base)
+                              f"{versus(-m, bound)[0]}, more than {said}.", margin=m,
+                              error=bound, basis=basis, **base)
     return InstanceResult(verdict=InstanceVerdict.INCONCLUSIVE, reason=f"{what} is undecided: "
-                          f"the margin {_g(m)} is within {said}; raise the precision (or the "
+                          f"the margin {shown} is within {said}; raise the precision (or the "
                           "horizon).", margin=m, error=bound, **base)
 
 
@@ -420,10 +423,11 @@ def judge_comparison(observed: object, predicted: object, error: object, *, rela
 
 
 def recheck_record(rerun: InstanceResult, *, precision: object, horizon: object) -> dict:
-    """The ``rechecked`` dict of a violation, from its re-run at ``precision`` and ``horizon``."""
+    """The ``rechecked`` dict of a violation, from its re-run at ``precision`` and ``horizon``
+    (with the re-run's evidence: the data of the saved counterexample, which reports draw)."""
     return to_plain({"verdict": rerun.verdict.value, "reason": rerun.reason,
                      "precision": precision, "horizon": horizon, "margin": rerun.margin,
-                     "error": rerun.error})
+                     "error": rerun.error, "evidence": rerun.evidence})
 
 
 def effective_verdict(result: InstanceResult) -> tuple[InstanceVerdict, str]:

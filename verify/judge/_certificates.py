@@ -89,6 +89,7 @@ from fractions import Fraction
 import numpy as np
 
 from verify.claim import Basis
+from verify.digits import upper
 from verify.exact.inputs import as_float_array
 
 __all__ = ["Certificate", "certify_end", "leader_map_at", "degenerate_equilibrium",
@@ -205,6 +206,16 @@ def _scalar_value_matrix(model) -> Fraction | None:
     return Fraction(lam)
 
 
+def _residual_text(residual: float, log_u: float) -> str:
+    """The residual motion bound ``(n−1)·diam·exp(−u)/u`` in words: a number, or how small it
+    is once ``u = e^{log_u}`` puts it below float64's range (it is never 0)."""
+    if residual > 0:
+        return upper(residual)
+    if math.isinf(log_u):
+        return "0 (the softmax is exactly its hardmax)"
+    return f"(n − 1)·diam·exp(−u)/u with u = e^({log_u:.4g}), far below 10⁻³⁰⁰"
+
+
 def leader_map_at(instance, traj, k: int = -1) -> tuple[Certificate | None, str]:
     """The ``hardmax-leader-map`` certificate read at checkpoint ``k`` (module docstring), or
     ``(None, why not)``; :mod:`verify.predict` scans for the first checkpoint where it holds."""
@@ -268,7 +279,7 @@ def leader_map_at(instance, traj, k: int = -1) -> tuple[Certificate | None, str]
                     else "") +
                  f"; with V = {lam}·I the leader map persists for all t (gaps are convex "
                  f"combinations of certified gaps) and the residual soft attention moves any "
-                 f"token by at most {residual:.3g}.")
+                 f"token by at most {_residual_text(residual, log_u)}.")
     return Certificate("hardmax-leader-map", statement, "z", time, limit, limit_error,
                        Basis.ESTIMATE, {"leader_of": leader_of, "leaders": sorted(leaders),
                         "pinned": sorted(fixed), "smallest_margin": g,

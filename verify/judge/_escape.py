@@ -35,6 +35,7 @@ import numpy as np
 from verify.claim import Basis, InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import register_conclusion
+from verify.digits import trusted
 from verify.judge._decision import combine, decide, inconclusive
 from verify.judge._evaluation import quantity_error
 from verify.judge._limits import COMMON_KEYS, formula_or_prediction, token_fits
@@ -98,11 +99,12 @@ def judge_escapes(ev) -> InstanceResult:
         if p.get("same_sign"):
             signed = float(np.sign(x0[i]) @ gamma)
             parts.append(decide(req, signed, f.limit_error, f"token {i + 1} escapes on its side "
-                                f"(sign(x(0))·γ = {signed:.4g})", unit="z-limit γ",
-                                basis=Basis.FIT))
+                                f"(sign(x(0))·γ = {trusted(signed, f.limit_error)})",
+                                unit="z-limit γ", basis=Basis.FIT))
         elif size > f.limit_error:
             parts.append(decide(req, size, f.limit_error, f"token {i + 1} escapes "
-                                f"(|γ| = {size:.4g})", unit="z-limit |γ|", basis=Basis.FIT))
+                                f"(|γ| = {trusted(size, f.limit_error)})", unit="z-limit |γ|",
+                                basis=Basis.FIT))
         else:
             bounded.append(i)
     if len(bounded) > allowed:

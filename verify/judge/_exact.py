@@ -134,6 +134,11 @@ def _remainder_along(traj, V, A, Pi, lam: Fraction, i: int, j: int, bits: int):
         return np.array(out)
 
 
+def _power_factor(degree: int) -> str:
+    """How the leading term ``t^p e^{μt}`` of ``r_j`` departs from a pure exponential."""
+    return "" if degree == 0 else f" (with a factor t^{degree})"
+
+
 def _validate_remainder(p, source, where):
     from verify.claim._plain import fail
 
@@ -232,9 +237,10 @@ def judge_remainder_bound(ev) -> InstanceResult:
         certificate = {"kind": "exact", "basis": Basis.EXACT.value,
                        "statement": f"the configuration is exactly stationary "
                        f"(V(z_j − z_i) = 0), so r_j(t) = {exact.remainder} for all t, exactly: "
-                       f"its growth rate is {mu} (t^{exact.degree})"}
-        return decide(request, bound - mu, 0, f"growth rate of r_j = {mu} (t^{exact.degree}) "
-                      f"≤ λ + |λ_2| = {bound}", unit=unit, evidence=evidence, basis=Basis.EXACT,
+                       f"its growth rate is {mu}{_power_factor(exact.degree)}"}
+        return decide(request, bound - mu, 0, f"growth rate of r_j = {mu}"
+                      f"{_power_factor(exact.degree)} ≤ λ + |λ_2| = {bound}", unit=unit,
+                      evidence=evidence, basis=Basis.EXACT,
                       strict=mu == bound and exact.degree > 0, certificate=certificate)
     if fit is None or not fit.ok:
         return inconclusive(request, "the configuration is not stationary and the growth rate "

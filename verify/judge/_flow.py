@@ -73,6 +73,7 @@ import numpy as np
 from verify.claim import Basis
 from verify.claim._plain import fail, suggest
 from verify.claim._vocabulary import register_conclusion
+from verify.digits import plus_minus
 from verify.errors import InvalidArgument
 from verify.judge._decision import combine, decide, inconclusive
 from verify.judge._evaluation import quantity_error
@@ -648,7 +649,7 @@ def judge_rate(evaluation):
     evidence = {"law": law, "fitted": fitted, "standard_error": sigma, "coverage": kappa,
                 "value": value, "relation": relation, "of": what}
     result = decide(request, margin, kappa * sigma, f"the {law} {name[law]} of {what} (fitted "
-                    f"{fitted:.6g} ± κσ = {kappa * sigma:.2g}) {relation} {stated}",
+                    f"{plus_minus(fitted, kappa * sigma)}, κσ) {relation} {stated}",
                     unit=name[law], evidence=evidence, strict=relation in (">", "<"),
                     basis=Basis.FIT)
     if result.verdict.value == "violated":  # a fitted rate is a trend, not a certificate

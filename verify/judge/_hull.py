@@ -104,7 +104,7 @@ def judge_hull_shrinks(ev) -> InstanceResult:
         bound = estimate_bound(err)  # what decide compares with
         moved = np.max(np.abs(P - Y), axis=1)
         for i in range(P.shape[0]):
-            what = (f"z_{i}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")
+            what = (f"z_{i + 1}(t={traj.t[l]:.4g}) in conv{{z_j(t={traj.t[k]:.4g})}}")  # from 1
             if depth[i] > bound[i]:
                 counts["inside"] += 1
                 if tightest is None or depth[i] - bound[i] < tightest[0] - estimate_bound(

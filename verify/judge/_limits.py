@@ -43,6 +43,7 @@ import numpy as np
 from verify.claim import Basis, InstanceResult
 from verify.claim._plain import fail
 from verify.claim._vocabulary import check_prediction, is_prediction, register_conclusion
+from verify.digits import plus_minus, trusted
 from verify.errors import InvalidArgument
 from verify.judge._decision import decide, inconclusive
 from verify.judge._distances import (
@@ -232,12 +233,13 @@ def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwis
     if value > bar:
         record.pop("_largest", None)
         return decide(ev.request, -value, bar, f"{what} (D at the certified limit is "
-                      f"{value:.4g})", unit=f"Euclidean distance ({variable})",
+                      f"{trusted(value, bar)})", unit=f"Euclidean distance ({variable})",
                       evidence=record, certificate=cert.to_dict(), basis=basis)
     largest = float(record.get("_largest", math.nan))
     if largest - value > bar:  # the end is certified at D ≈ 0, after a resolved fall
-        return decide(ev.request, largest - value, bar, f"{what} (D fell from {largest:.4g} to "
-                      f"{value:.3g} at the certified limit)", unit=f"drop of D ({variable})",
+        return decide(ev.request, largest - value, bar, f"{what} (D fell from "
+                      f"{trusted(largest, bar)} to {trusted(value, bar)} at the certified limit)",
+                      unit=f"drop of D ({variable})",
                       evidence={k: v for k, v in record.items() if k != "_largest"},
                       certificate=cert.to_dict(), basis=Basis.weakest(basis, Basis.ESTIMATE))
     return inconclusive(ev.request, f"{trend.what}; the certified limit ({cert.kind}) is "
@@ -322,8 +324,8 @@ def judge_converges(ev) -> InstanceResult:
     if "to" in ev.parameters:
         target = ev.value("to")
         points = _points(target.array, _width(ev), "to")
-        return judge_distance(ev, nearest_distance(points), "every token converges to a point "
-                              "of the set `to` (D = max_i min_p |z_i − p|)",
+        return judge_distance(ev, nearest_distance(points), "every token converges to one of "
+                              f"the {len(points)} target points p (D = max_i min_p |z_i − p|)",
                               extra_error=target.error, extra_basis=target.basis,
                               evidence=target.evidence)
     fits = token_fits(ev)
@@ -361,8 +363,8 @@ def judge_converges(ev) -> InstanceResult:
     i, (rate, half) = min(rates, key=lambda p: p[1][0] - p[1][1])
     evidence.update(slowest_token=i + 1, slowest_rate=sig6(rate))
     return decide(ev.request, rate, half, f"every token converges (all limits stabilised; "
-                  f"slowest: token {i + 1} at rate {rate:.4g})", unit="rate (1/time)",
-                  evidence=evidence, basis=Basis.FIT)
+                  f"slowest: token {i + 1} at rate {plus_minus(rate, half)})",
+                  unit="rate (1/time)", evidence=evidence, basis=Basis.FIT)
 
 
 def _resolved_rate(fit) -> tuple[float, float] | None:
@@ -446,9 +448,11 @@ def judge_approach(ev) -> InstanceResult:
     else:
         normals, offsets = _hyperplanes(ev, given, k)
         distance, what = hyperplanes_distance(normals, offsets), "a union of hyperplanes"
+    functional = _functional(ev)  # its evidence too (e.g. whether F ⊥ G: `safe_case`)
+    evidence = {**(functional.evidence if functional is not None else {}), **given.evidence}
     return judge_distance(ev, distance, f"every token approaches {what} (D = max_i dist(z_i, "
                           "set))", extra_error=given.error, extra_basis=given.basis,
-                          evidence=given.evidence)
+                          evidence=evidence)
 
 
 def _hyperplanes(ev, given: Value, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verify.claim import Basis, InstanceResult
+from verify.digits import plus_minus, upper
 from verify.judge._decision import decide, inconclusive
 from verify.judge._evidence import sig6
 from verify.limits import (
@@ -146,7 +147,7 @@ def _power_tail(t, D, e, tail, name) -> Trend:
     ev = {"kind": "power-law", "exponent": sig6(q), "exponent_error": sig6(fit.slope_error),
           "coverage": sig6(fit.coverage)}
     if low is None:
-        return Trend(math.nan, math.inf, f"{name}(t) moves like t^({q:.3g} ± {half:.2g}): not "
+        return Trend(math.nan, math.inf, f"{name}(t) moves like t^({plus_minus(q, half)}): not "
                      "resolved to decay faster than log t, so its limit cannot be bounded.", ev)
     later = _extrapolate(t, D, e, max(4, k // 2)) if k // 2 >= 4 else None
     if later is not None and later[3] is not None:
@@ -163,7 +164,7 @@ def _power_tail(t, D, e, tail, name) -> Trend:
                      f"its tail extrapolates to [{low:.4g}, {high:.4g}], away from 0, but a slow "
                      "(pre-asymptotic) approach to 0 looks the same; integrate longer.", ev,
                      against=True)
-    return Trend(-q, half, f"{name}(t) → 0 ({name} ~ t^({q:.4g} ± {fit.slope_error:.2g}); "
+    return Trend(-q, half, f"{name}(t) → 0 ({name} ~ t^({plus_minus(q, half)}), κσ; "
                  f"extrapolated limit in [{low:.3g}, {high:.3g}], not above 0)", ev,
                  unit="power-law exponent")
 
@@ -236,7 +237,7 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
         return Trend(trend.margin, trend.error, trend.what, {**ev, **trend.evidence})
     if fit.kind == "diverging" and math.isfinite(fit.rate):
         return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: its differences grow "
-                     f"at rate {-fit.rate:.4g} ± {fit.rate_error:.2g} on [{fit.tail_start:.4g}, "
+                     f"at rate {plus_minus(-fit.rate, fit.rate_error)} on [{fit.tail_start:.4g}, "
                      f"{t[-1]:.4g}] — a trend, not a certificate (a metastable state escaping "
                      "looks the same)", ev, against=True)
     if fit.kind not in ("exponential", "converged-to-error") or not fit.stabilised:
@@ -245,12 +246,12 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
     ev.update(limit=sig6(L), limit_error=sig6(bar))
     if L > bar:
         return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: its trend levels off at "
-                     f"{L:.6g} ± {bar:.2g} — a trend, not a certificate that it stays there",
+                     f"{plus_minus(L, bar)} — a trend, not a certificate that it stays there",
                      ev, against=True)
     start = float(np.max(D[t >= fit.tail_start])) if np.any(t >= fit.tail_start) else D[0]
     if fit.kind == "exponential" and not L + bar < start:
         return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: the extrapolated limit "
-                     f"{L:.3g} ± {bar:.2g} is no smaller than {name} itself over the tail "
+                     f"{plus_minus(L, bar)} is no smaller than {name} itself over the tail "
                      f"({start:.3g}): the fit says nothing about the limit yet.", ev)
     rate = _rate(fit)
     if rate is None:
@@ -258,15 +259,15 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
         ev["rate_from"] = "whole run"
     if rate is not None:
         ev.update(rate=sig6(rate[0]), rate_bar=sig6(rate[1]))
-        return Trend(rate[0], rate[1], f"{name}(t) → 0 (decays at rate {rate[0]:.4g}; "
-                     f"|{name}_∞| ≤ {L + bar:.3g})", ev)
+        return Trend(rate[0], rate[1], f"{name}(t) → 0 (decays at rate "
+                     f"{plus_minus(*rate)}; |{name}_∞| ≤ {upper(L + bar)})", ev)
     k = int(np.argmax(D))
     drop, drop_error = float(D[k] - D[-1]), float(e[k] + e[-1])
     if not drop > estimate_bound(drop_error):
         return Trend(math.nan, math.inf, f"{name}(t) stays within its error estimate of 0 at "
-                     f"every checkpoint (≤ {np.max(D):.3g}): no trend to decide from.", ev)
+                     f"every checkpoint (≤ {upper(np.max(D))}): no trend to decide from.", ev)
     return Trend(drop, drop_error, f"{name}(t) → 0 (it fell from {D[k]:.4g} at t = {t[k]:.4g} "
-                 f"to its error floor, {D[-1]:.3g} ± {e[-1]:.2g})", ev, unit=f"drop of {name}",
+                 f"to its error floor, {plus_minus(D[-1], e[-1])})", ev, unit=f"drop of {name}",
                  basis=Basis.ESTIMATE)
 
 

@@ -25,6 +25,9 @@ VERDICT_COLOURS = {
 }
 
 
+_LEADER_SIZE, _FOLLOWER_SIZE = 320, 110  # marker areas (points²) of leaders and followers
+
+
 def verdict_colour(verdict: str | None) -> tuple[str, str]:
     """``(face colour, legend name)`` of a verdict such as ``"supported on 12 instances"``.
 
@@ -142,13 +145,15 @@ def plot_attention_graph(G: nx.DiGraph, positions: Any = None, *, leaders: Any =
     ax = fig.add_subplot()
     weights = [w if w is not None else 1.0 for *_, w in G.edges(data="weight")]
     widths = [0.5 + 1.8 * float(w) for w in weights]
-    if G.number_of_edges():
+    size_of = {v: _LEADER_SIZE if v in chosen else _FOLLOWER_SIZE for v in G.nodes}
+    if G.number_of_edges():  # arrows end at the rim of the marker they point to
         nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowstyle="-|>", arrowsize=9,
-                               width=widths, edge_color="0.45", node_size=160,
-                               connectionstyle="arc3,rad=0.08")
+                               width=widths, edge_color="0.45", nodelist=list(G.nodes),
+                               node_size=[size_of[v] for v in G.nodes],
+                               connectionstyle="arc3,rad=0.22")  # bowed off collinear nodes
     followers = [v for v in G.nodes if v not in chosen]
-    for group, marker, size, gid in ((followers, "o", 110, "followers"),
-                                     (heads, "*", 320, "leaders")):
+    for group, marker, size, gid in ((followers, "o", _FOLLOWER_SIZE, "followers"),
+                                     (heads, "*", _LEADER_SIZE, "leaders")):
         if not group:
             continue
         xy = np.array([pos[v] for v in group])

@@ -16,6 +16,25 @@ from verify.report._figstyle import describe, float_array, latex_float, new_figu
 __all__ = ["plot_convergence", "plot_doubly_exponential"]
 
 
+def _short_label(label: str, width: int = 30) -> tuple[str, str]:
+    """``(axis label, description)``: a long label such as ``"D(t): every token approaches
+    …"`` is split at its colon (the name labels the axis, the sentence goes to the title,
+    wrapped); a short one is the axis label as it is.
+
+    >>> _short_label("D(t): every token approaches a union of hyperplanes")
+    ('$D(t)$', 'every token approaches a union of hyperplanes')
+    """
+    import textwrap
+
+    if len(label) <= width:
+        return label, ""
+    name, colon, rest = label.partition(":")
+    if colon and len(name) <= width:
+        name = name if "$" in name else f"${name.strip()}$"
+        return name, textwrap.fill(rest.strip(), 70)
+    return "distance", textwrap.fill(label, 70)
+
+
 def _times(times: Any) -> np.ndarray:
     t = float_array("times", times, 1)
     if t.size < 2 or np.any(np.diff(t) <= 0):
@@ -140,7 +159,7 @@ def plot_convergence(times: Any, distances: Any, errors: Any = None, *, fit: Any
                             color=colours[j], alpha=0.2, lw=0)
     sample = "0.35" if k > 1 else colours[0]
     handles = [Line2D([], [], color=sample, marker="o", ms=3.5, lw=1.3,
-                      label=label + (f" ({k} curves)" if k > 1 else ""))]
+                      label=_short_label(label)[0] + (f" ({k} curves)" if k > 1 else ""))]
     if errors is not None:
         visible = (dist > err) & (err > 1e-3 * dist)
         if np.any(visible):
@@ -174,9 +193,11 @@ def plot_convergence(times: Any, distances: Any, errors: Any = None, *, fit: Any
     fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=2,
                frameon=False)
     ax.set_xlabel(r"$t$")
-    ax.set_ylabel(label)
+    short, what = _short_label(label)
+    ax.set_ylabel(short)
     curves = "" if flat or k == 1 else f" ({k} curves)"
-    ax.set_title(f"Distance to the limit against time{curves}", fontsize=10)
+    ax.set_title(f"Distance to the limit against time{curves}" + (f"\n{what}" if what else ""),
+                 fontsize=10)
     ax.grid(True, which="major", lw=0.3, alpha=0.5)
     return fig
 

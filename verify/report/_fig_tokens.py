@@ -26,7 +26,8 @@ __all__ = ["Predicted", "plot_trajectories"]
 
 PREDICTED_COLOUR = "0.15"
 _NAMES = {"z": ("z", r"rescaled tokens $z_i(t) = e^{-tV} x_i(t)$"),
-          "x": ("x", r"tokens $x_i(t)$")}
+          "x": ("x", r"tokens $x_i(t)$"),
+          "direction": ("u", r"directions $u_i(t) = x_i(t)/|x_i(t)|$")}
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,13 @@ def _series(traj: Any, variable: str) -> np.ndarray:
             f"traj=<{describe(traj)}> ({type(traj).__name__}) is not a Trajectory; pass the "
             "result of verify.simulate.simulate(...)."
         )
-    values = float_array(f"traj.{variable}", traj.tokens(variable), 3, allow_nonfinite=True)
+    if variable == "direction":
+        x = float_array("traj.x", traj.tokens("x"), 3, allow_nonfinite=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    else:
+        values = float_array(f"traj.{variable}", traj.tokens(variable), 3,
+                             allow_nonfinite=True)
     m = len(traj.times)
     if values.shape[0] != m or values.shape[1] == 0 or values.shape[2] == 0:
         raise InvalidArgument(
@@ -204,7 +211,7 @@ def _plot_nd(ax, values, colours, pred, sym, three_d) -> list:
     if n <= 12:
         for i in range(n):
             if np.all(np.isfinite(paths[0, i])):
-                ax.text(*paths[0, i], f" {i}", fontsize=7, color="0.25")
+                ax.text(*paths[0, i], f" {i + 1}", fontsize=7, color="0.25")  # 1-based
     for a, setter in enumerate(("set_xlabel", "set_ylabel", "set_zlabel")[:k]):
         getattr(ax, setter)(rf"${sym}_{{i,{a + 1}}}$")
     extra: list = []
@@ -265,9 +272,10 @@ def plot_trajectories(traj: Trajectory, *, variable: str = "z",
     Parameters
     ----------
     traj : Trajectory
-    variable : {"z", "x"}
-        The rescaled tokens :math:`z_i` or the tokens :math:`x_i` (non-finite values of ``x``,
-        where :math:`e^{tV}` overflowed, are left out and the title says so).
+    variable : {"z", "x", "direction"}
+        The rescaled tokens :math:`z_i`, the tokens :math:`x_i` (non-finite values of ``x``,
+        where :math:`e^{tV}` overflowed, are left out and the title says so) or their
+        directions :math:`u_i = x_i/|x_i|`.
     predicted : Predicted or dict, optional
         Polytope vertices, hyperplanes :math:`\{\varphi_1^*(x) = c\}`, limit points and/or
         subspace directions (see :class:`Predicted`).

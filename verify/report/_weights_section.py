@@ -88,7 +88,7 @@ def weights_markdown(part: dict) -> list[str]:
 
 def weights_html(part: dict, figures: str) -> list[str]:
     """HTML of the section: the same text as Markdown, the table, and ``figures``."""
-    from verify.report._texthtml import inline_html
+    from verify.report._texthtml import inline_html, machine_math
 
     if not part:
         return []
@@ -103,10 +103,10 @@ def weights_html(part: dict, figures: str) -> list[str]:
                                     table_cells(SimpleNamespace(**c))) + "</tr>"
                    for c in part["heads"])
     intro = weights_markdown(part)[2]
-    return (["<h2>Real weights</h2>", f"<p>{inline_html(intro)}</p>",
+    return (["<h2>Real weights</h2>", f"<p>{inline_html(machine_math(intro))}</p>",
              f"<table><tr>{head}</tr>{body}</table>", f"<p>{html.escape(LEGEND)}</p>",
              f"<p>{html.escape(part['counts_text'])}</p>"]
-            + [f"<p>{inline_html(line)}</p>" for line in
+            + [f"<p>{inline_html(machine_math(line))}</p>" for line in
                dynamics_lines(part["dynamics"]) + sphere_line(part.get("sphere")) if line]
             + [figures])
 

@@ -18,43 +18,56 @@ undecided instance of an inconclusive claim, the tightest hold of a supported on
 
 :data:`PAPER_FIGURES` is a list of callables ``() -> list[(caption, Figure)]`` rendered in a
 "Paper figures" section.  A figure that fails becomes a note in the report, never an error.
-The page sets ``document.title`` to ``"ok:<n>"`` once its ``n`` images have all loaded
-(``"bad:<k>/<n>"`` otherwise), so a headless browser can check it.
+Figures are shown at their native size (click one to see it full-window) with their caption as
+alt text. Once its ``n`` images have all loaded the page sets ``data-images="ok:<n>"`` on its
+``<html>`` element (``"bad:<k>/<n>"`` otherwise), so a headless browser can check it; the
+title stays the run's.
+
+A refuted claim is shown from its saved counterexample file (the data the re-judging command
+reads): its exact data, its token paths at that file's horizon and, when the re-check recorded
+it, the violated quantity over time (:mod:`verify.report._fig_violation`).
 
 """
 
 from __future__ import annotations
 
 import html
+import math
 import tomllib
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
 from verify.atomic import write_atomic
-from verify.report._texthtml import inline_html, markdown_to_html
+from verify.report._texthtml import inline_html, machine_math, markdown_to_html, plain_text
 from verify.report._weights_section import weights_figures, weights_html
 from verify.report.markdown import (
     INSTANCE_HEADER,
+    READING_NUMBERS,
     SUMMARY_HEADER,
     TABLE_LEGEND,
     check_lines,
+    comparison_rows,
     conclusion_text,
     decisive_lines,
     decisive_record,
+    findings_lines,
     format_value,
     instance_rows,
+    paper_line,
+    regenerate_lines,
     summary_rows,
     verdict_class,
+    verdict_mark,
 )
 
-__all__ = ["render_html", "PAPER_FIGURES", "default_figures"]
+__all__ = ["render_html", "PAPER_FIGURES", "default_figures", "page_title", "choose_variable"]
 
 PAPER_FIGURES: list[Callable] = []
 FIGURE_MAX_HORIZON = 40  # the float64 re-simulation for a figure stops here
 
 _CSS = """
-body{font:15px/1.5 Georgia,'DejaVu Serif',serif;max-width:1100px;margin:2em auto;padding:0 1em;
+body{font:15px/1.5 Georgia,'DejaVu Serif',serif;max-width:1200px;margin:2em auto;padding:0 1em;
 color:#222}
 h1,h2,h3{font-family:'DejaVu Sans',Helvetica,sans-serif;line-height:1.2}
 h2{border-top:2px solid #ddd;padding-top:.6em;margin-top:2em}
@@ -63,7 +76,7 @@ th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-family:'DejaVu Sans Mono',monospace}
 .math.plain{font-family:'DejaVu Sans Mono',Consolas,monospace;background:#f6f6fa;padding:0 2px}
 div.math{display:block;margin:.6em 1.5em;padding:.4em .6em} div.math.plain{white-space:pre-wrap}
-math{font-size:1.05em}
+math{font-size:1.05em;font-family:'DejaVu Math TeX Gyre','STIX Two Math','Latin Modern Math',math}
 code{font-family:'DejaVu Sans Mono',monospace;font-size:90%}
 .v-supported{background:#d9f2dc} .v-refuted{background:#f8d4d4}
 .v-refuted-expected{background:#dfe6f6} details summary{cursor:pointer}
@@ -71,28 +84,87 @@ pre{font-size:12px;background:#f7f7f7;padding:.5em;overflow-x:auto}
 .v-inconclusive{background:#fbeccb} .i-holds{color:#1b6e2a} .i-violated{color:#a11}
 .i-inconclusive{color:#8a5a00} .i-out-of-scope{color:#777} .i-error{color:#a11}
 .verdict{padding:.5em .8em;border-radius:4px;margin:.8em 0}
-figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:48%}
-figure.wide{display:block;max-width:100%} figure.wide svg{max-width:100%;height:auto}
-figure img{max-width:100%;width:540px;border:1px solid #eee} figcaption{font-size:13px;color:#555;
-max-width:520px} .note{color:#777;font-size:13px} .meta{color:#555;font-size:13px}
+.legend span.sw{display:inline-block;padding:1px 8px;margin:0 .5em 0 0;border:1px solid #bbb;
+border-radius:3px}
+figure{display:block;margin:.8em 0;max-width:100%} figure.wide svg{max-width:100%;height:auto}
+figure img{max-width:100%;height:auto;border:1px solid #eee;cursor:zoom-in}
+figcaption{font-size:13px;color:#555;max-width:900px} .note{color:#777;font-size:13px}
+.meta{color:#555;font-size:13px}
+#zoom{display:none;position:fixed;inset:0;z-index:10;background:rgba(20,20,20,.88);
+cursor:zoom-out} #zoom.on{display:block}
+#zoom img{width:98vw;height:96vh;margin:2vh 1vw 0;object-fit:contain}
+@media print{body{max-width:none;margin:0;padding:0;font-size:9.5pt;line-height:1.35}
+h2{break-before:auto;margin-top:.8em;padding-top:.3em} p{margin:.4em 0}
+.verdict,figure,tr,pre{break-inside:avoid} .verdict{padding:.3em .5em}
+figure{display:inline-block;width:49%;margin:0 0 .3em;vertical-align:top}
+figure.wide{display:block;width:100%} figure img{width:100%;height:auto;border:0;cursor:auto}
+figcaption{font-size:7.5pt} table{font-size:7.5pt} th,td{padding:1px 4px}
+.notes{font-size:8.5pt} div.math{margin:.3em 1em;padding:.1em}
+#zoom,.noprint{display:none} a{color:inherit;text-decoration:none}}
 """
-_SCRIPT = """window.addEventListener('load',function(){var im=document.images,bad=0;
-for(var i=0;i<im.length;i++){if(!(im[i].complete&&im[i].naturalWidth>0)){bad++;}}
-document.title=bad?('bad:'+bad+'/'+im.length):('ok:'+im.length);});"""
+_SCRIPT = """window.addEventListener('load',function(){var im=document.images,bad=0,n=0;
+for(var i=0;i<im.length;i++){if(im[i].parentNode.id==='zoom'){continue;}n++;
+if(!(im[i].complete&&im[i].naturalWidth>0)){bad++;}}
+document.documentElement.setAttribute('data-images',bad?('bad:'+bad+'/'+n):('ok:'+n));});
+document.addEventListener('click',function(e){var z=document.getElementById('zoom');
+if(!z){return;}var t=e.target;if(t.tagName==='IMG'&&t.parentNode.tagName==='FIGURE'){
+z.firstChild.src=t.src;z.firstChild.alt=t.alt;z.className='on';}
+else if(z.className==='on'){z.className='';}});
+document.addEventListener('keydown',function(e){var z=document.getElementById('zoom');
+if(z&&e.key==='Escape'){z.className='';}});"""
+#: The verdict colours of the summary and of each verdict box, with what they mean.
+LEGEND = (("v-supported", "supported: every in-scope instance held"),
+          ("v-refuted", "refuted, against the claim file's expectation"),
+          ("v-refuted-expected", "refuted as expected (a known false step, or a statement "
+                                 "false as literally worded)"),
+          ("v-inconclusive", "inconclusive: the numerics could not decide"))
 
 
-def _instance_of(record: dict):
+def _instance_of(record: dict, key: str = "instance_toml"):
     from verify.instance_file import parse_instance
 
-    data = tomllib.loads(record["instance_toml"], parse_float=Decimal)
-    return parse_instance(data, f"<{record['instance']}>").instance
+    data = tomllib.loads(record[key], parse_float=Decimal)
+    return parse_instance(data, f"<{record['instance']}>")
+
+
+def _claim_variable(claim: dict) -> str | None:
+    """The variable the claim's conclusions are about (``z``, ``x`` or ``direction``), if they
+    name one."""
+    named = {c.get("variable") for c in claim.get("conclusion") or []} - {None}
+    return next(iter(named)) if len(named) == 1 and named <= {"z", "x", "direction"} else None
+
+
+def _growth(values) -> float:
+    """How far a path family leaves its start: ``max |v(t)| / max |v(0)|`` (inf if it
+    overflows)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        return math.inf
+    start = float(np.max(np.abs(values[0]))) or 1.0
+    return float(np.max(np.abs(values))) / start
+
+
+def choose_variable(traj, spec: dict, claim: dict) -> str:
+    """The variable a figure of ``traj`` shows: the judge's (``evidence["figure"]``), else the
+    claim's conclusions', else whichever of ``z`` and ``x`` stays bounded (``z`` blows up where
+    ``V`` has negative eigenvalues, ``x`` where it has positive ones), ``z`` on a tie."""
+    wanted = spec.get("variable") or _claim_variable(claim)
+    if wanted in ("z", "x", "direction") and (wanted != "z" or traj.z is not None):
+        return wanted
+    if traj.z is None or traj.x is None:
+        return "x" if traj.z is None else "z"
+    return "x" if _growth(traj.x) < _growth(traj.z) / 100 else "z"
 
 
 def default_figures(record: dict, claim: dict) -> list:
     r"""Token paths (with ``evidence["figure"]["predicted"]`` drawn in), ``P(t)`` heat maps with
     the rank, a convergence plot and a doubly exponential plot when the evidence carries them;
     the paths come from a float64 re-simulation of the stored exact instance (an illustration:
-    the verdict rests on the check's own numerics).
+    the verdict rests on the check's own numerics) — of the saved counterexample file
+    (``record["replay_toml"]``, its horizon) for a refutation, with the violated quantity over
+    time. The variable drawn is :func:`choose_variable`'s.
 
     Besides the keys of the module docstring, ``evidence["figure"]`` may hold
     ``"doubly_exponential"``: ``{"times", "gaps", "errors", "fit": [slope, intercept],
@@ -103,6 +175,7 @@ def default_figures(record: dict, claim: dict) -> list:
     """
     from fractions import Fraction
 
+    from verify.report._fig_violation import violation_figures
     from verify.report.figures import (
         Predicted,
         plot_attention_heatmaps,
@@ -114,21 +187,27 @@ def default_figures(record: dict, claim: dict) -> list:
 
     spec = (record.get("evidence") or {}).get("figure") or {}
     out = []
-    if record.get("instance_toml"):
-        instance = _instance_of(record)
-        horizon = min(Fraction(record.get("horizon") or 10), FIGURE_MAX_HORIZON)
-        checkpoints, variable = 41, spec.get("variable", "z")
+    replay = bool(record.get("replay_toml"))
+    if record.get("instance_toml") or replay:
+        loaded = _instance_of(record, "replay_toml" if replay else "instance_toml")
+        instance = loaded.instance
+        stated = loaded.simulation.get("horizon") if replay else record.get("horizon")
+        horizon = min(Fraction(str(stated or 10)), FIGURE_MAX_HORIZON)
+        checkpoints = 41
         h = instance.model.h
         if h is not None:  # discrete layers: whole numbers of layers, no rescaled form
             horizon = max(h, (horizon // h) * h)
             checkpoints = sorted({(horizon * k / 40 // h) * h for k in range(41)})
-            variable = spec.get("variable", "x")
         traj = simulate(instance, horizon, checkpoints=checkpoints, error_estimate=False)
+        variable = choose_variable(traj, spec, claim)
         predicted = Predicted(**spec["predicted"]) if spec.get("predicted") else None
+        source = "the counterexample file" if replay else "the instance"
         what = f"{record['instance']}: token paths on [0, {format_value(horizon)}]"
         out.append((what + (" with the predicted object" if predicted else "")
-                    + " (float64 re-simulation).",
+                    + f" (float64 re-simulation of {source}).",
                     plot_trajectories(traj, variable=variable, predicted=predicted)))
+        if replay:
+            out += violation_figures(record, claim, traj)
         out.append((f"{record['instance']}: attention matrix P(t) at a few times and its "
                     "numerical rank.", plot_attention_heatmaps(traj)))
     conv = spec.get("convergence")
@@ -149,12 +228,24 @@ def default_figures(record: dict, claim: dict) -> list:
     return out
 
 
-def _img(caption: str, fig) -> str:
-    from verify.report.figures import figure_to_data_uri
+def _png_size(png: bytes) -> tuple[int, int]:
+    """Width and height of a PNG from its IHDR chunk."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
-    uri = figure_to_data_uri(fig)
-    return (f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
-            f"<figcaption>{inline_html(caption)}</figcaption></figure>")
+
+def _img(caption: str, fig) -> str:
+    """A figure at its native size (the browser may only shrink it to the page), its caption
+    as alt text in plain Unicode; a click shows it full-window."""
+    import base64
+
+    from verify.report.figures import figure_to_png_bytes
+
+    png = figure_to_png_bytes(fig)
+    width, height = _png_size(png)
+    uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return (f'<figure><img src="{uri}" width="{width}" height="{height}" '
+            f'alt="{html.escape(plain_text(caption))}">'
+            f"<figcaption>{inline_html(machine_math(caption))}</figcaption></figure>")
 
 
 def _figures(maker: Callable, *args, embed: Callable | None = None) -> str:
@@ -205,7 +296,7 @@ def _svg(caption: str, fig) -> str:
     from verify.report.figures import figure_to_svg
 
     return (f'<figure class="wide">{figure_to_svg(fig)}'
-            f"<figcaption>{inline_html(caption)}</figcaption></figure>")
+            f"<figcaption>{inline_html(machine_math(caption))}</figcaption></figure>")
 
 
 def _draw(job: tuple) -> str:
@@ -232,7 +323,26 @@ def draw_figures(jobs: dict) -> dict:
     return {key: _draw(job) for key, job in jobs.items()}
 
 
-def _figure_jobs(data: dict, check: bool) -> dict:
+def _replay_text(record: dict, run_dir: Path | None) -> str | None:
+    """The saved counterexample file of a record (from the run's folder), or ``None``."""
+    if not record.get("counterexample") or run_dir is None:
+        return None
+    try:
+        return (Path(run_dir) / record["counterexample"]).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _decisive(data: dict, claim_id: str, verdict: str, run_dir: Path | None) -> dict | None:
+    """The decisive record, with ``replay_toml`` (its counterexample file) for a refutation."""
+    record = decisive_record(data, claim_id, verdict)
+    if record is None:
+        return None
+    replay = _replay_text(record, run_dir) if verdict == "refuted" else None
+    return dict(record, replay_toml=replay) if replay else record
+
+
+def _figure_jobs(data: dict, check: bool, run_dir: Path | None = None) -> dict:
     """Every figure of the report as a job: the paper's figures (slowest, first), the claims'
     decisive instances, the dependency graph."""
     verdicts = {v["claim"]: v for v in data["verdicts"]}
@@ -240,8 +350,9 @@ def _figure_jobs(data: dict, check: bool) -> dict:
     if not check:
         jobs.update({("paper", i): (maker, ()) for i, maker in enumerate(PAPER_FIGURES)})
     for c in data["claims"]:
-        decisive = decisive_record(data, c["id"], verdicts[c["id"]]["verdict"])
-        if decisive is not None and decisive.get("instance_toml") \
+        decisive = _decisive(data, c["id"], verdicts[c["id"]]["verdict"], run_dir)
+        if decisive is not None and (decisive.get("instance_toml") or
+                                     decisive.get("replay_toml")) \
                 and not decisive.get("exception"):
             jobs[("claim", c["id"])] = (default_figures, (decisive, c))
     if data.get("real_weights", {}).get("available"):
@@ -251,33 +362,60 @@ def _figure_jobs(data: dict, check: bool) -> dict:
     return jobs
 
 
-def _claim_section(data: dict, c: dict, v: dict, figures: str) -> str:
-    """Verdict against the expectation, statement, the decisive instance (its certificate or
-    reason, the replay command, its exact data, its figures), then the instance table."""
+def _machine(text: str) -> str:
+    """HTML of a machine-written sentence: its pseudo-math typeset like the statements."""
+    return inline_html(machine_math(text))
+
+
+def _comparison_table(record: dict | None) -> str:
+    rows = comparison_rows(record)
+    if not rows:
+        return ""
+    body = "".join(f"<tr><td>{_machine(q)}</td><td>{_machine(p)}</td>"
+                   f'<td class="num">{html.escape(o)}</td></tr>' for q, p, o in rows)
+    return ("<table><thead><tr><th>predicted vs observed</th><th>predicted</th>"
+            f"<th>observed (± error)</th></tr></thead><tbody>{body}</tbody></table>")
+
+
+def _claim_section(data: dict, c: dict, v: dict, figures: str,
+                   run_dir: Path | None = None) -> str:
+    """Verdict against the expectation, statement, the decisive instance (its basis, margin,
+    certificate or reason, predicted against observed, the commands that re-judge and replay a
+    counterexample, its exact data — the counterexample file's for a refutation — and its
+    figures), then the instance table."""
     e = html.escape
     records = [r for r in data["instances"] if r["claim"] == c["id"]]
     rows = instance_rows(data, c["id"])
     comparison = INSTANCE_HEADER.index("predicted vs observed")
     hyps = ", ".join(f"<code>{e(h)}</code>" for h in c["hypotheses"]) or "none"
     uses = ", ".join(f'<a href="#{e(u)}"><code>{e(u)}</code></a>' for u in c["uses"]) or "none"
-    mark = {True: " (as expected)", False: " (<strong>not</strong> as expected)", None: ""}
-    decisive = decisive_record(data, c["id"], v["verdict"])
+    decisive = _decisive(data, c["id"], v["verdict"], run_dir)
     parts = [f'<h2 id="{e(c["id"])}"><code>{e(c["id"])}</code> — {e(c["label"])} '
              f"<small>({e(c['kind'])})</small></h2>",
              f'<div class="verdict v-{e(verdict_class(v))}"><strong>Verdict: {e(v["text"])}'
-             f"</strong>{mark[v['matches_expected']]}. {inline_html(v['reason'])}"
+             f"</strong>{inline_html(verdict_mark(v, c))}. {_machine(v['reason'])}"
              f"{_grades(v)}</div>",
              markdown_to_html(c["statement"]),
              f"<p><strong>Hypotheses:</strong> {hyps}. <strong>Uses:</strong> {uses}. "
              f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Concludes:</strong> "
              f"{inline_html(conclusion_text(c))}.</p>"]
-    parts += [f"<p>{inline_html(line)}</p>" for line in decisive_lines(decisive, v["verdict"])]
-    if decisive is not None and decisive.get("instance_toml"):
+    parts += [f"<p>{_machine(line)}</p>" for line in
+              decisive_lines(decisive, v["verdict"], c)]
+    parts.append(_comparison_table(decisive))
+    if decisive is not None and decisive.get("replay_toml"):
+        parts.append(f"<details><summary>Exact data of {e(decisive['instance'])}: the "
+                     f"counterexample file <code>{e(decisive['counterexample'])}</code> (what "
+                     f"the commands above read)</summary><pre>{e(decisive['replay_toml'])}</pre>"
+                     "</details>")
+    elif decisive is not None and decisive.get("instance_toml"):
         parts.append(f"<details><summary>Exact data of {e(decisive['instance'])} (an instance "
                      f"file)</summary><pre>{e(decisive['instance_toml'])}</pre></details>")
     parts.append(figures)
-    parts += [_table(INSTANCE_HEADER, rows, [f"i-{r['effective_verdict']}" for r in records],
-                     [{comparison: r.get("reason") or ""} for r in records]),
+    machine_rows = [tuple(cell if j in (0, 1, 2) else machine_math(str(cell))
+                          for j, cell in enumerate(row)) for row in rows]
+    parts += [_table(INSTANCE_HEADER, machine_rows,
+                     [f"i-{r['effective_verdict']}" for r in records],
+                     [{comparison: machine_math(r.get("reason") or "")} for r in records]),
               f'<p class="note">{e(TABLE_LEGEND)}</p>']
     if c.get("notes"):
         parts.append('<div class="notes"><em>Notes.</em> ' + markdown_to_html(c["notes"])
@@ -321,13 +459,26 @@ def _paper_section(drawn: dict, cached: Path | None) -> list[str]:
     return [cached.read_text(encoding="utf-8")] if cached.is_file() else []
 
 
-def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | None = None) -> str:
+def _legend() -> str:
+    swatches = " ".join(f'<span class="sw {cls}">{html.escape(text)}</span>'
+                        for cls, text in LEGEND)
+    return (f'<p class="legend meta"><strong>Colours.</strong> {swatches}. In the instance '
+            'tables: <span class="i-holds">holds</span>, <span class="i-violated">violated'
+            '</span>, <span class="i-inconclusive">inconclusive</span>, <span '
+            'class="i-out-of-scope">out of scope</span>.</p>')
+
+
+def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | None = None,
+                run_dir: str | Path | None = None) -> str:
     """The self-contained HTML report of a ``results.json`` dict (figures optional).
 
     ``cache_dir``: where the paper's figures are kept between runs of the same code (they
-    take half the time of a report and never change with the run)."""
+    take half the time of a report and never change with the run). ``run_dir``: the run's
+    folder, where the saved counterexample files are read (a refutation is shown from its
+    file)."""
     import verify.report.paper_figures  # noqa: F401  (fills PAPER_FIGURES)
     e = html.escape
+    run_dir = None if run_dir is None else Path(run_dir)
     p = data["parameters"]
     verdicts = {v["claim"]: v for v in data["verdicts"]}
     rows = summary_rows(data)
@@ -336,20 +487,24 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
     links = " · ".join(f'<a href="#{e(c["id"])}">{e(c["id"])}</a>' for c in data["claims"])
     check = data.get("command") == "check"
     title = "Conjecture check" if check else "Claim suite run"
+    reading = "".join(f"<p>{inline_html(line)}</p>" for line in READING_NUMBERS)
     body = [f"<h1>{title} <code>{e(data['run_id'])}</code></h1>",
-            "<p>Geshkovski–Letrouit–Polyanskiy–Rigollet, <em>The emergence of clusters in "
-            "self-attention dynamics</em> (arXiv 2305.05465). Verdicts are numerical: "
-            "“supported on N instances” means every in-scope instance held with a margin above "
-            "its error estimate — never a proof. Formulas are typeset as MathML; hover one for "
-            "its LaTeX source.</p>",
+            f"<p>{inline_html(paper_line())} Verdicts are numerical: “supported on N "
+            "instances” means every in-scope instance held with a margin above its error "
+            "estimate — never a proof. Formulas are typeset as MathML (hover one for its LaTeX "
+            "source); click a figure to see it full-window.</p>",
+            *(f"<p>{inline_html(line)}</p>" for line in findings_lines(data)),
             f'<p class="meta">Run {e(data["started"])} → {e(data["finished"])} '
             f"({data['seconds']:.1f} s{resumed}"
             f"); overrides: instances {e(format_value(p['instances']))}, seed "
             f"{e(format_value(p['seed']))}, precision {e(format_value(p['precision']))}, "
             f"horizon {e(format_value(p['horizon']))}; exit code {data['exit_code']}.</p>",
-            "<h2>Summary</h2>", summary, f"<p>{links}</p>"]
+            *(f'<p class="meta">{inline_html(line)}</p>' for line in regenerate_lines(data)),
+            "<h2>Summary</h2>", _legend(), summary, f"<p>{links}</p>",
+            f"<details open><summary><strong>How to read the numbers</strong></summary>{reading}"
+            "</details>"]
     body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
-    jobs = _figure_jobs(data, check) if figures else {}
+    jobs = _figure_jobs(data, check, run_dir) if figures else {}
     cached = None if cache_dir is None or not figures or check else \
         Path(cache_dir) / f"paper-figures-{_code_key()}.html"
     if cached is not None and cached.is_file():
@@ -357,7 +512,8 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
     drawn = draw_figures(jobs)
     body.append(drawn.get(("graph",), ""))
     for c in data["claims"]:
-        body.append(_claim_section(data, c, verdicts[c["id"]], drawn.get(("claim", c["id"]), "")))
+        body.append(_claim_section(data, c, verdicts[c["id"]], drawn.get(("claim", c["id"]), ""),
+                                   run_dir))
     paper = _paper_section(drawn, cached) if figures and not check else []
     if paper:
         body += ["<h2>Paper figures</h2>", *paper]
@@ -366,10 +522,28 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
     body.append(f'<h2>Environment</h2><p class="meta">{versions}</p><p class="meta">Claim '
                 "files: " + ", ".join(f"<code>{e(c['id'])}</code> sha256 "
                                       f"{e(c['sha256'][:12])}" for c in data["claims"]) + "</p>")
+    body.append('<div id="zoom" class="noprint"><img alt=""></div>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>verify run {e(data['run_id'])}</title><style>{_CSS}</style>"
+            f"<title>{e(page_title(data))}</title><style>{_CSS}</style>"
             f"<script>{_SCRIPT}</script></head><body>\n" + "\n".join(body)
             + "\n</body></html>\n")
+
+
+def page_title(data: dict) -> str:
+    """The page's title: what was run, its id and its verdicts in a few words.
+
+    >>> page_title({"run_id": "20261101T000000Z-abcdef", "command": "run",
+    ...             "verdicts": [{"verdict": "supported"}, {"verdict": "refuted"}]})
+    'verify run 20261101T000000Z-abcdef — 2 claims: 1 supported, 1 refuted'
+    """
+    counts: dict[str, int] = {}
+    for v in data["verdicts"]:
+        counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
+    words = ", ".join(f"{counts[k]} {k}" for k in ("supported", "refuted", "inconclusive")
+                      if counts.get(k))
+    n = len(data["verdicts"])
+    return (f"verify {data.get('command') or 'run'} {data['run_id']} — {n} claim"
+            f"{'s' if n != 1 else ''}: {words or 'none judged'}")
 
 
 def _grades(v: dict) -> str:

@@ -32,6 +32,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from verify.digits import trusted, upper
 from verify.model import Instance, Model
 from verify.report.html import PAPER_FIGURES
 
@@ -157,7 +158,7 @@ def paper_run(name: str) -> PaperRun:
         radius = np.abs(scores - tight.scaled_scores[-1]) + 4e-16 * np.max(np.abs(scores))
         ref = "a float64 re-run at rtol $10^{-13}$"
     precision = (f"float64 DOP853 (rtol $10^{{-10}}$); largest deviation of $z$ from {ref}: "
-                 f"{error:.1e}")
+                 f"{upper(error)}")
     return PaperRun(name, note, instance, T, traj, error, scores, radius, precision)
 
 
@@ -189,6 +190,15 @@ def _convergence(run: PaperRun) -> float:
     return float(np.max(np.abs(z[-1] - z[k])))
 
 
+def _moved(run: PaperRun) -> str:
+    """How far the tokens still move over the last unit of time, in words (never "at most 0":
+    below the run's error the motion is not resolved)."""
+    moved = _convergence(run)
+    if moved <= run.error:
+        return f"less than the error estimate {upper(run.error)} (not resolved)"
+    return f"at most {upper(moved)}"
+
+
 def polytope_figures() -> list[tuple[str, Figure]]:
     """Setup 1: ``A = V = I``, tokens uniform in ``[−5, 5]²``, ``T = 5``."""
     from verify.exact import hull_vertices
@@ -204,8 +214,8 @@ def polytope_figures() -> list[tuple[str, Figure]]:
     caption = (f"Polytope (Theorem 3.1), $A = V = I_2$, $n = 20$, tokens uniform in $[-5, 5]^2$, "
                f"$T = {run.horizon}$. Dashed: the convex hull of the certified leaders' $z(T)$, "
                f"vertices found in exact arithmetic: {len(verts)} of the {len(lead)} leaders are "
-               f"vertices (generic picture: all). Tokens still move by at most "
-               f"{_convergence(run):.1e} over $[T-1, T]$. {run.precision}.")
+               f"vertices (generic picture: all). Tokens still move by "
+               f"{_moved(run)} over $[T-1, T]$. {run.precision}.")
     return [(caption, fig)]
 
 
@@ -222,8 +232,9 @@ def polytope_subspace_figures() -> list[tuple[str, Figure]]:
                      anchors=[[c, 0.0] for c in offsets], label=r"$\mathcal{K} = [a, b]$")
     caption = (f"Polytope × subspace (Theorem 5.2), $V = \\mathrm{{diag}}(1, -1/2)$, $A = I_2$, "
                f"$n = 20$, $T = {run.horizon}$: $F = \\mathbb{{R}}e_1$, $G = \\mathbb{{R}}e_2$. "
-               f"Dotted: $\\{{z_1 = c\\}}$, $c \\in \\{{a, 0, b\\}}$ with $a = {a:.4f}$, "
-               f"$b = {b:.4f}$ (extreme $z_1(T)$); every $z_{{i,1}}(T)$ is within {gap:.1e} of "
+               f"Dotted: $\\{{z_1 = c\\}}$, $c \\in \\{{a, 0, b\\}}$ with "
+               f"$a = {trusted(a, run.error)}$, $b = {trusted(b, run.error)}$ (extreme "
+               f"$z_1(T)$); every $z_{{i,1}}(T)$ is within {upper(gap)} of "
                f"one of them, while $z_{{i,2}}$ spreads along $G$. {run.precision}.")
     fig = plot_trajectories(run.traj, predicted=pred)
     fig.axes[0].set_aspect("auto")  # z_2 spreads far more than z_1: equal axes squash it
@@ -247,6 +258,8 @@ def hyperplane_figures() -> list[tuple[str, Figure]]:
 
     run = paper_run("hyperplanes")
     phi, offsets, radius = hyperplane_lines(run)
+    offset_error = float(np.abs(phi).sum()) * run.error \
+        + float(radius) * float(np.max(np.abs(run.traj.z[-1])))  # of a, b = extreme φ₁*(z_i(T))
     vals = run.traj.z @ phi  # (m, n)
     top, bottom = vals.max(axis=1), vals.min(axis=1)
     slack = 10 * run.error * float(np.abs(phi).sum())
@@ -256,11 +269,12 @@ def hyperplane_figures() -> list[tuple[str, Figure]]:
     caption = (f"Hyperplanes (Theorem 4.2), 2-D good triple $A = I$, $V$ = [[0.64709742, "
                f"0.81911926], [0.61210449, 0.63263484]] ($\\lambda_1 \\approx 1.34799$, "
                f"$\\lambda_2 \\approx -0.06826$), $n = 20$, $T = {run.horizon}$. Lines "
-               f"$\\{{\\varphi_1^*(z) = c\\}}$, $c \\in \\{{a, 0, b\\}}$ = {{{offsets[0]:.4f}, 0, "
-               f"{offsets[2]:.4f}}}: $\\varphi_1^*$ = ({phi[0]:.6f}, {phi[1]:.6f}) computed "
-               f"exactly over $\\mathbb{{Q}}(\\lambda_1)$ (ball radius {radius:.0e}), $a, b$ = "
-               f"extreme $\\varphi_1^*(z_i(T))$. Every $\\varphi_1^*(z_i(T))$ is within "
-               f"{gap:.1e} of $\\{{a, 0, b\\}}$; $\\max_j \\varphi_1^*(z_j)$ non-increasing and "
+               f"$\\{{\\varphi_1^*(z) = c\\}}$, $c \\in \\{{a, 0, b\\}}$ = "
+               f"{{{trusted(offsets[0], offset_error)}, 0, {trusted(offsets[2], offset_error)}}}: "
+               f"$\\varphi_1^*$ = ({trusted(phi[0], radius)}, {trusted(phi[1], radius)}) computed "
+               f"exactly over $\\mathbb{{Q}}(\\lambda_1)$ (ball radius {upper(radius, 1)}), "
+               f"$a, b$ = extreme $\\varphi_1^*(z_i(T))$. Every $\\varphi_1^*(z_i(T))$ is within "
+               f"{upper(gap)} of $\\{{a, 0, b\\}}$; $\\max_j \\varphi_1^*(z_j)$ non-increasing and "
                f"$\\min_j$ non-decreasing over the {len(top)} checkpoints: "
                f"{'yes' if monotone else 'NO'}. {run.precision}.")
     return [(caption, fig)]

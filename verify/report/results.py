@@ -109,6 +109,90 @@ RESULTS_SCHEMA: dict = _obj({
      "check": {"type": "object", "additionalProperties": True},
      "real_weights": {"type": "object", "additionalProperties": True}})
 
+#: What each key means, by its path (array items are reached through the array's key): they go
+#: into ``results.schema.json`` as JSON Schema ``description`` keywords.
+DESCRIPTIONS = {
+    "": "The record of a `verify run` or `verify check`: every claim, every instance with its "
+        "exact inputs, verdict, margin and error estimate, and the claim verdicts. Token "
+        "numbers count from 1 as in the paper in every text (reasons, certificate statements, "
+        "reports, figures) and in the evidence's token lists (`leaders`, `leader_of`, "
+        "`groups`, ...); array positions count from 0: token i is row i - 1 of `x0`, and a "
+        "certificate's own data (`leader_of`, `leaders`, `pinned`) holds 0-based positions.",
+    "schema_version": "Version of this schema; a reader refuses other versions.",
+    "run_id": "UTC start time and a hash of the parameters; the name of the run folder.",
+    "started": "UTC start time, ISO 8601.", "finished": "UTC end time, ISO 8601.",
+    "seconds": "Wall-clock seconds of the checks (writing the reports not included).",
+    "resumed": "Instances read back from an interrupted run instead of recomputed.",
+    "executor": "Where the instances ran: the local process pool or a Dask scheduler.",
+    "parameters": "The command-line overrides of the claim files (null: each family's own).",
+    "versions": "Versions of Python and of every library a verdict depends on.",
+    "exit_code": "0: no claim expected to hold was refuted; 1: one was; 3: inconclusive "
+                 "(verify check).",
+    "command": "'run' (the paper's claims) or 'check' (a user's conjecture).",
+    "check": "verify check only: the search space, what was drawn and the shrinking.",
+    "real_weights": "The real-weights section (claim real-heads): head classes, spectra, one "
+                    "sentence's dynamics, or why the weights are unavailable.",
+    "claims": "The claims checked, as read from their files.",
+    "claims.id": "Stable id of the claim (its file name).",
+    "claims.label": "The paper's number (arXiv 2305.05465v6), e.g. 'Theorem 3.1'.",
+    "claims.statement": "The statement, Markdown with LaTeX.",
+    "claims.expected": "'holds' (a theorem), 'fails' (a known false step or a literal "
+                       "statement known to be false) or 'open'.",
+    "claims.sha256": "SHA-256 of the claim file: which wording was checked.",
+    "instances": "One record per claim and instance.",
+    "instances.instance": "'<family>#<k>': the k-th instance (from 0) of the family.",
+    "instances.inputs": "The exact inputs: every matrix entry a rational 'p/q' string.",
+    "instances.instance_toml": "An instance file reproducing the instance exactly "
+                               "(verify simulate FILE).",
+    "instances.verdict": "The check's verdict on this instance.",
+    "instances.effective_verdict": "The verdict that counts for the claim: a violation counts "
+                                   "only when its re-check confirms it.",
+    "instances.reason": "Why, in one sentence (tokens numbered from 1).",
+    "instances.evidence": "The numbers behind the verdict, each with its error estimate.",
+    "instances.margin": "Signed margin in `unit`: positive when the conclusion holds with that "
+                        "much room. Floats; 'inf'/'nan' and exact 'p/q' as strings.",
+    "instances.error": "Error estimate of the margin, in `unit`; 0 means exact arithmetic.",
+    "instances.unit": "What margin and error measure.",
+    "instances.basis": "What the decision rests on: exact, enclosure, certificate (rigorous), "
+                       "estimate, fit or evidence; null in records older than the basis.",
+    "instances.rechecked": "The re-check of a violation at higher precision and a longer "
+                           "horizon.",
+    "instances.counterexample": "Path, relative to the run folder, of the instance file of a "
+                                "confirmed violation (verify check CLAIM --instance FILE "
+                                "re-judges it).",
+    "instances.certificate": "Why a violation of a statement about t -> infinity is final, or "
+                             "(kind 'proof') why the instance holds for all t >= 0: its "
+                             "statement, lemma, t1 and `file`, the certificate under "
+                             "certificates/ that `verify certificate FILE` re-checks.",
+    "instances.seconds": "Seconds spent on the instance.",
+    "verdicts": "One verdict per claim.",
+    "verdicts.verdict": "supported, refuted or inconclusive (never 'proved').",
+    "verdicts.matches_expected": "Whether the verdict is the one the claim file expects "
+                                 "(null for open claims and inconclusive verdicts).",
+    "verdicts.counts": "Instances per effective verdict.",
+    "verdicts.bases": "Decided instances per verdict and basis, e.g. 'holds (estimate)'.",
+    "verdicts.grades": "In-scope instances by grade: proved (holds on a rigorous basis: proved "
+                       "on the instance for all t >= 0), violated (on a rigorous basis), "
+                       "estimate, evidence, unstated (no basis), undecided (inconclusive).",
+}
+
+
+def _with_descriptions(schema: dict, descriptions: dict, path: str = "") -> dict:
+    """A copy of ``schema`` with a ``description`` at every path of ``descriptions``."""
+    out = dict(schema)
+    if path in descriptions:
+        out["description"] = descriptions[path]
+    if "items" in out and isinstance(out["items"], dict):
+        out["items"] = _with_descriptions(out["items"], descriptions, path)
+    if "properties" in out:
+        out["properties"] = {key: _with_descriptions(value, descriptions,
+                                                      f"{path}.{key}" if path else key)
+                             for key, value in out["properties"].items()}
+    return out
+
+
+RESULTS_SCHEMA = _with_descriptions(RESULTS_SCHEMA, DESCRIPTIONS)
+
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
 
@@ -268,5 +352,5 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     write_atomic(paths["results.schema.json"], json.dumps(RESULTS_SCHEMA, indent=1) + "\n")
     write_atomic(paths["report.md"], render_markdown(data))
     write_atomic(paths["report.html"], render_html(data, figures=figures,
-                                                   cache_dir=out.parent / ".cache"))
+                                                   cache_dir=out.parent / ".cache", run_dir=out))
     return paths

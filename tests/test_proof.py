@@ -1,6 +1,7 @@
 """Proved on this instance (verify.proof): the grade, its certificate file, its limits."""
 
 import json
+import time
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -97,3 +98,17 @@ def test_grades_count_a_rigorous_violation_apart_and_an_estimated_one_as_undecid
 
     grades = judge_claim(claim, [violated(Basis.CERTIFICATE), violated(Basis.ESTIMATE)]).grades
     assert grades["proved"] == 0 and grades["violated"] == 1 and grades["undecided"] == 1
+
+
+def test_the_proof_budget_counts_cpu_seconds_not_waiting():
+    from types import SimpleNamespace
+
+    from verify.proof._prove import _expiry
+
+    expired = _expiry(SimpleNamespace(parameters={"proof_seconds": 0.3}))
+    time.sleep(0.5)  # a loaded machine: the wall clock runs, this thread computes nothing
+    assert not expired()
+    start = time.thread_time()
+    while time.thread_time() - start < 0.4:
+        pass
+    assert expired()

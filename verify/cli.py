@@ -126,7 +126,7 @@ def _add_cluster_options(parser) -> None:
                         help="memory one instance may add to its worker, e.g. 2G; beyond it "
                              "the instance is inconclusive (budget)")
     parser.add_argument("--proof-seconds", type=float, metavar="SECONDS",
-                        help="wall time an instance may spend proving its verdict (a rigorous "
+                        help="CPU seconds an instance may spend proving its verdict (a rigorous "
                              "enclosure and a trapping lemma, checked by `verify certificate`; "
                              "default 120; 0: no proofs)")
 

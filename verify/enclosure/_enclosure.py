@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -144,10 +145,11 @@ class Enclosure:
         self.seconds = 0.0
 
     # ---------------------------------------------------------------------------------- stepping
-    def advance(self, t_end, *, deadline: float | None = None, max_steps: int = 100_000) -> bool:
+    def advance(self, t_end, *, expired: Callable[[], bool] | None = None,
+                max_steps: int = 100_000) -> bool:
         """Extend the enclosure to ``t_end`` (a mark: :meth:`x_at` gives the state there).
-        Returns False (``status``/``message`` say why) when a step fails or ``deadline``
-        (``time.perf_counter()``) passes."""
+        Returns False (``status``/``message`` say why) when a step fails or ``expired()``
+        (asked before every step: the caller's time budget) is true."""
         t_end = Fraction(t_end)
         if t_end < self.t:
             raise InvalidArgument(f"t_end={t_end} is before the enclosure's end {self.t}.")
@@ -157,7 +159,7 @@ class Enclosure:
         try:
             with ctx.workprec(self.bits):
                 while self.t < t_end:
-                    if deadline is not None and time.perf_counter() > deadline:
+                    if expired is not None and expired():
                         self.status = "budget"
                         self.message = f"the time budget ran out at t = {float(self.t):.4g}."
                         return False

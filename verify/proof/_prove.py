@@ -19,7 +19,8 @@ Escalation before giving up: the first enclosure has 128 bits and steps whose re
 about 2^-40 of the state; when it loses accuracy it is started again once with 256 bits and
 2^-56 (more digits); later marks are lemmas at a later
 :math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
-:data:`PROOF_SECONDS`, and the instance's own wall budget). When nothing is proved, the
+:data:`PROOF_SECONDS`: CPU seconds, so that a loaded machine proves what an idle one does) and
+the instance's own wall budget. When nothing is proved, the
 estimate-based verdict stands and its evidence says what was tried and why it failed.
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -39,8 +40,8 @@ from verify.proof._plans import NoPlan, plan_facts
 
 __all__ = ["prove_result", "proof_budget", "PROOF_SECONDS", "MARK_STEP"]
 
-#: Default wall-clock seconds a proof may take per instance (the environment variable
-#: ``VERIFY_PROOF_SECONDS`` overrides it, also in worker processes; 0: no proofs).
+#: Default CPU seconds (of the proving thread) a proof may take per instance (the environment
+#: variable ``VERIFY_PROOF_SECONDS`` overrides it, also in worker processes; 0: no proofs).
 PROOF_SECONDS = float(os.environ.get("VERIFY_PROOF_SECONDS", "120"))
 _BUDGET: ContextVar[float] = ContextVar("verify_proof_seconds", default=PROOF_SECONDS)
 
@@ -62,15 +63,21 @@ def proof_budget(seconds: float | None) -> Iterator[None]:
 MARK_STEP = Fraction(1, 2)
 
 
-def _deadline(request) -> float:
+def _expiry(request) -> Callable[[], bool]:
+    """Whether the proof's time is up: its budget counts the CPU seconds of this thread
+    (``time.thread_time``), so that what is proved does not depend on how loaded the machine
+    is (on a shared machine 120 wall seconds gave some proofs 20 CPU seconds); the instance's
+    wall budget, when it has one, stops the proof too."""
     from verify.numerics._monitor import _WALL_BUDGET
 
     seconds = float(request.parameters.get("proof_seconds", _BUDGET.get()))
-    deadline = time.perf_counter() + seconds
+    end = time.thread_time() + seconds
     shared = _WALL_BUDGET.get()
-    if shared is not None:  # the instance's budget (monotonic clock) bounds the proof too
-        deadline = min(deadline, time.perf_counter() + (shared.deadline - time.monotonic()))
-    return deadline
+
+    def expired() -> bool:
+        return time.thread_time() > end or (shared is not None
+                                            and time.monotonic() >= shared.deadline)
+    return expired
 
 
 def _applying(request) -> list:
@@ -118,7 +125,7 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
     if not plans:
         return _note(result, {"proved": False, "reason": "no conclusion applies."})
     start = time.perf_counter()
-    outcome = _search(request, lemma, plans, _deadline(request), _reach(request, result))
+    outcome = _search(request, lemma, plans, _expiry(request), _reach(request, result))
     outcome["seconds"] = round(time.perf_counter() - start, 3)
     if outcome.get("document") is None:
         return _note(result, outcome)
@@ -134,7 +141,8 @@ def _reach(request, result: InstanceResult) -> Fraction:
     return reach
 
 
-def _search(request, lemma: str, plans: list, deadline: float, last_mark: Fraction) -> dict:
+def _search(request, lemma: str, plans: list, expired: Callable[[], bool],
+            last_mark: Fraction) -> dict:
     """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
     once."""
     from verify.enclosure import Enclosure
@@ -148,7 +156,7 @@ def _search(request, lemma: str, plans: list, deadline: float, last_mark: Fracti
         mark = None
         while mark is None or mark < last_mark:
             mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
-            if not enclosure.advance(mark, deadline=deadline):
+            if not enclosure.advance(mark, expired=expired):
                 why = f"the enclosure stopped: {enclosure.message}"
                 break
             document, why = try_lemma(lemma, instance, enclosure, mark)

@@ -44,7 +44,7 @@ _UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 class Budget:
     """What one instance may use: ``seconds`` of wall clock, ``memory`` bytes of address space
     beyond what the worker process held when it began (``None``: no limit), and ``proof``
-    seconds of it to prove its verdict (:func:`verify.proof.prove_result`; ``None``: the
+    CPU seconds to prove its verdict (:func:`verify.proof.prove_result`; ``None``: the
     default, 0: no proof)."""
 
     seconds: float | None = None

@@ -6,6 +6,8 @@ from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
+
 from verify.claim import (
     Basis,
     CheckRequest,
@@ -17,9 +19,9 @@ from verify.claim import (
     recheck_record,
 )
 from verify.cli import main
-from verify.lemmas import check_file
+from verify.lemmas import check_certificate, check_file
 from verify.proof import proof_budget, prove_result
-from verify.run import Budget, InlineExecutor, run_claims
+from verify.run import Budget, InlineExecutor, load_conjecture, run_claims
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
 
@@ -112,3 +114,33 @@ def test_the_proof_budget_counts_cpu_seconds_not_waiting():
     while time.thread_time() - start < 0.4:
         pass
     assert expired()
+
+
+@pytest.mark.parametrize("conclusion, rate_text", [
+    ({"type": "exists", "constants": {"C": "(0, inf)", "lam": "(0, inf)"},
+      "quantity": "diameter", "variable": "x", "bound": "C * exp(-lam * t)"}, "λ = κ/2"),
+    ({"type": "rate", "law": "exponential", "relation": ">", "value": 0,
+      "quantity": "diameter", "variable": "x"}, "λ = κ/2"),
+])
+def test_an_exponential_consensus_bound_is_proved_on_the_circle(conclusion, rate_text):
+    claim = load_conjecture(CLAIMS / "conjectures" / "exists-exponential-consensus.toml").claim
+    claim = replace(claim, conclusions=parse_conclusions([conclusion], "<test>"))
+    request = _request(claim, "three-radians")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE, result.evidence["proof"]
+    document = result.certificate["document"]
+    assert document["lemma"]["id"] == "sphere-consensus"
+    check = check_certificate(document)
+    assert check.valid and rate_text in check.facts[0][2]
+    # a rate the lemma does not certify is refused by the checker
+    asked = dict(document["facts"][0], rate_above="1000")
+    assert not check_certificate({**document, "facts": [asked]}).valid
+
+
+def test_a_theta_statement_has_no_proof_through_the_consensus_lemma():
+    claim = load_conjecture(CLAIMS / "conjectures" / "theta-consensus-rate.toml").claim
+    request = _request(claim, "three-radians")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is None and "has no proof" in result.evidence["proof"]["reason"]

@@ -178,6 +178,25 @@ def consensus(inst, lemma, conclusions, fact):
     return True, "1 - min <x_i, x_k> decays exponentially: consensus."
 
 
+def exponential_consensus(inst, lemma, conclusions, fact):
+    r""":math:`\operatorname{diam} x(t) \le C e^{-\lambda t}` for all :math:`t \ge 0` with
+    :math:`\lambda = \kappa/2 > 0` and :math:`C = 2 e^{\kappa t_1/2}`: for :math:`t \ge t_1`
+    the lemma gives :math:`|x_i - x_k|^2 = 2 - 2\langle x_i, x_k\rangle \le 2(1 - m_1)
+    e^{-\kappa(t - t_1)}` with :math:`2(1 - m_1) \le 4`, and before :math:`t_1` unit vectors are
+    at most 2 apart. ``rate_above`` (optional, a rational) asks :math:`\lambda >` it."""
+    wrong = _need(lemma, "sphere-consensus")
+    if wrong:
+        return wrong
+    kappa, t1 = parse_ball(conclusions["kappa"]), rational(conclusions["t1"])
+    lam = kappa / 2
+    above = rational(fact.get("rate_above", "0"))
+    if not lam > exact(above):
+        return False, f"the certified rate κ/2 = {lam} is not > {above}."
+    C = 2 * (kappa * exact(t1) / 2).exp()
+    return True, (f"diam x(t) <= C e^(-λt) for all t >= 0 with λ = κ/2 >= {lam.lower()} > "
+                  f"{above} and C = 2 e^(κ t1/2) <= {C.upper()}.")
+
+
 def hyperplanes(inst, lemma, conclusions, fact):
     """Every :math:`\\varphi_1^*(z_i)` tends to :math:`a`, 0 or :math:`b`:
     :math:`\\operatorname{dist}(z_i(t), H) \\to 0` (Theorem 4.2's hyperplanes)."""
@@ -203,7 +222,8 @@ FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": li
          "leaders-extreme": leaders_extreme, "free-rows": free_rows,
          "doubly-exponential": doubly_exponential, "limit-signs": limit_signs,
          "bounded-at-most": bounded_at_most, "order-after-t1": order_after,
-         "consensus": consensus, "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone}
+         "consensus": consensus, "exponential-consensus": exponential_consensus,
+         "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

@@ -20,6 +20,8 @@ escapes, at most k bounded        leader-map (d=1)    bounded-at-most
 consecutive-gaps > 0              leader-map (d=1)    order-after-t1, and the enclosure on
                                                       [0, t1] (order kept at every step)
 consensus                         sphere-consensus    consensus
+∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
+rate exponential > 0, diameter    sphere-consensus    exponential-consensus
 ================================  ==================  =========================================
 """
 
@@ -47,6 +49,23 @@ def _threshold_tokens(instance) -> list[int]:
         if above_escape_threshold(sign * values[index], instance.n):
             picked.append(index)
     return sorted(set(picked))
+
+
+def _exponential_bound(kind: str, p: dict) -> bool:
+    """``exists`` C in (0, inf), lam in (0, inf) with ``q <= C * exp(-lam * t)`` (for all t)."""
+    return kind == "exists" and set(p) <= {"constants", "quantity", "variable", "bound",
+                                           "relation"} and \
+        p.get("relation", "<=") == "<=" and \
+        "".join(str(p.get("bound")).split()) == "C*exp(-lam*t)" and \
+        {k: "".join(str(v).split()) for k, v in (p.get("constants") or {}).items()} == \
+        {"C": "(0,inf)", "lam": "(0,inf)"}
+
+
+def _positive_rate(kind: str, p: dict) -> bool:
+    """``rate`` with law exponential, relation ``>`` and value 0: some positive rate."""
+    return kind == "rate" and set(p) <= {"law", "relation", "value", "quantity", "variable"} \
+        and p.get("law") == "exponential" and p.get("relation") == ">" and \
+        Fraction(str(p.get("value"))) == 0
 
 
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
@@ -90,4 +109,8 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
         return [{"fact": "order-after-t1"}]
     if lemma == "sphere-consensus" and kind == "consensus" and p.get("variable", "x") == "x":
         return [{"fact": "consensus"}]
+    if lemma == "sphere-consensus" and p.get("variable", "x") == "x" and \
+            p.get("quantity") == "diameter" and (_exponential_bound(kind, p)
+                                                 or _positive_rate(kind, p)):
+        return [{"fact": "exponential-consensus"}]
     raise NoPlan(f"{spec.where} ({kind}) has no proof through lemma {lemma} here.")

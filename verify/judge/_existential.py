@@ -74,7 +74,7 @@ from verify.judge._expressions import (
     evaluate,
     initial_namespace,
 )
-from verify.judge._flow import _number, check_quantity, quantity_or_reason
+from verify.judge._flow import _number, check_quantity, quantity_columns
 from verify.limits import coverage_factor, fit_power_law
 
 __all__ = ["parse_range", "judge_exists", "judge_theta"]
@@ -291,11 +291,9 @@ def judge_exists(evaluation):
     """Judge ``exists`` (module docstring)."""
     p, request = evaluation.parameters, evaluation.request
     upper = p.get("relation", "<=") == "<="
-    values, errors, reason = quantity_or_reason(evaluation, p["quantity"], p.get("variable"))
+    t, values, errors, reason = quantity_columns(evaluation, p["quantity"], p.get("variable"))
     if reason:
         return inconclusive(request, reason)
-    t = np.asarray(evaluation.trajectory.t, dtype=float)
-    values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     if values.shape[1] != 1:
         return inconclusive(request, f"the quantity {p['quantity']!r} is a vector; exists "
                             "needs one number per checkpoint (wrap it in max(...)).")
@@ -392,11 +390,9 @@ def _validate_theta(p: dict, source: str, where: str) -> None:
 def judge_theta(evaluation):
     """Judge ``theta`` (module docstring)."""
     p, request = evaluation.parameters, evaluation.request
-    values, errors, reason = quantity_or_reason(evaluation, p["quantity"], p.get("variable"))
+    t, values, errors, reason = quantity_columns(evaluation, p["quantity"], p.get("variable"))
     if reason:
         return inconclusive(request, reason)
-    t = np.asarray(evaluation.trajectory.t, dtype=float)
-    values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     if values.shape[1] != 1:
         return inconclusive(request, f"the quantity {p['quantity']!r} is a vector; theta needs "
                             "one number per checkpoint.")

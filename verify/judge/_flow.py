@@ -91,8 +91,8 @@ from verify.numerics._coverage import estimate_bound
 _EPS = float(np.finfo(float).eps)
 
 __all__ = ["NAMED_QUANTITIES", "DIRECTIONS", "LAWS", "RELATIONS", "quantity_series",
-           "quantity_or_reason", "check_quantity", "judge_monotone", "judge_inequality",
-           "judge_rate", "judge_events"]
+           "quantity_or_reason", "quantity_columns", "checkpoint_window", "check_quantity",
+           "judge_monotone", "judge_inequality", "judge_rate", "judge_events"]
 
 DIRECTIONS = ("nonincreasing", "nondecreasing", "increasing", "decreasing")
 LAWS = ("exponential", "doubly-exponential", "power-law")
@@ -321,6 +321,22 @@ def _token_rounding(trajectory, variable: str) -> np.ndarray:
     return 8 * tokens.shape[2] * _EPS * np.where(np.isfinite(scale), scale, np.inf)
 
 
+def quantity_columns(evaluation, quantity, variable):
+    """``(t, values, errors, None)`` with one row per checkpoint and one column per component of
+    the quantity, or ``(None, None, None, reason)`` for an inconclusive verdict."""
+    values, errors, reason = quantity_or_reason(evaluation, quantity, variable)
+    if reason:
+        return None, None, None, reason
+    t = np.asarray(evaluation.trajectory.t, dtype=float)
+    return t, values.reshape(len(t), -1), errors.reshape(len(t), -1), None
+
+
+def checkpoint_window(t: np.ndarray, p: dict) -> np.ndarray:
+    """The checkpoints with ``from_time ≤ t ≤ until`` (defaults: 0 and the horizon)."""
+    until = float(p["until"]) if "until" in p else math.inf
+    return (t >= float(p.get("from_time", 0))) & (t <= until)
+
+
 def quantity_or_reason(evaluation, quantity, variable):
     """``(values, errors, None)`` or ``(None, None, reason)`` for an inconclusive verdict."""
     if evaluation.trajectory.reference_run is None:
@@ -480,15 +496,12 @@ def check_window(p: dict, source: str, where: str) -> None:
 def judge_inequality(evaluation):
     """Judge ``inequality``: the checkpoint (and component) with the smallest
     ``margin − error`` decides."""
-    p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
-    values, errors, reason = quantity_or_reason(evaluation, p["quantity"], p.get("variable"))
+    p, request = evaluation.parameters, evaluation.request
+    t, values, errors, reason = quantity_columns(evaluation, p["quantity"], p.get("variable"))
     if reason:
         return inconclusive(request, reason)
-    t = traj.t
-    values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     bound, bound_error = _bound_series(evaluation, p["value"])
-    until = float(p["until"]) if "until" in p else math.inf
-    keep = (t >= float(p.get("from_time", 0))) & (t <= until)
+    keep = checkpoint_window(t, p)
     if not np.any(keep):
         return inconclusive(request, "no checkpoint between from_time and until.")
     upper = p["relation"] in ("<=", "<")
@@ -516,9 +529,9 @@ def judge_inequality(evaluation):
                     basis=Basis.ESTIMATE,
                     evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
                               "at_equality_within_error": within})
-    if "until" in p and until > t[-1] and result.verdict.value == "holds":
+    if "until" in p and float(p["until"]) > t[-1] and result.verdict.value == "holds":
         return inconclusive(request, f"{result.reason} — but the statement runs until "
-                            f"t = {until:.4g} and the run ends at t = {t[-1]:.4g}.",
+                            f"t = {float(p['until']):.4g} and the run ends at t = {t[-1]:.4g}.",
                             result.evidence, unit=result.unit)
     return result
 

@@ -16,15 +16,19 @@ Checked at the checkpoints only, on ``[from_time, until]``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from verify.claim import Basis, InstanceResult, InstanceVerdict
 from verify.claim._vocabulary import register_conclusion
 from verify.judge._decision import decide, inconclusive
 from verify.judge._expressions import check_expression
-from verify.judge._flow import _bound_series, check_quantity, check_window, quantity_or_reason
+from verify.judge._flow import (
+    _bound_series,
+    check_quantity,
+    check_window,
+    checkpoint_window,
+    quantity_columns,
+)
 from verify.numerics import estimate_bound
 
 __all__ = ["judge_identity"]
@@ -53,15 +57,12 @@ def _validate_identity(p: dict, source: str, where: str) -> None:
     required=("quantity", "value"), validate=_validate_identity)
 def judge_identity(evaluation):
     """Judge ``identity`` (module docstring)."""
-    p, request, traj = evaluation.parameters, evaluation.request, evaluation.trajectory
-    values, errors, reason = quantity_or_reason(evaluation, p["quantity"], p.get("variable"))
+    p, request = evaluation.parameters, evaluation.request
+    t, values, errors, reason = quantity_columns(evaluation, p["quantity"], p.get("variable"))
     if reason:
         return inconclusive(request, reason)
-    t = traj.t
-    values, errors = values.reshape(len(t), -1), errors.reshape(len(t), -1)
     target, target_error = _bound_series(evaluation, p["value"])
-    until = float(p["until"]) if "until" in p else math.inf
-    keep = (t >= float(p.get("from_time", 0))) & (t <= until)
+    keep = checkpoint_window(t, p)
     if not np.any(keep):
         return inconclusive(request, "no checkpoint between from_time and until.")
     gap = np.abs(values - target[:, None])[keep]
@@ -76,9 +77,9 @@ def judge_identity(evaluation):
         return decide(request, -float(gap[k, c]), float(error[k, c]),
                       f"{what} at t = {t[keep][k]:.4g}", unit=str(p["quantity"]),
                       evidence=evidence, basis=Basis.ESTIMATE)
-    if "until" in p and until > t[-1]:
+    if "until" in p and float(p["until"]) > t[-1]:
         return inconclusive(request, f"{what} within its error up to t = {t[-1]:.4g}, but the "
-                            f"statement runs until t = {until:.4g}.", evidence)
+                            f"statement runs until t = {float(p['until']):.4g}.", evidence)
     return InstanceResult(request.instance.name, request.family.name, request.seed,
                           InstanceVerdict.HOLDS,
                           f"{what} holds to the accuracy of the run: |q − v| ≤ "

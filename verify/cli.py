@@ -8,6 +8,7 @@
                [--scheduler ADDRESS] [--instance-budget SECONDS] [--instance-memory SIZE]
     verify list [--claims-dir DIR] [--reports DIR]
     verify show ID [--claims-dir DIR]
+    verify certificate FILE ... [--json]
     verify check FILE [--budget SECONDS | --instances N] [--seed S] [--out DIR] [--json]
                  [--instance INSTANCE_FILE] [--scheduler ADDRESS] [--instance-budget SECONDS]
                  [--instance-memory SIZE]
@@ -124,13 +125,18 @@ def _add_cluster_options(parser) -> None:
     parser.add_argument("--instance-memory", metavar="SIZE",
                         help="memory one instance may add to its worker, e.g. 2G; beyond it "
                              "the instance is inconclusive (budget)")
+    parser.add_argument("--proof-seconds", type=float, metavar="SECONDS",
+                        help="CPU seconds an instance may spend proving its verdict (a rigorous "
+                             "enclosure and a trapping lemma, checked by `verify certificate`; "
+                             "default 120; 0: no proofs)")
 
 
 def _cluster_settings(args: argparse.Namespace):
     """The per-instance :class:`~verify.run.Budget` of ``args`` (``None``: no limit)."""
     from verify.run import Budget, parse_memory
 
-    if args.instance_budget is None and args.instance_memory is None:
+    proof = getattr(args, "proof_seconds", None)
+    if args.instance_budget is None and args.instance_memory is None and proof is None:
         return None
     seconds, memory = args.instance_budget, None
     if seconds is not None and not MIN_INSTANCE_SECONDS <= seconds <= MAX_BUDGET:
@@ -143,7 +149,10 @@ def _cluster_settings(args: argparse.Namespace):
             raise InvalidArgument(f"--instance-memory={args.instance_memory} is below "
                                   f"{MIN_INSTANCE_MEMORY // 2**20} MiB: no instance could "
                                   "allocate its arrays, and every one would be inconclusive.")
-    return Budget(seconds, memory)
+    if proof is not None and not 0 <= proof <= MAX_BUDGET:
+        raise InvalidArgument(f"--proof-seconds={proof} must be between 0 (no proofs) and "
+                              f"{MAX_BUDGET} seconds.")
+    return Budget(seconds, memory, proof)
 
 
 def _executor(args: argparse.Namespace):
@@ -288,12 +297,15 @@ def _check(args: argparse.Namespace) -> int:
                           "text": verdict.text, "reason": verdict.reason,
                           "exit_code": run.exit_code, "counterexample": minimal,
                           "check": data.get("check"), "counts": verdict.counts,
+                          "grades": verdict.grades,
                           "report": str(paths["report.html"])}, indent=2))
         return run.exit_code
     from verify.report.markdown import check_lines
 
     print(f"{conjecture.claim.id}: {verdict.text}{_bases_text(verdict)}")
     print(f"  {verdict.reason}")
+    if verdict.grades_text:
+        print(f"  grades of the in-scope instances: {verdict.grades_text}")
     for line in check_lines(build_results(run)):
         print(f"  {line}")
     if minimal:
@@ -399,6 +411,19 @@ def _add_claim_commands(sub) -> None:
     show = sub.add_parser("show", help="print a claim: statement, hypotheses, families")
     show.add_argument("id", metavar="ID")
     show.add_argument("--claims-dir", **claims_dir)
+    cert = sub.add_parser(
+        "certificate", help="re-check a certificate of 'proved on this instance'",
+        description="Re-check a certificate file written by `verify run` or `verify check` "
+                    "(reports/<run>/certificates/*.json) with the independent checker "
+                    "(verify.lemmas: python-flint ball arithmetic only, no code shared with the "
+                    "integrator or the judges): the exact instance and its symmetries, every "
+                    "inequality of the trapping lemma on the enclosure's balls at t1, the "
+                    "lemma's conclusions and the facts that give the claim's conclusions. The "
+                    "enclosure itself (that the balls contain the exact solution at t1) rests "
+                    "on the integrator and is not re-computed. Exit code: 0 valid, 1 rejected, "
+                    "2 unreadable.")
+    cert.add_argument("files", nargs="+", metavar="FILE", help="certificate JSON file(s)")
+    cert.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
 def _select(claims: list, ids: list[str]) -> list:
@@ -496,7 +521,8 @@ def _run(args: argparse.Namespace) -> int:
         for res in run.claim_results:
             flag = "  <- expected to hold" if res.expected == "holds" and \
                 res.verdict.value == "refuted" else ""
-            print(f"{res.claim:<{width}}  {res.text}{flag}{_bases_text(res)}")
+            grades = f" [{res.grades_text}]" if res.grades["proved"] else ""
+            print(f"{res.claim:<{width}}  {res.text}{grades}{flag}{_bases_text(res)}")
         print(f"report: {paths['report.html']}  ({run.seconds + report_seconds:.1f} s: "
               f"{run.seconds:.1f} s of checks, {report_seconds:.1f} s writing the report"
               + (f"; {run.resumed} instances resumed" if run.resumed else "") + ")")
@@ -779,8 +805,30 @@ def _weights_sentence(args: argparse.Namespace) -> int:
     return 0
 
 
+def _certificate(args: argparse.Namespace) -> int:
+    from verify.lemmas import check_file
+
+    worst, out = 0, []
+    for name in args.files:
+        if not Path(name).is_file():
+            raise InvalidArgument(f"certificate file {name!r} does not exist.")
+        result = check_file(name)
+        worst = max(worst, 0 if result.valid else 1)
+        if args.json:
+            out.append({"file": name, "valid": result.valid, "lemma": result.lemma,
+                        "reasons": result.reasons,
+                        "inequalities": [q.to_dict() for q in result.inequalities],
+                        "facts": [{"fact": f, "holds": ok, "why": why}
+                                  for f, ok, why in result.facts]})
+        else:
+            print(f"{name}: {result.text()}")
+    if args.json:
+        print(json.dumps(out, indent=1))
+    return worst
+
+
 _COMMANDS = {"simulate": _simulate, "run": _run, "list": _list, "show": _show,
-             "check": _check, "weights": _weights}
+             "check": _check, "weights": _weights, "certificate": _certificate}
 
 
 def _raise_interrupted(signum, frame) -> None:

@@ -78,6 +78,44 @@ class ClaimResult:
         return dict(Counter(effective_verdict(r)[0].value for r in self.instances))
 
     @property
+    def grades(self) -> dict[str, int]:
+        """In-scope instances by what their verdict rests on (design.md, "Basis and grades"):
+        ``proved`` — holds on a rigorous basis (exact, enclosure, certificate: *proved on this
+        instance for all t ≥ 0*), ``violated`` — a violation on a rigorous basis (the only kind
+        that refutes), ``estimate`` — holds within an error estimate, ``evidence`` — a fit or
+        other evidence, ``unstated`` — a decision that does not state its basis, ``undecided``
+        — inconclusive, which includes a violation on a non-rigorous basis
+        (:func:`~verify.claim._verdicts.effective_verdict`)."""
+        from verify.claim._verdicts import Basis, InstanceVerdict, effective_verdict
+
+        out = {"proved": 0, "violated": 0, "estimate": 0, "evidence": 0, "unstated": 0,
+               "undecided": 0}
+        for r in self.instances:
+            verdict = effective_verdict(r)[0]
+            if verdict is InstanceVerdict.OUT_OF_SCOPE:
+                continue
+            if verdict is InstanceVerdict.INCONCLUSIVE:
+                out["undecided"] += 1
+            elif r.basis is None:
+                out["unstated"] += 1
+            elif r.basis.rigorous:
+                out["proved" if verdict is InstanceVerdict.HOLDS else "violated"] += 1
+            elif r.basis is Basis.ESTIMATE:
+                out["estimate"] += 1
+            else:
+                out["evidence"] += 1
+        return out
+
+    @property
+    def grades_text(self) -> str:
+        """``"3 proved on the instance, 1 estimate"`` (empty when nothing is in scope)."""
+        names = {"proved": "proved on the instance", "violated": "violated (rigorous)",
+                 "estimate": "estimate",
+                 "evidence": "evidence", "unstated": "basis not stated",
+                 "undecided": "undecided"}
+        return ", ".join(f"{k} {names[g]}" for g, k in self.grades.items() if k)
+
+    @property
     def bases(self) -> dict[str, int]:
         """Number of decided instances per verdict and basis ("holds (estimate)", "violated
         (evidence)", ...): what the claim's verdict rests on."""

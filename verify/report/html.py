@@ -393,7 +393,8 @@ def _claim_section(data: dict, c: dict, v: dict, figures: str,
     parts = [f'<h2 id="{e(c["id"])}"><code>{e(c["id"])}</code> — {e(c["label"])} '
              f"<small>({e(c['kind'])})</small></h2>",
              f'<div class="verdict v-{e(verdict_class(v))}"><strong>Verdict: {e(v["text"])}'
-             f"</strong>{inline_html(verdict_mark(v, c))}. {_machine(v['reason'])}</div>",
+             f"</strong>{inline_html(verdict_mark(v, c))}. {_machine(v['reason'])}"
+             f"{_grades(v)}</div>",
              markdown_to_html(c["statement"]),
              f"<p><strong>Hypotheses:</strong> {hyps}. <strong>Uses:</strong> {uses}. "
              f"<strong>Expected:</strong> {e(c['expected'])}. <strong>Concludes:</strong> "
@@ -543,3 +544,14 @@ def page_title(data: dict) -> str:
     n = len(data["verdicts"])
     return (f"verify {data.get('command') or 'run'} {data['run_id']} — {n} claim"
             f"{'s' if n != 1 else ''}: {words or 'none judged'}")
+
+
+def _grades(v: dict) -> str:
+    """What the in-scope instances rest on (``grades`` of results.json), as one sentence."""
+    grades = v.get("grades") or {}
+    names = {"proved": "proved on the instance (for all t ≥ 0)",
+             "violated": "violated on a rigorous basis", "estimate": "supported by an "
+             "error estimate", "evidence": "evidence", "unstated": "basis not stated",
+             "undecided": "undecided"}
+    parts = [f"{k} {names[g]}" for g, k in grades.items() if k and g in names]
+    return f" <em>Grades: {', '.join(parts)}.</em>" if parts else ""

@@ -155,7 +155,9 @@ def summary_rows(data: dict) -> list[tuple]:
     rows = []
     for v in data["verdicts"]:
         c = claims[v["claim"]]
-        rows.append((c["id"], c["label"], c["kind"], c["expected"], v["text"],
+        proved = (v.get("grades") or {}).get("proved", 0)
+        text = v["text"] + (f" ({proved} proved on the instance)" if proved else "")
+        rows.append((c["id"], c["label"], c["kind"], c["expected"], text,
                      *(v["counts"].get(k, 0) for k in COUNT_KEYS)))
     return rows
 

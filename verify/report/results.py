@@ -87,7 +87,8 @@ _VERDICT = _obj({
     "matches_expected": {"type": ["boolean", "null"]},
     "n_supporting": {"type": "integer", "minimum": 0},
     "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}},
-    {"bases": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
+    {"grades": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+     "bases": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}})
 RESULTS_SCHEMA: dict = _obj({
     "schema_version": {"const": SCHEMA_VERSION},
     "run_id": {"type": "string", "pattern": r"^\d{8}T\d{6}Z-[0-9a-f]{6}$"},
@@ -159,13 +160,20 @@ DESCRIPTIONS = {
     "instances.counterexample": "Path, relative to the run folder, of the instance file of a "
                                 "confirmed violation (verify check CLAIM --instance FILE "
                                 "re-judges it).",
-    "instances.certificate": "Why a violation of a statement about t -> infinity is final.",
+    "instances.certificate": "Why a violation of a statement about t -> infinity is final, or "
+                             "(kind 'proof') why the instance holds for all t >= 0: its "
+                             "statement, lemma, t1 and `file`, the certificate under "
+                             "certificates/ that `verify certificate FILE` re-checks.",
     "instances.seconds": "Seconds spent on the instance.",
     "verdicts": "One verdict per claim.",
     "verdicts.verdict": "supported, refuted or inconclusive (never 'proved').",
     "verdicts.matches_expected": "Whether the verdict is the one the claim file expects "
                                  "(null for open claims and inconclusive verdicts).",
     "verdicts.counts": "Instances per effective verdict.",
+    "verdicts.bases": "Decided instances per verdict and basis, e.g. 'holds (estimate)'.",
+    "verdicts.grades": "In-scope instances by grade: proved (holds on a rigorous basis: proved "
+                       "on the instance for all t >= 0), violated (on a rigorous basis), "
+                       "estimate, evidence, unstated (no basis), undecided (inconclusive).",
 }
 
 
@@ -296,7 +304,7 @@ def build_results(run) -> dict:
     for res in run.claim_results:
         data = res.to_json()
         del data["instances"], data["kind"]
-        verdicts.append(dict(data, counts=res.counts, bases=res.bases,
+        verdicts.append(dict(data, counts=res.counts, bases=res.bases, grades=res.grades,
                              matches_expected=res.matches_expected))
     return {"schema_version": SCHEMA_VERSION, "run_id": run.run_id, "started": run.started,
             "finished": run.finished, "seconds": run.seconds, "resumed": run.resumed,

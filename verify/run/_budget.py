@@ -43,16 +43,22 @@ _UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 @dataclass(frozen=True)
 class Budget:
     """What one instance may use: ``seconds`` of wall clock, ``memory`` bytes of address space
-    beyond what the worker process held when it began (``None``: no limit)."""
+    beyond what the worker process held when it began (``None``: no limit), and ``proof``
+    CPU seconds to prove its verdict (:func:`verify.proof.prove_result`; ``None``: the
+    default, 0: no proof)."""
 
     seconds: float | None = None
     memory: int | None = None
+    proof: float | None = None
 
     def __post_init__(self) -> None:
         if self.seconds is not None and not self.seconds > 0:
             raise InvalidArgument(f"instance budget seconds={self.seconds} must be positive.")
         if self.memory is not None and not self.memory > 0:
             raise InvalidArgument(f"instance budget memory={self.memory} must be positive.")
+        if self.proof is not None and not self.proof >= 0:
+            raise InvalidArgument(f"proof budget proof={self.proof} must be >= 0 seconds "
+                                  "(0: no proofs).")
 
     def describe(self) -> str:
         parts = [f"{self.seconds:g} s" if self.seconds is not None else "",
@@ -109,12 +115,15 @@ def _memory_cap(extra: int | None) -> Iterator[bool]:
 def judge_within(budget: Budget | None, judge: Callable[[], tuple]) -> tuple:
     """``judge()`` (returning ``(InstanceResult, extra)``) under ``budget``; a used-up budget
     gives an inconclusive result whose reason starts with :data:`BUDGET_PREFIX`."""
-    if budget is None or (budget.seconds is None and budget.memory is None):
-        return judge()
-    from verify.numerics._monitor import wall_budget
+    from verify.proof import proof_budget
 
-    with wall_budget(budget.seconds) as wall, _memory_cap(budget.memory) as capped:
-        result, extra = judge()
+    with proof_budget(None if budget is None else budget.proof):
+        if budget is None or (budget.seconds is None and budget.memory is None):
+            return judge()
+        from verify.numerics._monitor import wall_budget
+
+        with wall_budget(budget.seconds) as wall, _memory_cap(budget.memory) as capped:
+            result, extra = judge()
     exception = str(extra.get("exception") or "")
     if capped and exception.startswith("MemoryError"):
         return _used_up(result, budget, f"memory: an allocation beyond the instance's "

@@ -50,6 +50,7 @@ from verify.claim import (
 )
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.proof import write_certificate
 from verify.run._budget import Budget, judge_within
 from verify.run._ordered import InOrder
 from verify.run._runner import (
@@ -139,7 +140,7 @@ class _Session:
         self.budget, self.window = budget, window
 
     def keep(self, record: dict) -> dict:
-        record = _write_counterexample(record, self.out_dir)
+        record = write_certificate(_write_counterexample(record, self.out_dir), self.out_dir)
         self.store.append(record)
         self.records[record["key"]] = record
         if callable(self.progress):

@@ -27,6 +27,7 @@ from verify.atomic import write_atomic
 from verify.claim import InstanceResult, exit_code, judge_claim
 from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.proof import write_certificate
 from verify.run._budget import Budget
 from verify.run._progress import Progress
 from verify.run._store import ResultStore
@@ -268,7 +269,7 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                     record = future.result()
                 except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
                     record = _lost_record(task, exc)
-                record = _write_counterexample(record, out_dir)
+                record = write_certificate(_write_counterexample(record, out_dir), out_dir)
                 store.append(record)
                 records[task.key] = record
                 bar.update(task.key, record["result"]["verdict"])

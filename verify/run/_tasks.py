@@ -33,6 +33,7 @@ from verify.claim import (
 )
 from verify.claim._plain import to_plain
 from verify.errors import OutOfScope, UserFunctionError
+from verify.proof import prove_result
 from verify.run._budget import judge_within
 
 __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
@@ -189,7 +190,9 @@ def instance_fields(claim, instance, horizon: object, precision: object) -> dict
 def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fraction,
                       checkpoints: object, precision: object,
                       recheck: bool = True) -> tuple[InstanceResult, dict]:
-    """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`)
+    """Decide the scope, judge the claim's conclusions (:func:`verify.judge.judge_request`),
+    try to prove the verdict on the instance (:func:`verify.proof.prove_result`: a rigorous
+    enclosure and a trapping lemma, within the proof budget: basis enclosure or certificate)
     and re-check a violation on a rigorous basis (no other can refute); never raises, except
     :class:`~verify.errors.UserFunctionError` (a usage error of the claim file).
 
@@ -213,6 +216,8 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                            dict(claim.parameters))
     try:
         result = _judge(request)
+        if recheck:  # prove the verdict on the instance (the shrinker's oracle does not)
+            result = prove_result(request, result)
     except UserFunctionError:  # the claim file is wrong: a usage error, not a verdict
         raise
     except Exception as exc:  # noqa: BLE001

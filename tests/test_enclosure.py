@@ -1,0 +1,138 @@
+"""Rigorous enclosures (verify.enclosure): every ball must contain the exact solution.
+
+Independent routes: closed forms (one token, a linear flow, β = 0), a reduced scalar ODE solved
+by SciPy's DOP853 (two tokens on the circle), the same enclosure at twice the digits, and
+the closed-form Jacobian against forward-mode jets of the field.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from flint import arb, arb_mat, ctx
+from scipy.integrate import solve_ivp
+
+from verify.enclosure import Enclosure
+from verify.enclosure._fields import FieldSpec
+from verify.enclosure._jacobian import jacobian
+from verify.enclosure._jets import State
+from verify.errors import InvalidArgument
+from verify.model import Instance, Model
+
+
+def _exp_tv(V, t):
+    with ctx.workprec(300):  # the reference far tighter than the enclosure
+        return (arb_mat(V) * arb(t)).exp()
+
+
+def test_one_token_is_the_linear_flow_e_tv_x0():
+    """n = 1: the attention is 1 and x(t) = e^{tV} x(0) (token form; a rotation)."""
+    inst = Instance(Model(V=[[0, -1], [1, 0]], form="x"), [[1, 0]])
+    enc = Enclosure(inst)
+    assert enc.advance(2)
+    x = enc.x_at(2)
+    with ctx.workprec(300):
+        exact = _exp_tv([[0, -1], [1, 0]], 2) * arb_mat([[1], [0]])
+        for a in range(2):
+            assert x[0, a].contains(exact[a, 0])
+    assert enc.radius(2) < 1e-10  # each step keeps its remainder near 2^-40
+
+
+def test_zero_beta_is_a_linear_flow_in_both_forms():
+    """β = 0: uniform attention, x_i(t) = x_i(0) + (e^{tV} - I) m(0) with m the mean; the
+    rescaled form encloses z_i = e^{-tV} x_i."""
+    V = [[1, 2], [0, -1]]
+    x0 = [[1, 0], [0, 1], [-1, "1/2"]]
+    mean = [Fraction(0), Fraction(1, 2)]
+    for form in ("x", "z"):
+        inst = Instance(Model(V=V, beta=0, form=form), x0)
+        enc = Enclosure(inst)
+        assert enc.advance(1)
+        E = _exp_tv(V, 1)
+        with ctx.workprec(300):
+            m = arb_mat([[arb(float(v))] for v in mean])
+            shift = (E - arb_mat([[1, 0], [0, 1]])) * m
+            x = enc.x_at(1)
+            for i, row in enumerate(x0):
+                for a in range(2):
+                    assert x[i, a].contains(arb(float(Fraction(row[a]))) + shift[a, 0]), form
+
+
+def _circle_angle(beta: float, u0: float, t: float) -> float:
+    """Two unit tokens on the circle with V = Q = K = I: u = <x1, x2> solves
+    u' = 2 (1 - u^2) e^{βu} / (e^β + e^{βu}) (SciPy's DOP853 at rtol 1e-13)."""
+    sol = solve_ivp(lambda s, u: 2 * (1 - u * u) * np.exp(beta * u)
+                    / (np.exp(beta) + np.exp(beta * u)), (0, t), [u0], method="DOP853",
+                    rtol=1e-13, atol=1e-15)
+    return float(sol.y[0, -1])
+
+
+def test_two_tokens_on_the_circle_against_the_reduced_ode():
+    inst = Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"),
+                    [[1, 0], ["3/5", "4/5"]])
+    enc = Enclosure(inst)
+    assert enc.advance(Fraction(3, 2))
+    x = enc.x_at(Fraction(3, 2))
+    inner = x[0, 0] * x[1, 0] + x[0, 1] * x[1, 1]
+    reference = _circle_angle(1.0, 0.6, 1.5)  # within ~1e-12 of the truth
+    assert abs(float(inner.mid()) - reference) <= float(inner.rad()) + 1e-12
+    assert float(inner.rad()) < 1e-9
+
+
+def test_twice_the_digits_gives_overlapping_and_tighter_balls():
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/3"]])
+    low, high = Enclosure(inst, bits=128), Enclosure(inst, bits=256, tol=2.0 ** -70)
+    assert low.advance(1) and high.advance(1)
+    a, b = low.z_at(1), high.z_at(1)
+    for u, v in zip(a.entries(), b.entries(), strict=True):
+        assert u.overlaps(v)
+        assert float(v.rad()) <= float(u.rad())
+    assert high.radius() < 1e-3 * low.radius()
+
+
+def test_a_token_pinned_by_symmetry_stays_exactly_at_zero():
+    inst = Instance(Model(V=[[1]]), [[-2], [-1], [0], [1], [2]])
+    enc = Enclosure(inst)
+    assert enc.group is not None and enc.advance(1)
+    middle = enc.z_at(1)[2, 0]
+    assert middle.mid() == 0 and middle.rad() == 0
+
+
+def test_unsupported_variants_and_sizes_are_refused():
+    with pytest.raises(InvalidArgument, match="hardmax"):
+        Enclosure(Instance(Model(V=[[1]], attention="hardmax"), [[1], [2]]))
+    with pytest.raises(InvalidArgument, match="small systems"):
+        Enclosure(Instance(Model(V=[[1]]), [[k] for k in range(65)]))
+
+
+def _forward(spec, times, X, refs):
+    """The Jacobian column by column from the jets: F(X + s e_m) has coefficient 1 J e_m."""
+    n, d = X.nrows(), X.ncols()
+    columns = []
+    for m in range(n * d):
+        state = State(X)
+        state.append(arb_mat(n, d, [1 if k == m else 0 for k in range(n * d)]))
+        time = spec._time_value(times) if spec.rescaled else None
+        columns.append(spec.graph(state, time, refs).coef(1).entries())
+    return [[columns[m][r] for m in range(n * d)] for r in range(n * d)]
+
+
+@pytest.mark.parametrize("model", [
+    Model(V=[["1/2", 1], [0, "-1/3"]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], beta="3/2"),
+    Model(V=[[1, 0], [0, 1]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], mask="causal"),
+    Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", beta=2),
+    Model(V=[[2, 1], [0, 1]], form="x", normalisation="pre-ln"),
+    Model(V=[[1, 0], [0, 1]], form="x", attention="unnormalised"),
+    Model(heads=[{"V": [[1, 0], [0, 1]]}, {"V": [[0, 1], [-1, 0]], "Q": [[1, 1], [0, 1]]}],
+          form="x"),
+], ids=["rescaled", "causal", "sphere", "pre-ln", "unnormalised", "two-heads"])
+def test_closed_form_jacobian_matches_forward_jets(model):
+    with ctx.workprec(200):
+        spec = FieldSpec(model, 3)
+        X = arb_mat([[arb(1), arb("0.25")], [arb("-0.5"), arb("0.75")], [arb("0.6"), arb("0.8")]])
+        refs = spec.references(Fraction(1, 3), X)
+        times = arb(1) / 3
+        J = jacobian(spec, times, X, refs).tolist()
+        for row, other in zip(J, _forward(spec, times, X, refs), strict=True):
+            for u, v in zip(row, other, strict=True):
+                assert abs(float((u - v).mid())) < 1e-50

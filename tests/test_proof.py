@@ -1,0 +1,146 @@
+"""Proved on this instance (verify.proof): the grade, its certificate file, its limits."""
+
+import json
+import time
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from verify.claim import (
+    Basis,
+    CheckRequest,
+    InstanceResult,
+    InstanceVerdict,
+    judge_claim,
+    load_claim,
+    parse_conclusions,
+    recheck_record,
+)
+from verify.cli import main
+from verify.lemmas import check_certificate, check_file
+from verify.proof import proof_budget, prove_result
+from verify.run import Budget, InlineExecutor, load_conjecture, run_claims
+
+CLAIMS = Path(__file__).resolve().parent.parent / "claims"
+
+
+def _request(claim, family_name):
+    family = claim.family(family_name)
+    instance = family.instance(0)
+    return CheckRequest(claim, family, instance, None, Fraction(family.horizon),
+                        family.checkpoints, family.precision, dict(claim.parameters))
+
+
+def _undecided(request):
+    return InstanceResult(request.instance.name, request.family.name, None,
+                          InstanceVerdict.INCONCLUSIVE, "not judged yet")
+
+
+def test_an_escape_is_proved_for_all_time_with_a_checked_certificate():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    request = _request(claim, "two-tokens")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
+    assert result.reason.startswith("proved on this instance (for all t ≥ 0)")
+    document = result.certificate["document"]
+    assert document["lemma"]["id"] == "leader-map"
+    assert [f["fact"] for f in document["facts"]] == ["limit-signs"]
+    assert result.evidence["estimate"]["verdict"] == "inconclusive"
+
+
+def test_a_conclusion_without_a_proof_keeps_the_estimate_and_says_why():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    claim = replace(claim, conclusions=parse_conclusions(
+        [{"type": "escapes", "at_most_bounded": 0, "same_sign": True}], "<mutation>"))
+    request = _request(claim, "two-tokens")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is None and result.verdict is InstanceVerdict.INCONCLUSIVE
+    assert "has no proof through lemma leader-map" in result.evidence["proof"]["reason"]
+
+
+def test_no_proof_is_tried_with_a_zero_budget_or_on_a_violation():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    request = _request(claim, "two-tokens")
+    with proof_budget(0):
+        assert "proof" not in prove_result(request, _undecided(request)).evidence
+    violated = InstanceResult(request.instance.name, "two-tokens", None,
+                              InstanceVerdict.VIOLATED, "violated", margin=-1.0, error=0.1)
+    assert prove_result(request, violated) is violated
+
+
+def test_a_run_writes_certificates_the_checker_accepts_and_counts_the_grades(tmp_path, capsys):
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+    claim = replace(claim, families=(claim.family("two-tokens"),))
+    run = run_claims([claim], out_dir=tmp_path, executor=InlineExecutor(), progress=False,
+                     budget=Budget(proof=60))
+    (record,) = run.records.values()
+    result = InstanceResult.from_json(record["result"])
+    assert result.basis is Basis.CERTIFICATE and result.certificate["kind"] == "proof"
+    path = tmp_path / result.certificate["file"]
+    assert check_file(path).valid
+    assert main(["certificate", str(path)]) == 0
+    capsys.readouterr()
+    grades = judge_claim(claim, [result]).grades
+    assert grades == {"proved": 1, "violated": 0, "estimate": 0, "evidence": 0, "unstated": 0,
+                      "undecided": 0}
+    assert "document" not in json.dumps(record["result"]["certificate"])
+
+
+def test_grades_count_a_rigorous_violation_apart_and_an_estimated_one_as_undecided():
+    claim = load_claim(CLAIMS / "escape-threshold.toml")
+
+    def violated(basis):  # and confirmed by its re-check, as the runner does
+        first = InstanceResult("i#0", "f", None, InstanceVerdict.VIOLATED, "violated",
+                               margin=-1.0, error=0.1, basis=basis)
+        return replace(first, rechecked=recheck_record(first, precision=30, horizon=30))
+
+    grades = judge_claim(claim, [violated(Basis.CERTIFICATE), violated(Basis.ESTIMATE)]).grades
+    assert grades["proved"] == 0 and grades["violated"] == 1 and grades["undecided"] == 1
+
+
+def test_the_proof_budget_counts_cpu_seconds_not_waiting():
+    from types import SimpleNamespace
+
+    from verify.proof._prove import _expiry
+
+    expired = _expiry(SimpleNamespace(parameters={"proof_seconds": 0.3}))
+    time.sleep(0.5)  # a loaded machine: the wall clock runs, this thread computes nothing
+    assert not expired()
+    start = time.thread_time()
+    while time.thread_time() - start < 0.4:
+        pass
+    assert expired()
+
+
+@pytest.mark.parametrize("conclusion, rate_text", [
+    ({"type": "exists", "constants": {"C": "(0, inf)", "lam": "(0, inf)"},
+      "quantity": "diameter", "variable": "x", "bound": "C * exp(-lam * t)"}, "λ = κ/2"),
+    ({"type": "rate", "law": "exponential", "relation": ">", "value": 0,
+      "quantity": "diameter", "variable": "x"}, "λ = κ/2"),
+])
+def test_an_exponential_consensus_bound_is_proved_on_the_circle(conclusion, rate_text):
+    claim = load_conjecture(CLAIMS / "conjectures" / "exists-exponential-consensus.toml").claim
+    claim = replace(claim, conclusions=parse_conclusions([conclusion], "<test>"))
+    request = _request(claim, "three-radians")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE, result.evidence["proof"]
+    document = result.certificate["document"]
+    assert document["lemma"]["id"] == "sphere-consensus"
+    check = check_certificate(document)
+    assert check.valid and rate_text in check.facts[0][2]
+    # a rate the lemma does not certify is refused by the checker
+    asked = dict(document["facts"][0], rate_above="1000")
+    assert not check_certificate({**document, "facts": [asked]}).valid
+
+
+def test_a_theta_statement_has_no_proof_through_the_consensus_lemma():
+    claim = load_conjecture(CLAIMS / "conjectures" / "theta-consensus-rate.toml").claim
+    request = _request(claim, "three-radians")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is None and "has no proof" in result.evidence["proof"]["reason"]

@@ -1,0 +1,21 @@
+r"""The theory's trapping lemmas, checked in ball arithmetic, and the independent certificate
+checker.
+
+Each lemma is a small module with its statement, its source (the paper's theorem, or its own
+proof in the docstring), the hypotheses it checks in balls on the state at one time
+:math:`t_1`, and what it certifies for all :math:`t \ge t_1`:
+
+* :mod:`verify.lemmas.leader_map` — a certified hardmax leader map (``V = λI``, Theorem 3.1,
+  Theorem 2.1 in ``d = 1``): limits, Boolean attention, doubly exponential rate;
+* :mod:`verify.lemmas.good_triple` — the hyperplanes of Theorem 4.2 for a good triple;
+* :mod:`verify.lemmas.sphere_consensus` — consensus on the sphere with an exponential rate;
+* :mod:`verify.lemmas.facts` — the claim-level facts derived from them;
+* :mod:`verify.lemmas.checker` — ``verify certificate FILE``.
+
+This package imports only python-flint and the standard library (a test enforces it): the
+checker shares no code with the integrator or the judges.
+"""
+
+from verify.lemmas.checker import SCHEMA, CheckResult, check_certificate, check_file
+
+__all__ = ["SCHEMA", "CheckResult", "check_certificate", "check_file"]

@@ -1,0 +1,237 @@
+r"""Claim-level facts derived from a lemma's conclusions, re-checked by the certificate checker.
+
+A certificate proves a claim's conclusion on an instance through *facts*: each names a
+statement about all :math:`t \ge t_1` that follows from the lemma's conclusions plus, at most, an
+exact property of the instance. :data:`FACTS` maps each name to its check
+``check(inst, lemma_id, conclusions, fact) -> (holds, why)``.
+
+Only python-flint and the standard library are imported.
+"""
+
+from __future__ import annotations
+
+from flint import arb
+
+from verify.lemmas._balls import exact, parse_ball, rational
+
+__all__ = ["FACTS", "check_fact", "positive_definite"]
+
+
+def positive_definite(B: list) -> bool:
+    """Exact test that a rational matrix is symmetric positive definite (leading minors by
+    Gaussian elimination in rationals)."""
+    d = len(B)
+    if any(B[a][b] != B[b][a] for a in range(d) for b in range(d)):
+        return False
+    M = [list(row) for row in B]
+    for k in range(d):
+        if M[k][k] <= 0:
+            return False
+        for r in range(k + 1, d):
+            f = M[r][k] / M[k][k]
+            M[r] = [x - f * y for x, y in zip(M[r], M[k], strict=True)]
+    return True
+
+
+def _limits(conclusions: dict) -> list:
+    return [None if row is None else [parse_ball(v) for v in row]
+            for row in conclusions["limits"]]
+
+
+def _need(lemma: str, *ids: str) -> tuple[bool, str] | None:
+    if lemma not in ids:
+        return False, f"this fact is derived from lemma {' or '.join(ids)}, not {lemma}."
+    return None
+
+
+def converge(inst, lemma, conclusions, fact):
+    """Every token converges (to a point; on the sphere: all to one point)."""
+    if lemma in ("leader-map", "sphere-consensus"):
+        return True, "every token converges (the lemma's conclusion)."
+    if lemma == "good-triple":
+        return True, "every φ1*(z_i) converges (the lemma's conclusion)."
+    return False, f"lemma {lemma} does not give convergence."
+
+
+def converge_phi1(inst, lemma, conclusions, fact):
+    """Every :math:`\\varphi_1^*(z_i)` converges."""
+    if lemma in ("good-triple", "leader-map"):
+        return True, "every φ1*(z_i) converges."
+    return False, f"lemma {lemma} says nothing about φ1*."
+
+
+def limits_in_S(inst, lemma, conclusions, fact):
+    """Every limit is a point of the set 𝒮 of Theorem 3.1: the leader map's limits satisfy
+    :math:`p_a^\\top B (p_a - p_b) \\ge g_{out} > 0` against every other limit and the pinned
+    tokens sit at :math:`0 \\in \\mathcal S`; with :math:`B \\succ 0` this is
+    :math:`\\|A p_a\\|^2 > \\langle A p_a, A p_b\\rangle`, so :math:`p_a` is a vertex of
+    :math:`\\mathcal K = \\operatorname{conv}\\{p\\}` and lies in :math:`\\mathcal S`."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    if not positive_definite(inst.B):
+        return False, "βQᵀK is not certified symmetric positive definite."
+    return True, "each limit beats every other limit in its own score (g_out > 0): it is a " \
+                 "vertex of 𝒦 and a point of 𝒮; pinned tokens stay at 0 ∈ 𝒮."
+
+
+def leaders_extreme(inst, lemma, conclusions, fact):
+    """(``d = 1``) the leaders are the extreme tokens (the smallest and largest ``x0``)."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    values = [row[0] for row in inst.x0]
+    extreme = {values.index(min(values)), values.index(max(values))}
+    leaders = {a for a in conclusions["leader_of"] if a is not None}
+    if inst.d != 1 or not leaders <= extreme:
+        return False, f"leaders {sorted(leaders)} are not among the extreme tokens " \
+                      f"{sorted(extreme)}."
+    return True, f"every decided row tends to the row of an extreme token {sorted(leaders)}."
+
+
+def free_rows(inst, lemma, conclusions, fact):
+    """At most ``fact["at_most"]`` rows of the attention stay free (the pinned tokens')."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    count = len(conclusions["pinned"])
+    limit = int(fact["at_most"])
+    return count <= limit, f"{count} free row(s) (pinned tokens), at most {limit}."
+
+
+def doubly_exponential(inst, lemma, conclusions, fact):
+    """The non-free rows tend to Boolean rows doubly exponentially:
+    :math:`1 - P_{i\\ell}(t) \\le (n-1) e^{-\\min(U, W) e^{\\lambda (t - t_1)}}`, so
+    :math:`\\log(-\\log(1 - P_{i\\ell}))` grows at least at the rate :math:`\\lambda`, which
+    must be ``>= fact["rate_at_least"]``."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    bounds = [parse_ball(conclusions[k]) for k in ("U", "W") if conclusions.get(k)]
+    lam, wanted = rational(conclusions["lambda"]), rational(fact.get("rate_at_least", 0))
+    ok = all(b > 0 for b in bounds) and lam >= wanted
+    return ok, (f"1 - P_iℓ(t) <= (n-1) exp(-min(U, W) e^{{λ(t - t1)}}) with U, W > 0: "
+                f"log(-log(1 - P_iℓ)) grows at rate >= λ = {lam} (>= {wanted}).")
+
+
+def limit_signs(inst, lemma, conclusions, fact):
+    """(``d = 1``) each listed token's limit of :math:`z_i` has the listed sign."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    limits = _limits(conclusions)
+    for i, sign in zip(fact["tokens"], fact["signs"], strict=True):
+        if limits[i] is None or not (sign * limits[i][0]) > 0:
+            return False, f"the limit of z_{i} is not certified of sign {sign}."
+    return True, "γ_i = lim z_i has the sign of x_i(0) for the listed tokens."
+
+
+def bounded_at_most(inst, lemma, conclusions, fact):
+    """At most ``fact["at_most"]`` token stays bounded, and it tends to 0: every other limit
+    :math:`\\gamma_i = \\lim z_i` is certified nonzero; the bounded ones are pinned at 0."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    limits = _limits(conclusions)
+    for i, row in enumerate(limits):
+        if row is not None and not any(not v.contains(0) for v in row):
+            return False, f"γ_{i} = lim z_{i} is not certified nonzero."
+    count = len(conclusions["pinned"])
+    return count <= int(fact["at_most"]), f"{count} token(s) pinned at 0 (x ≡ 0), every " \
+                                          "other γ_i ≠ 0."
+
+
+def order_after(inst, lemma, conclusions, fact):
+    """(``d = 1``) the order of the tokens is kept for all :math:`t \\ge t_1`: tokens of
+    different clusters stay in ordered, disjoint intervals :math:`R_a`; within a cluster
+    :math:`z_j - z_k = e^{-\\lambda s}(y_j(t_1) - y_k(t_1) + r_j - r_k)` with
+    :math:`|r| \\le \\rho`, so offsets more than :math:`2\\rho` apart keep their order."""
+    wrong = _need(lemma, "leader-map")
+    if wrong:
+        return wrong
+    if inst.d != 1:
+        return False, "the order is about d = 1."
+    order = sorted(range(inst.n), key=lambda i: inst.x0[i][0])
+    leader_of = conclusions["leader_of"]
+    regions = {int(a): parse_ball(r[0]) for a, r in conclusions["regions"].items()}
+    rho = exact(rational(conclusions["rho"]))
+    offsets = {int(k): parse_ball(v) for k, v in fact["offsets"].items()}
+    for i, j in zip(order, order[1:], strict=False):
+        a, b = leader_of[i], leader_of[j]
+        lo = arb(0) if a is None else regions[a]
+        hi = arb(0) if b is None else regions[b]
+        if a != b or a is None:
+            if not lo.upper() < hi.lower():
+                return False, f"tokens {i} and {j} are not in ordered, disjoint regions."
+            continue
+        yi, yj = offsets.get(i, arb(0)), offsets.get(j, arb(0))
+        if not (yj - yi) > 2 * rho:
+            return False, f"the offsets of tokens {i}, {j} are not 2ρ apart."
+    return True, "the order of the tokens is kept for all t >= t1."
+
+
+def consensus(inst, lemma, conclusions, fact):
+    """All tokens reach one cluster (consensus)."""
+    wrong = _need(lemma, "sphere-consensus")
+    if wrong:
+        return wrong
+    return True, "1 - min <x_i, x_k> decays exponentially: consensus."
+
+
+def exponential_consensus(inst, lemma, conclusions, fact):
+    r""":math:`\operatorname{diam} x(t) \le C e^{-\lambda t}` for all :math:`t \ge 0` with
+    :math:`\lambda = \kappa/2 > 0` and :math:`C = 2 e^{\kappa t_1/2}`: for :math:`t \ge t_1`
+    the lemma gives :math:`|x_i - x_k|^2 = 2 - 2\langle x_i, x_k\rangle \le 2(1 - m_1)
+    e^{-\kappa(t - t_1)}` with :math:`2(1 - m_1) \le 4`, and before :math:`t_1` unit vectors are
+    at most 2 apart. ``rate_above`` (optional, a rational) asks :math:`\lambda >` it."""
+    wrong = _need(lemma, "sphere-consensus")
+    if wrong:
+        return wrong
+    kappa, t1 = parse_ball(conclusions["kappa"]), rational(conclusions["t1"])
+    lam = kappa / 2
+    above = rational(fact.get("rate_above", "0"))
+    if not lam > exact(above):
+        return False, f"the certified rate κ/2 = {lam} is not > {above}."
+    C = 2 * (kappa * exact(t1) / 2).exp()
+    return True, (f"diam x(t) <= C e^(-λt) for all t >= 0 with λ = κ/2 >= {lam.lower()} > "
+                  f"{above} and C = 2 e^(κ t1/2) <= {C.upper()}.")
+
+
+def hyperplanes(inst, lemma, conclusions, fact):
+    """Every :math:`\\varphi_1^*(z_i)` tends to :math:`a`, 0 or :math:`b`:
+    :math:`\\operatorname{dist}(z_i(t), H) \\to 0` (Theorem 4.2's hyperplanes)."""
+    wrong = _need(lemma, "good-triple")
+    if wrong:
+        return wrong
+    counted = len(conclusions["plus"]) + len(conclusions["minus"]) + len(conclusions["zero"])
+    return counted == inst.n, "every token is on a trapped side or held at φ1* = 0."
+
+
+def phi1_monotone(inst, lemma, conclusions, fact):
+    """For all :math:`t \\ge 0`, :math:`\\max_j\\varphi_1^*(z_j)` is non-increasing and
+    :math:`\\min_j` non-decreasing (:math:`\\dot\\alpha_i = \\lambda_1\\sum_j P_{ij}(\\alpha_j -
+    \\alpha_i)` with :math:`\\lambda_1 > 0`): true for every instance of a good triple."""
+    wrong = _need(lemma, "good-triple")
+    if wrong:
+        return wrong
+    return parse_ball(conclusions["lambda1"]) > 0, "λ1 > 0 is a certified eigenvalue with " \
+                                                   "left eigenvector φ1*."
+
+
+FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": limits_in_S,
+         "leaders-extreme": leaders_extreme, "free-rows": free_rows,
+         "doubly-exponential": doubly_exponential, "limit-signs": limit_signs,
+         "bounded-at-most": bounded_at_most, "order-after-t1": order_after,
+         "consensus": consensus, "exponential-consensus": exponential_consensus,
+         "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone}
+
+
+def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:
+    """``(holds, why)`` for one fact of a certificate."""
+    name = fact.get("fact")
+    if name not in FACTS:
+        return False, f"unknown fact {name!r}."
+    try:
+        return FACTS[name](inst, lemma, conclusions, fact)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        return False, f"fact {name!r} could not be checked: {exc!r}."

@@ -1,0 +1,205 @@
+r"""Lemma ``good-triple``: for a good triple, a split of the tokens by the sign of
+:math:`\varphi_1^*(z_i)` at one time :math:`t_1` that survives a dominance test traps them for
+all time; then every :math:`\varphi_1^*(z_i)` converges to :math:`a`, :math:`0` or :math:`b` (the
+three hyperplanes of Theorem 4.2).
+
+Source: Definition 4.1 and Theorem 4.2 of Geshkovski–Letrouit–Polyanskiy–Rigollet (arXiv
+2305.05465); the trapping statement with explicit constants and its proof are this module's
+own, so that every hypothesis is a finite inequality on the state at :math:`t_1`.
+
+**Setting.** The rescaled form :math:`\dot z_i = \sum_j P_{ij} V (z_j - z_i)` with
+:math:`P = \operatorname{softmax}(\langle Q x_i, K x_j\rangle)`, :math:`x = e^{tV} z`,
+:math:`B = \beta Q^\top K`. :math:`\lambda_1` is real, positive, simple and dominant
+(:math:`\lambda_1 > |\lambda_k|`), :math:`\varphi_1`, :math:`\varphi_1^*` its right and left
+eigenvectors with :math:`\varphi_1^*(\varphi_1) = 1`, :math:`c = \varphi_1^\top B \varphi_1 > 0`
+(a good triple); :math:`W = \ker\varphi_1^*`, :math:`\pi_W = I - \varphi_1 \varphi_1^*`,
+:math:`\alpha_i = \varphi_1^*(z_i)`, :math:`u_i = \pi_W x_i`. Since :math:`\varphi_1^* V =
+\lambda_1\varphi_1^*`,
+
+.. math:: \dot\alpha_i = \lambda_1 \textstyle\sum_j P_{ij}(\alpha_j - \alpha_i), \qquad
+          \dot u_i = \textstyle\sum_j P_{ij}\, V u_j .
+
+(So :math:`\max_j \alpha_j` never increases and :math:`\min_j\alpha_j` never decreases, for all
+:math:`t \ge 0`: the monotonicity parts of Theorem 4.2, for every instance.)
+
+**Lemma.** Let :math:`T` be invertible, :math:`\|u\|_* = |T^{-1}u|_2`,
+:math:`\rho \ge \|T^{-1} V \pi_W T\|_2` with :math:`\rho < \lambda_1`, and at :math:`t_1`:
+:math:`U_0 \ge \max_j \|u_j\|_*`, :math:`A \ge \max_j|\alpha_j|`,
+:math:`\delta \ge \max_j \alpha_j - \min_j\alpha_j`, :math:`\kappa_1 \ge |T^\top B^\top
+\varphi_1|_2`, :math:`\kappa_2 \ge |T^\top B \varphi_1|_2`, :math:`\kappa_3 \ge \|T^\top B T\|_2`,
+:math:`K_1 = U_0(2A\kappa_1 + \delta\kappa_2)`, :math:`K_2 = 2\kappa_3 U_0^2`. Split the tokens
+into :math:`T_+ = \{\alpha_i(t_1) > 0\}`, :math:`T_- = \{\alpha_i(t_1) < 0\}` and :math:`T_0`
+(tokens held on :math:`\{\varphi_1^* = 0\}` forever by an exact symmetry :math:`S` fixing them with
+:math:`S^\top\varphi_1^* = -\varphi_1^*`). If for some :math:`\mu_+ > 0`
+
+.. math:: G_+ = e^{2\lambda_1 t_1} c \mu_+^2 - e^{\lambda_1 t_1} K_1 - K_2 > 0, \qquad
+          \min_{i \in T_+}\alpha_i(t_1) - \delta (n - |T_+|) \frac{e^{-G_+}}{2G_+} > \mu_+
+
+(and the same for :math:`T_-` with :math:`-\alpha`), then for all :math:`t \ge t_1`:
+:math:`\alpha_i \ge \mu_+` on :math:`T_+`, :math:`\alpha_i \le -\mu_-` on :math:`T_-`,
+:math:`\alpha_i = 0` on :math:`T_0`; and every :math:`\alpha_i`, :math:`i \in T_+`, converges to
+:math:`b = \lim \max_j \alpha_j \in [\mu_+, \max_j\alpha_j(t_1)]`, every :math:`\alpha_i`,
+:math:`i \in T_-`, to :math:`a = \lim\min_j\alpha_j`: :math:`\operatorname{dist}(z_i, H) \to 0` for
+the hyperplanes :math:`H = \{\varphi_1^* \in \{a, 0, b\}\}`.
+
+*Proof.* (1) :math:`\tfrac{d}{dt}\max_j\|u_j\|_* \le \rho\max_j\|u_j\|_*` (:math:`\|T^{-1}V u\|_2
+\le \rho\|u\|_*` on :math:`W`), so :math:`\|u_j(t)\|_* \le U_0 e^{\rho(t - t_1)}`; the
+:math:`\alpha`'s stay in :math:`[\min\alpha(t_1), \max\alpha(t_1)]`. (2) Writing :math:`x_j =
+e^{\lambda_1 t}\alpha_j\varphi_1 + u_j`, for :math:`i \in T_+`, :math:`j \notin T_+` and
+:math:`k` with :math:`\alpha_k = \max\alpha \ge \alpha_i`: :math:`S_{ik} - S_{ij} = e^{2\lambda_1 t}
+c\,\alpha_i(\alpha_k - \alpha_j) + e^{\lambda_1 t}[\alpha_i \varphi_1^\top B(u_k - u_j) +
+(\alpha_k - \alpha_j) u_i^\top B\varphi_1] + u_i^\top B(u_k - u_j) \ge e^{2\lambda_1 s} G_+` as
+long as :math:`\alpha_i \ge \mu_+` and :math:`\alpha_j \le 0` (use :math:`e^{(\lambda_1 + \rho)s},
+e^{2\rho s} \le e^{2\lambda_1 s}`). Hence :math:`\sum_{j \notin T_+} P_{ij} \le (n - |T_+|)
+e^{-G_+ e^{2\lambda_1 s}}`, :math:`\dot\alpha_i \ge -\lambda_1 \delta \sum_{j\notin T_+} P_{ij}`,
+and :math:`\alpha_i` loses at most :math:`\delta(n - |T_+|) e^{-G_+}/(2G_+)`: strictly less than
+allowed, so (continuity, both sides at once) the bounds hold for all :math:`t`. (3) :math:`M =
+\max_{T_+}\alpha` decreases; :math:`m = \min_{T_+}\alpha` plus the integrable leakage increases;
+both converge. If :math:`\lim(M - m) = \sigma > 0`, the dominant term :math:`e^{2\lambda_1 t}c\,
+\alpha_i(\alpha_k - \alpha_j)` with :math:`\alpha_k - \alpha_j \ge \sigma/4` beats the
+:math:`O(e^{(\lambda_1+\rho)t})` rest, so the token realising :math:`m` puts weight
+:math:`\to 1` on tokens with :math:`\alpha \ge m + \sigma/4` and :math:`\dot m \ge \lambda_1
+\sigma/8` eventually — impossible. So all of :math:`T_+` converges to :math:`b`; likewise
+:math:`T_-`. ∎
+
+Only python-flint and the standard library are imported.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from flint import acb_mat, arb, arb_mat
+
+from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
+
+__all__ = ["ID", "check", "leading_eigenpair"]
+
+ID = "good-triple"
+
+
+def leading_eigenpair(V: list) -> tuple[arb, list, list]:
+    """``(λ1, φ1, φ1*)`` in balls, certified real, simple and dominant (``λ1 > |λ_k|``), from
+    python-flint's rigorous eigen-decomposition of the exact ``V``; raises
+    :class:`CheckFailure` otherwise. ``φ1`` is normalised to 1 in its largest entry and
+    ``φ1*(φ1) = 1``."""
+    d = len(V)
+    try:
+        values, left, right = acb_mat([[exact(v) for v in row] for row in V]).eig(
+            left=True, right=True)
+    except (ValueError, ZeroDivisionError) as exc:
+        raise CheckFailure(f"the eigenvalues of V are not isolated ({exc}).") from None
+    k = max(range(d), key=lambda j: float(values[j].real.mid()))
+    lam = values[k]
+    mirror = lam.conjugate()
+    if any(values[j].overlaps(mirror) for j in range(d) if j != k):
+        raise CheckFailure("λ1 is not certified real (its conjugate ball meets another "
+                           "eigenvalue).")
+    lam1 = lam.real
+    if not lam1 > 0:
+        raise CheckFailure(f"λ1 = {lam1} is not certified positive.")
+    if any(not lam1 > abs(values[j]) for j in range(d) if j != k):
+        raise CheckFailure("λ1 is not certified to dominate the other eigenvalues in modulus.")
+    column = [right[a, k] for a in range(d)]
+    p = max(range(d), key=lambda a: float(abs(column[a]).mid()))
+    pivot = column[p]
+    phi = [(v / pivot).real for v in column]
+    phi_star = [(left[k, a] * pivot).real for a in range(d)]
+    return lam1, phi, phi_star
+
+
+def _norm(v: list) -> arb:
+    return sum((x * x for x in v), arb(0)).sqrt()
+
+
+def _two_norm_bound(M: arb_mat) -> arb:
+    """An upper bound of the spectral norm: ``sqrt(‖MᵀM‖_∞)`` (Gershgorin)."""
+    G = M.transpose() * M
+    return max(sum((abs(v) for v in row), arb(0)).upper() for row in G.tolist()).sqrt().upper()
+
+
+def _vec(M: arb_mat, v: list) -> list:
+    return [sum((M[a, b] * v[b] for b in range(len(v))), arb(0)) for a in range(M.nrows())]
+
+
+def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) -> LemmaReport:
+    """Check the lemma on the balls ``z`` (rescaled tokens at ``t1``), with the verified
+    ``symmetries`` and the certificate's ``parameters``: ``T`` (rational ``d×d``), ``mu_plus``,
+    ``mu_minus`` (rationals), ``zero`` (tokens claimed on ``{φ1* = 0}`` by symmetry)."""
+    if inst.form != "z" or inst.plain():
+        raise CheckFailure(f"lemma {ID} is about the rescaled plain model (form 'z', one softmax "
+                           f"head, full attention); this instance has {', '.join(inst.plain())}.")
+    report = LemmaReport(ID)
+    n, d = inst.n, inst.d
+    lam1, phi, phi_star = leading_eigenpair(inst.V)
+    B = arb_mat([[exact(v) for v in row] for row in inst.B])
+    Bphi = _vec(B, phi)
+    c = sum((u * v for u, v in zip(phi, Bphi, strict=True)), arb(0))
+    report.require("good-triple", c, "<Qφ1, Kφ1> > 0 (Definition 4.1)")
+    try:
+        T = arb_mat([[exact(rational(v)) for v in row] for row in parameters["T"]])
+        zero = [int(i) for i in parameters.get("zero", [])]
+    except (KeyError, TypeError, ValueError):
+        raise CheckFailure(f"lemma {ID} needs parameters T (rational d×d), mu_plus, "
+                           "mu_minus, zero.") from None
+    T_inv = T.inv()
+    V = arb_mat([[exact(v) for v in row] for row in inst.V])
+    pi_W = arb_mat([[(1 if a == b else 0) - phi[a] * phi_star[b] for b in range(d)]
+                    for a in range(d)])
+    rho = _two_norm_bound(T_inv * V * pi_W * T)
+    report.require("spectral-gap", lam1 - rho, "ρ ≥ ‖T⁻¹ V π_W T‖₂ stays below λ1")
+    for j in zero:
+        ok = any(pi[j] == j and all(
+            (sum((S[b][a] * phi_star[b] for b in range(d)), arb(0)) + phi_star[a]).contains(0)
+            for a in range(d)) and not all(
+            (sum((S[b][a] * phi_star[b] for b in range(d)), arb(0)) - phi_star[a]).contains(0)
+            for a in range(d)) for S, pi in symmetries)
+        if not ok:
+            raise CheckFailure(f"token {j} is not held on {{φ1* = 0}} by a verified symmetry.")
+    rows = [[z[i, a] for a in range(d)] for i in range(n)]
+    alpha = [sum((p * v for p, v in zip(phi_star, row, strict=True)), arb(0)) for row in rows]
+    plus = [i for i in range(n) if i not in zero and alpha[i] > 0]
+    minus = [i for i in range(n) if i not in zero and alpha[i] < 0]
+    undecided = [i for i in range(n) if i not in zero and i not in plus and i not in minus]
+    if undecided:
+        raise CheckFailure(f"the sign of φ1*(z_i(t1)) is not certified for tokens "
+                           f"{undecided}.")
+    E = (V * exact(t1)).exp()
+    X = [_vec(E, row) for row in rows]
+    U0 = max(_norm(_vec(T_inv, _vec(pi_W, x))).upper() for x in X)
+    values = [a for i, a in enumerate(alpha) if i not in zero] + [arb(0)] * len(zero)
+    top = max(v.upper() for v in values)
+    bottom = min(v.lower() for v in values)
+    A = max(abs(v).upper() for v in values)
+    spread = arb(top) - arb(bottom)
+    Tt = T.transpose()
+    kappa1 = _norm(_vec(Tt * B.transpose(), phi)).upper()
+    kappa2 = _norm(_vec(Tt, Bphi)).upper()
+    kappa3 = sum((v * v for v in (Tt * B * T).entries()), arb(0)).sqrt().upper()
+    K1 = U0 * (2 * A * kappa1 + spread * kappa2)
+    K2 = 2 * kappa3 * U0 * U0
+    grow1, grow2 = (lam1 * exact(t1)).exp(), (2 * lam1 * exact(t1)).exp()
+    sides = {}
+    for name, members, sign in (("plus", plus, 1), ("minus", minus, -1)):
+        if not members:
+            continue
+        try:
+            mu = exact(rational(parameters[f"mu_{name}"]))
+        except KeyError:
+            raise CheckFailure(f"lemma {ID} needs mu_{name}.") from None
+        G = grow2 * c * mu * mu - grow1 * K1 - K2
+        report.require(f"dominance-{name}", G, f"G_{name} > 0: the φ1-direction dominates the "
+                       "scores of the tokens on that side")
+        if not G > 0:
+            continue
+        lowest = min((sign * alpha[i]).lower() for i in members)
+        leak = spread * (n - len(members)) * (-G).exp() / (2 * G)
+        report.require(f"trap-{name}", arb(lowest) - leak - mu,
+                       f"the tokens of T_{name} keep |φ1*(z_i)| ≥ μ_{name}")
+        sides[name] = {"tokens": members, "mu": str(rational(parameters[f"mu_{name}"])),
+                       "limit_within": [ball_text(mu), ball_text(arb(top) if sign > 0
+                                                                 else -arb(bottom))]}
+    report.conclusions = {"t1": str(t1), "lambda1": ball_text(lam1), "plus": plus,
+                          "minus": minus, "zero": zero, "sides": sides,
+                          "phi1_star": [ball_text(v) for v in phi_star], "rho": ball_text(rho)}
+    return report

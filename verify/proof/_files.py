@@ -1,0 +1,33 @@
+"""Certificate files: a proved instance's certificate document moves from the result record to
+``<run>/certificates/<claim>-<family>-<k>.json`` (written atomically, like every file of a
+run), and the result keeps its path."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from verify.atomic import write_atomic
+from verify.claim import InstanceResult
+
+__all__ = ["write_certificate", "CERTIFICATE_FOLDER"]
+
+CERTIFICATE_FOLDER = "certificates"
+
+
+def write_certificate(record: dict, out_dir: str | Path) -> dict:
+    """Write the certificate of ``record`` (a run's instance record) as a file, if it has one,
+    and return the record with ``result.certificate["file"]`` instead of the document."""
+    result = InstanceResult.from_json(record["result"])
+    certificate = result.certificate
+    if not certificate or "document" not in certificate:
+        return record
+    folder = Path(out_dir) / CERTIFICATE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{record['claim']}-{record['family']}-{record['k']}.json"
+    write_atomic(folder / name, json.dumps(certificate["document"], indent=1, sort_keys=True))
+    kept = {k: v for k, v in certificate.items() if k != "document"}
+    record["result"] = replace(result, certificate={**kept, "file": f"{CERTIFICATE_FOLDER}/{name}"}
+                               ).to_json()
+    return record

@@ -1,0 +1,116 @@
+r"""Which facts prove which conclusions: a claim's conclusions mapped, one by one, onto the
+claim-level facts of :mod:`verify.lemmas.facts` that a lemma can certify.
+
+A conclusion is provable on an instance only when its exact wording is one of the cases below;
+anything else (another prediction, another quantity, a tolerance) has no proof here and the
+instance keeps its estimate-based verdict. Each case names the facts, built from the
+certificate's conclusions and, where needed, the instance:
+
+================================  ==================  =========================================
+conclusion                        lemma               facts
+================================  ==================  =========================================
+converges to polytope-S           leader-map          converge, limits-in-S
+converges, functional phi1        good-triple         converge-phi1
+approach hyperplanes-a0b          good-triple         hyperplanes
+monotone max/min(z @ phi1)        good-triple         phi1-monotone
+attention → extreme-tokens        leader-map (d=1)    leaders-extreme, free-rows
+rate doubly-exponential ≥ v       leader-map          doubly-exponential (λ ≥ v)
+escapes threshold-tokens, sign    leader-map (d=1)    limit-signs
+escapes, at most k bounded        leader-map (d=1)    bounded-at-most
+consecutive-gaps > 0              leader-map (d=1)    order-after-t1, and the enclosure on
+                                                      [0, t1] (order kept at every step)
+consensus                         sphere-consensus    consensus
+∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
+rate exponential > 0, diameter    sphere-consensus    exponential-consensus
+================================  ==================  =========================================
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+__all__ = ["NoPlan", "plan_facts"]
+
+
+class NoPlan(Exception):
+    """No proof of this conclusion by this lemma (the message says why)."""
+
+
+def _is(value, name: str) -> bool:
+    return isinstance(value, dict) and value.get("predict") == name
+
+
+def _threshold_tokens(instance) -> list[int]:
+    from verify.exact.escape import above_escape_threshold
+
+    values = [instance.x0[i, 0] for i in range(instance.n)]
+    picked = []
+    for sign, index in ((1, values.index(max(values))), (-1, values.index(min(values)))):
+        if above_escape_threshold(sign * values[index], instance.n):
+            picked.append(index)
+    return sorted(set(picked))
+
+
+def _exponential_bound(kind: str, p: dict) -> bool:
+    """``exists`` C in (0, inf), lam in (0, inf) with ``q <= C * exp(-lam * t)`` (for all t)."""
+    return kind == "exists" and set(p) <= {"constants", "quantity", "variable", "bound",
+                                           "relation"} and \
+        p.get("relation", "<=") == "<=" and \
+        "".join(str(p.get("bound")).split()) == "C*exp(-lam*t)" and \
+        {k: "".join(str(v).split()) for k, v in (p.get("constants") or {}).items()} == \
+        {"C": "(0,inf)", "lam": "(0,inf)"}
+
+
+def _positive_rate(kind: str, p: dict) -> bool:
+    """``rate`` with law exponential, relation ``>`` and value 0: some positive rate."""
+    return kind == "rate" and set(p) <= {"law", "relation", "value", "quantity", "variable"} \
+        and p.get("law") == "exponential" and p.get("relation") == ">" and \
+        Fraction(str(p.get("value"))) == 0
+
+
+def plan_facts(spec, lemma: str, instance) -> list[dict]:
+    """The facts (templates; ``"order-after-t1"`` gets its offsets later) that prove the
+    conclusion ``spec`` through ``lemma``, or :class:`NoPlan`."""
+    kind, p = spec.type, dict(spec.parameters)
+    d = instance.d
+    if kind == "converges" and lemma == "leader-map" and _is(p.get("to"), "polytope-S") \
+            and set(p) == {"to"}:
+        return [{"fact": "converge"}, {"fact": "limits-in-S"}]
+    if kind == "converges" and lemma == "good-triple" and _is(p.get("functional"), "phi1") \
+            and set(p) == {"functional"}:
+        return [{"fact": "converge-phi1"}]
+    if kind == "approach" and lemma == "good-triple" and _is(p.get("hyperplanes"),
+                                                             "hyperplanes-a0b"):
+        return [{"fact": "hyperplanes"}]
+    if kind == "monotone" and lemma == "good-triple" and (
+            (p.get("quantity"), p.get("direction")) in (("max(z @ phi1)", "nonincreasing"),
+                                                        ("min(z @ phi1)", "nondecreasing"))):
+        return [{"fact": "phi1-monotone"}]
+    if lemma == "leader-map" and kind == "attention" and d == 1 and \
+            _is(p.get("targets_within"), "extreme-tokens") and \
+            set(p) <= {"targets_within", "free_rows_at_most"}:
+        return [{"fact": "leaders-extreme"},
+                {"fact": "free-rows", "at_most": int(p.get("free_rows_at_most", 0))}]
+    if lemma == "leader-map" and kind == "rate" and p.get("law") == "doubly-exponential" \
+            and p.get("quantity", "log-boolean-gap") == "log-boolean-gap" \
+            and p.get("relation", ">=") == ">=":
+        return [{"fact": "doubly-exponential", "rate_at_least": str(Fraction(p["value"]))}]
+    if lemma == "leader-map" and kind == "escapes" and d == 1:
+        if _is(p.get("tokens"), "threshold-tokens") and p.get("same_sign") and \
+                not p.get("at_most_bounded"):
+            tokens = _threshold_tokens(instance)
+            signs = [1 if instance.x0[i, 0] > 0 else -1 for i in tokens]
+            return [{"fact": "limit-signs", "tokens": tokens, "signs": signs}]
+        if "tokens" not in p and not p.get("same_sign"):
+            return [{"fact": "bounded-at-most", "at_most": int(p.get("at_most_bounded", 0))}]
+    if lemma == "leader-map" and kind == "inequality" and d == 1 and \
+            p.get("quantity") == "consecutive-gaps" and p.get("relation") == ">" and \
+            Fraction(str(p.get("value"))) == 0:
+        return [{"fact": "order-after-t1"}]
+    if lemma == "sphere-consensus" and kind == "consensus" and p.get("variable", "x") == "x":
+        return [{"fact": "consensus"}]
+    if lemma == "sphere-consensus" and p.get("variable", "x") == "x" and \
+            p.get("quantity") == "diameter" and (_exponential_bound(kind, p)
+                                                 or _positive_rate(kind, p)):
+        return [{"fact": "exponential-consensus"}]
+    raise NoPlan(f"{spec.where} ({kind}) has no proof through lemma {lemma} here.")

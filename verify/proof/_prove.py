@@ -1,0 +1,259 @@
+r"""Proving an instance: a rigorous enclosure up to :math:`t_1`, a trapping lemma at
+:math:`t_1`, a certificate that the independent checker accepts.
+
+:func:`prove_result` is the one call the judging engine makes: for an instance whose verdict
+rests on an estimate (or is undecided), it
+
+1. picks the lemma that can trap the model's dynamics (:func:`~verify.proof._lemmas.lemma_for`)
+   and maps each conclusion of the claim onto the facts that prove it
+   (:mod:`verify.proof._plans`); a conclusion without such a mapping ends the attempt;
+2. encloses the trajectory (:class:`verify.enclosure.Enclosure`) and, at the marks
+   :math:`t_1 = 0, \tfrac12, 1, \dots` up to the re-check horizon :math:`\tfrac32 T` of the
+   estimate (or the longest horizon its extensions reached), asks the lemma whether it traps
+   the tokens there (:func:`~verify.proof._lemmas.try_lemma`) and adds the facts;
+3. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
+   builder, decides — and on success returns the verdict **proved on this instance (for all
+   t ≥ 0)** with basis ``certificate`` and the certificate document attached.
+
+Escalation before giving up: the first enclosure has 128 bits and steps whose remainder is
+about 2^-40 of the state; when it loses accuracy it is started again once with 256 bits and
+2^-56 (more digits); later marks are lemmas at a later
+:math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
+:data:`PROOF_SECONDS`: CPU seconds, so that a loaded machine proves what an idle one does) and
+the instance's own wall budget. When nothing is proved, the
+estimate-based verdict stands and its evidence says what was tried and why it failed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from fractions import Fraction
+
+from verify.claim import Basis, InstanceResult, InstanceVerdict, check_hypotheses
+from verify.proof._lemmas import lemma_for, try_lemma
+from verify.proof._plans import NoPlan, plan_facts
+
+__all__ = ["prove_result", "proof_budget", "PROOF_SECONDS", "MARK_STEP"]
+
+#: Default CPU seconds (of the proving thread) a proof may take per instance (the environment
+#: variable ``VERIFY_PROOF_SECONDS`` overrides it, also in worker processes; 0: no proofs).
+PROOF_SECONDS = float(os.environ.get("VERIFY_PROOF_SECONDS", "120"))
+_BUDGET: ContextVar[float] = ContextVar("verify_proof_seconds", default=PROOF_SECONDS)
+
+
+@contextmanager
+def proof_budget(seconds: float | None) -> Iterator[None]:
+    """Inside the block a proof may take ``seconds`` (0: no proofs; ``None``: unchanged) —
+    how ``verify run --proof-seconds`` reaches the workers (through
+    :class:`verify.run.Budget`)."""
+    if seconds is None:
+        yield
+        return
+    token = _BUDGET.set(float(seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+#: Spacing of the times t1 at which the lemma is tried.
+MARK_STEP = Fraction(1, 2)
+
+
+def _expiry(request) -> Callable[[], bool]:
+    """Whether the proof's time is up: its budget counts the CPU seconds of this thread
+    (``time.thread_time``), so that what is proved does not depend on how loaded the machine
+    is (on a shared machine 120 wall seconds gave some proofs 20 CPU seconds); the instance's
+    wall budget, when it has one, stops the proof too."""
+    from verify.numerics._monitor import _WALL_BUDGET
+
+    seconds = float(request.parameters.get("proof_seconds", _BUDGET.get()))
+    end = time.thread_time() + seconds
+    shared = _WALL_BUDGET.get()
+
+    def expired() -> bool:
+        return time.thread_time() > end or (shared is not None
+                                            and time.monotonic() >= shared.deadline)
+    return expired
+
+
+def _applying(request) -> list:
+    specs = []
+    for spec in request.claim.conclusions:
+        scope = check_hypotheses(spec.when, request.instance) if spec.when else None
+        if scope is None or scope.holds is True:
+            specs.append(spec)
+    return specs
+
+
+def _note(result: InstanceResult, tried: dict) -> InstanceResult:
+    """``result`` with the proof attempt in its evidence; an inconclusive reason also says
+    what was tried."""
+    reason = result.reason
+    if result.verdict is InstanceVerdict.INCONCLUSIVE and tried.get("marks_tried"):
+        marks = tried["marks_tried"]
+        reason += (f" [a proof was tried with lemma {tried.get('reason', '').split(':')[0]} "
+                   f"at t1 = {marks[0]:g}..{max(marks):g} ({len(marks)} times, "
+                   f"{tried.get('seconds', 0):.3g} s): {tried.get('reason', '')}]")
+    return replace(result, reason=reason, evidence={**result.evidence, "proof": tried})
+
+
+def prove_result(request, result: InstanceResult) -> InstanceResult:
+    """The proved result of ``request``, or ``result`` with what the proof attempt tried in
+    ``evidence["proof"]`` (module docstring)."""
+    if result.verdict in (InstanceVerdict.OUT_OF_SCOPE, InstanceVerdict.VIOLATED) or \
+            request.recheck or (result.basis is not None and result.basis.rigorous) or \
+            not float(request.parameters.get("proof_seconds", _BUDGET.get())) > 0:
+        return result
+    instance = request.instance
+    from verify.enclosure import MAX_SIZE, unsupported
+
+    lemma = lemma_for(instance.model)
+    why_not = unsupported(instance.model) or (
+        None if instance.n * instance.d <= MAX_SIZE else
+        f"n·d = {instance.n * instance.d} is above {MAX_SIZE}") or (
+        None if lemma is not None else "no trapping lemma applies to this model")
+    if why_not:
+        return _note(result, {"proved": False, "reason": why_not})
+    try:
+        plans = [(spec, plan_facts(spec, lemma, instance)) for spec in _applying(request)]
+    except NoPlan as exc:
+        return _note(result, {"proved": False, "reason": str(exc)})
+    if not plans:
+        return _note(result, {"proved": False, "reason": "no conclusion applies."})
+    start = time.perf_counter()
+    outcome = _search(request, lemma, plans, _expiry(request), _reach(request, result))
+    outcome["seconds"] = round(time.perf_counter() - start, 3)
+    if outcome.get("document") is None:
+        return _note(result, outcome)
+    return _proved(request, result, lemma, plans, outcome)
+
+
+def _reach(request, result: InstanceResult) -> Fraction:
+    """How far the marks go: the re-check horizon ``3T/2`` of the estimate, or the longest
+    horizon the engine's extensions reached."""
+    reach = Fraction(request.horizon) * Fraction(3, 2)
+    for tried in result.evidence.get("horizons") or []:
+        reach = max(reach, Fraction(tried.get("re_check") or tried.get("horizon") or 0))
+    return reach
+
+
+def _search(request, lemma: str, plans: list, expired: Callable[[], bool],
+            last_mark: Fraction) -> dict:
+    """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
+    once."""
+    from verify.enclosure import Enclosure
+
+    instance = request.instance
+    tried = []
+    why = "no mark reached"
+    settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
+    for setting in settings:
+        enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
+        mark = None
+        while mark is None or mark < last_mark:
+            mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
+            if not enclosure.advance(mark, expired=expired):
+                why = f"the enclosure stopped: {enclosure.message}"
+                break
+            document, why = try_lemma(lemma, instance, enclosure, mark)
+            tried.append(float(mark))
+            if document is None:
+                continue
+            document, why = _with_facts(request, document, plans, enclosure, mark)
+            if document is not None:
+                return {"proved": True, "document": document, "t1": str(mark),
+                        "enclosure": enclosure.describe(), "marks_tried": tried}
+        if enclosure.status != "failed":
+            break  # the budget or the horizon ended it: more digits would not help
+    return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
+            "enclosure": enclosure.describe()}
+
+
+def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):
+    from verify.lemmas import check_certificate
+
+    facts, enclosure_facts = [], []
+    for _, templates in plans:
+        for fact in templates:
+            fact = dict(fact)
+            if fact["fact"] == "order-after-t1":
+                fact["offsets"] = _offsets(document)
+                before = _order_before(enclosure, t1)
+                if before is None:
+                    return None, "the order on [0, t1] is not resolved by the enclosure."
+                enclosure_facts.append(before)
+            facts.append(fact)
+    document = {**document, "claim": request.claim.id, "instance_name": request.instance.name,
+                "facts": facts, "enclosure_facts": enclosure_facts,
+                "conclusions_proved": [f"{spec.where} ({spec.type})" for spec, _ in plans]}
+    check = check_certificate(document)
+    if not check.valid:
+        return None, "the checker rejects the certificate: " + "; ".join(check.reasons)
+    return document, ""
+
+
+def _offsets(document: dict) -> dict:
+    """``y_j(t1) = z_j - z_leader`` as ball text, for the order fact (d = 1)."""
+    from flint import ctx
+
+    from verify.lemmas._balls import ball_text, parse_ball
+
+    leader_of = document["conclusions"]["leader_of"]
+    with ctx.workprec(int(document["enclosure"]["bits"])):
+        z = [parse_ball(row[0]) for row in document["enclosure"]["tokens"]]
+        return {str(j): ball_text(z[j] - z[a]) for j, a in enumerate(leader_of)
+                if a is not None and a != j}
+
+
+def _order_before(enclosure, t1: Fraction, pieces: int = 4) -> dict | None:
+    """(``d = 1``) the order of the tokens on ``[0, t1]`` from the steps' dense enclosures
+    (each step cut in ``pieces``): the smallest lower bound of every consecutive gap of the
+    rescaled tokens, or ``None`` when one is not positive."""
+    instance = enclosure.instance
+    order = sorted(range(instance.n), key=lambda i: instance.x0[i, 0])
+    smallest = None
+    for step in enclosure.steps:
+        if step.t0 >= t1:
+            break
+        for k in range(pieces):
+            box = step.over(step.h * k / pieces, step.h * (k + 1) / pieces)
+            for i, j in zip(order, order[1:], strict=False):
+                gap = float((box[j, 0] - box[i, 0]).lower())
+                if not gap > 0:
+                    return None
+                smallest = gap if smallest is None else min(smallest, gap)
+    return {"fact": "order on [0, t1]", "basis": "enclosure",
+            "statement": "every consecutive gap z_{i+1} - z_i of the sorted tokens stays "
+                         f"above {smallest:.3g} on [0, t1] (each step's dense enclosure, cut in "
+                         f"{pieces}).", "smallest_gap": smallest}
+
+
+def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: dict):
+    document = outcome.pop("document")
+    from flint import ctx
+
+    from verify.lemmas._balls import parse_ball
+
+    with ctx.workprec(int(document["enclosure"]["bits"])):
+        smallest = min(float(parse_ball(q["margin"]).lower()) for q in document["inequalities"])
+    t1 = float(Fraction(outcome["t1"]))
+    how = (f"rigorous enclosure on [0, {t1:g}] ({outcome['enclosure']['steps']} Taylor steps, "
+           f"{outcome['enclosure']['bits']} bits), then lemma {lemma} at t1 = {t1:g}" if t1 > 0
+           else f"lemma {lemma} on the exact initial tokens (t1 = 0)")
+    statement = (f"proved on this instance (for all t ≥ 0): {how} (smallest margin "
+                 f"{smallest:.3g}); "
+                 f"{len(document['facts'])} fact(s) give "
+                 f"{', '.join(document['conclusions_proved'])}; the independent checker "
+                 "accepts the certificate.")
+    certificate = {"kind": "proof", "statement": statement, "lemma": lemma, "t1": outcome["t1"],
+                   "document": document}
+    return InstanceResult(result.instance, result.family, result.seed, InstanceVerdict.HOLDS,
+                          statement, evidence={**result.evidence, "proof": outcome,
+                                               "estimate": {"verdict": result.verdict.value,
+                                                            "reason": result.reason}},
+                          margin=smallest, error=0.0, unit="smallest lemma margin",
+                          certificate=certificate, basis=Basis.CERTIFICATE)

@@ -55,9 +55,9 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 
 from verify.exact.inputs import as_float_array  # noqa: E402
-from verify.instance_file import instance_to_toml, load_instance_file  # noqa: E402
+from verify.flow.simulate import simulate  # noqa: E402
 from verify.model import Instance, Model  # noqa: E402
-from verify.simulate import simulate  # noqa: E402
+from verify.model.instance_file import instance_to_toml, load_instance_file  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-12
 ROW = "{:<50}{:>9}{:>10}{:>8}{:>8}{:>11}{:>11}"

@@ -48,7 +48,7 @@ def _noop(*payload) -> int:
 
 def payload(conjecture) -> tuple:
     """The arguments of one search task (:func:`verify.run._check.judge_drawn`)."""
-    from verify.claim._plain import to_plain
+    from verify.exact.plain import to_plain
     from verify.run._check import _search_family
     from verify.search import build_instance, draw_strategy
 

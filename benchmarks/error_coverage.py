@@ -1,9 +1,9 @@
 r"""Coverage of the error estimate: how far the true error of a run exceeds its estimate.
 
 Every decision of :mod:`verify.judge` compares a margin with an error *estimate*: the distance of
-the run to its reference run (:func:`verify.simulate.simulate`, ``Trajectory.error``). An estimate
-is not a bound until its coverage is measured. This script measures it on public instances drawn
-across the model family and prints, per variant, the distribution of
+the run to its reference run (:func:`verify.flow.simulate.simulate`, ``Trajectory.error``). An
+estimate is not a bound until its coverage is measured. This script measures it on public instances
+drawn across the model family and prints, per variant, the distribution of
 
 .. math:: r = \max_{k, i} \frac{|z_i(t_k) - z_i^{\mathrm{true}}(t_k)|_\infty}
                               {e_{k,i} + 4u\,\max_j |z_j(t_k)|_\infty}
@@ -124,18 +124,18 @@ def build(data: dict):
 def measure(data: dict) -> dict:
     """Run, reference and truth for one instance; the worst ratios (``None`` when the run or
     the truth failed: the row says why)."""
-    import verify.precision
-    from verify.simulate import entry_differences, simulate
+    import verify.flow.precision_policy
+    from verify.flow.simulate import entry_differences, simulate
 
     instance = build(data)
     T, times = data["horizon"], 7
     started = time.perf_counter()
     if data["float64_reference"]:
-        verify.precision.ARB_REFERENCE_LIMIT = 0
+        verify.flow.precision_policy.ARB_REFERENCE_LIMIT = 0
     try:
         run = simulate(instance, T, checkpoints=times, precision=data["precision"])
     finally:
-        verify.precision.ARB_REFERENCE_LIMIT = 20_000
+        verify.flow.precision_policy.ARB_REFERENCE_LIMIT = 20_000
     row = {key: data[key] for key in ("k", "variant", "n", "d", "precision")}
     row["model"] = {key: data["model"][key] for key in ("form", "attention", "mask",
                                                         "normalisation", "beta")}

@@ -10,7 +10,7 @@ authors report 32 minutes on a GPU.
 
 What is timed, in one run of this script (so that the ratios are meaningful on a loaded machine):
 
-* ``verify.simulate.simulate`` exactly as ``verify simulate FILE`` calls it (float64, DOP853 in
+* ``verify.flow.simulate.simulate`` exactly as ``verify simulate FILE`` calls it (float64, DOP853 in
   eigen-coordinates, certified hardmax continuation, error estimate by an independent tighter
   run), and the same without the error estimate and without the continuation (bounded steps);
 * the naive baseline (:mod:`_baseline`: Euler, step 0.1, ``expm`` per step, frozen attention);
@@ -47,9 +47,9 @@ import numpy as np  # noqa: E402
 import scipy.sparse  # noqa: E402
 
 from verify.exact.inputs import as_float_array  # noqa: E402
-from verify.instance_file import load_instance_file  # noqa: E402
+from verify.flow.simulate import simulate  # noqa: E402
 from verify.model import Instance, Model  # noqa: E402
-from verify.simulate import simulate  # noqa: E402
+from verify.model.instance_file import load_instance_file  # noqa: E402
 
 GPU_MINUTES = 32  # the authors' reported run time
 
@@ -95,7 +95,7 @@ def transition_profile(inst: Instance, rtol: float, atol: float, until: float = 
     rows still in transition (``e^L·gap < 37``: a non-leader weight above 1e-16) on average."""
     from scipy.integrate import DOP853
 
-    from verify.dynamics import EigenRescaledField
+    from verify.flow.fields import EigenRescaledField
 
     field = EigenRescaledField(inst.model, inst.n)
     w = field.to_w(as_float_array(inst.x0))

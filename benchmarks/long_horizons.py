@@ -7,8 +7,8 @@ the seconds depend on the machine and its load). No wall-clock assertion; this i
 ``sphere`` — post-LN (tokens on the unit sphere), ``n = 16``, ``d = 3``, ``β = 1``,
 ``Q = K = V = I``, tokens uniform on the sphere (seed 0), ``T = 10^4``:
 
-* ``verify.simulate.simulate`` as ``verify simulate`` calls it (float64 DOP853, error estimate by
-  an independent arb re-run at a tighter tolerance) and without the error estimate;
+* ``verify.flow.simulate.simulate`` as ``verify simulate`` calls it (float64 DOP853, error estimate
+  by an independent arb re-run at a tighter tolerance) and without the error estimate;
 * the baseline: a plain SciPy ``solve_ivp(method="DOP853")`` float64 run of the same ODE at the
   same tolerances, no error estimate,
 
@@ -16,7 +16,7 @@ the seconds depend on the machine and its load). No wall-clock assertion; this i
           P_{ij} = \operatorname{softmax}_j\, \beta \langle Q x_i, K x_j\rangle;
 
 and the same three at ``T = 10^2, 10^3, 10^4`` (the cost against ``T``: constant once the
-consensus is certified, :mod:`verify.consensus_cap`; linear before, the working precision being
+consensus is certified, :mod:`verify.flow.consensus_cap`; linear before, the working precision being
 constant on the sphere).
 
 ``scaling`` — the paper's high-dimensional recipe at ``d = 32`` (:func:`high_dimension.make_setup`,
@@ -49,8 +49,8 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
+from verify.flow.simulate import simulate  # noqa: E402
 from verify.model import Instance, Model  # noqa: E402
-from verify.simulate import simulate  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-12  # simulate's float64 defaults, given to the baseline too
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from verify.cli import main
-from verify.instance_file import load_instance_file
+from verify.model.instance_file import load_instance_file
 from verify.run import (
     InlineExecutor,
     check_conjecture,

@@ -10,7 +10,7 @@ from run_claims_helpers import DATA, load_conclusions
 
 from verify.cli import main
 from verify.errors import InvalidArgument
-from verify.resources import (
+from verify.model.resources import (
     MAX_INSTANCES,
     check_horizon,
     check_instances,

@@ -18,18 +18,18 @@ import sympy
 
 from verify.claim import TOKEN_DISTRIBUTIONS, check_hypotheses, judge_scope
 from verify.claim._family_file import parse_family
-from verify.claim._hypothesis_expressions import check_hypothesis, evaluate_hypothesis, pinned
-from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
 from verify.exact.inputs import to_rational
+from verify.exact.plain import to_plain
 from verify.exact.real_geometry import convex_position, in_closed_hemisphere, in_hull
 from verify.exact.reals import Irrational, exact_number, parse_real, sign, symbolic
-from verify.judge._expressions import check_expression, evaluate
 from verify.model import Instance, Model
+from verify.predict._expressions import check_expression, evaluate
 from verify.run import check_conjecture, load_conjecture, parse_conjecture
 from verify.run._runner import InlineExecutor
 from verify.search import parse_search, search
 from verify.search._beta import BetaRange
+from verify.vocabulary.hypothesis_expressions import check_hypothesis, evaluate_hypothesis, pinned
 
 CONJECTURES = Path(__file__).parent.parent / "claims" / "conjectures"
 
@@ -163,7 +163,7 @@ def test_data_hypotheses_are_decided_exactly_with_three_values():
 
 def test_an_undecided_data_hypothesis_puts_the_instance_out_of_scope_with_the_reason(
         monkeypatch):
-    import verify.claim._data_hypotheses as data_hypotheses
+    import verify.vocabulary.data_hypotheses as data_hypotheses
 
     inst = _instance([["sqrt(2)", 0], [-1, 0]])
     assert evaluate_hypothesis("exp(pi*sqrt(163)) != 262537412640768744", inst).holds
@@ -353,7 +353,7 @@ def test_the_shrinker_never_leaves_a_data_hypothesis(tmp_path):
 
 
 def test_instance_files_take_expressions_and_normalise(tmp_path):
-    from verify.instance_file import instance_to_toml, load_instance_file
+    from verify.model.instance_file import instance_to_toml, load_instance_file
 
     path = tmp_path / "pent.toml"
     path.write_text('[model]\nV = [[1, 0], [0, 1]]\nform = "x"\nnormalisation = "sphere"\n'

@@ -1,4 +1,4 @@
-"""Certified consensus on the sphere (verify.consensus_cap): the cap lemma, its bound, and runs
+"""Certified consensus on the sphere (verify.flow.consensus_cap): the cap lemma, its bound, and runs
 that stop integrating once it holds.
 
 Independent routes: the lemma against runs that never use it (``continuation=False``) and
@@ -13,10 +13,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from verify.consensus_cap import CAP_FACTOR, cap_bound, cap_unavailable, certify_cap
+from verify.flow.consensus_cap import CAP_FACTOR, cap_bound, cap_unavailable, certify_cap
+from verify.flow.simulate import simulate
 from verify.model import Instance, Model
 from verify.numerics import Arb, integrate_extrapolation
-from verify.simulate import simulate
 
 
 def tokens_in_cap(n: int, d: int, radius: float, seed: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The certified hardmax continuation of ``simulate`` (verify.continuation) against direct
+"""The certified hardmax continuation of ``simulate`` (verify.flow.continuation) against direct
 integration: the same trajectory to within the error estimates, no switch where a margin is tied,
 a fallback where a certified margin closes. Assertions are on certified quantities and error
 bounds, never on exact floats."""
@@ -6,10 +6,10 @@ bounds, never on exact floats."""
 import numpy as np
 import pytest
 
+from verify.flow.simulate import simulate
+from verify.flow.trajectory import load_trajectory
 from verify.model import Instance, Model
 from verify.numerics import estimate_bound
-from verify.simulate import simulate
-from verify.trajectory import load_trajectory
 
 TOKENS = [["9/10", "1/5"], ["-7/10", "3/5"], ["1/2", "-4/5"], ["-3/10", "-1/2"], ["1/10", "7/10"]]
 
@@ -61,8 +61,8 @@ def test_margin_within_its_error_bound_is_not_certified():
     """Token 3 leans towards token 1 by 10^-6: at t = 10 its scaled margin e^{20}·2·10^-6 ≈ 970
     passes the 746 threshold, but with the state known to ~10^-2 (rtol = 10^-4) the margin is
     within its error bound: no switch. Known to ~10^-12 it is certified."""
-    from verify.continuation import HardmaxCertifier
-    from verify.dynamics import VectorField
+    from verify.flow.continuation import HardmaxCertifier
+    from verify.flow.fields import VectorField
     from verify.numerics import Float64
 
     field = VectorField(Model(V=[[1, 0], [0, 1]]), 3, Float64())
@@ -122,7 +122,7 @@ def test_high_dimension_example_is_the_benchmark_recipe():
     from pathlib import Path
 
     from verify.exact.inputs import as_float_array
-    from verify.instance_file import load_instance_file
+    from verify.model.instance_file import load_instance_file
 
     root = Path(__file__).resolve().parent.parent
     spec = importlib.util.spec_from_file_location("high_dimension",
@@ -147,7 +147,7 @@ def test_high_dimension_example_is_the_benchmark_recipe():
 def _assert_agree_arb(on, off):
     """Agreement measured at the runs' bits (float64 would round it away), within the error
     estimates of both runs."""
-    from verify.simulate import entry_differences
+    from verify.flow.simulate import entry_differences
 
     assert on.success and off.success
     gap = entry_differences(on, off, on.precision["bits"]).max(axis=2)
@@ -172,8 +172,8 @@ def test_arb_margin_within_its_error_bound_is_not_certified():
     """As for float64: token 3 leans towards token 1 by 10^-6; known to ~10^-2 the gap ball
     contains 0 and nothing is certified, known to ~10^-20 it is (at t = 10: e^{20}·2·10^-6 is
     above the arb threshold for 100 bits, ≈ 120)."""
-    from verify.continuation import certify_arb, log_arb_threshold
-    from verify.dynamics import VectorField
+    from verify.flow.continuation import certify_arb, log_arb_threshold
+    from verify.flow.fields import VectorField
     from verify.numerics import Arb
 
     backend = Arb(bits=100)
@@ -206,9 +206,9 @@ def test_arb_margin_that_closes_falls_back_to_integration():
 def test_a_contradicted_continuation_is_made_again_without_it(monkeypatch):
     """The switch assumes a state error; when the reference run shows more, nothing after the
     switch is certified: the run is made again without the continuation."""
-    import verify.continuation
+    import verify.flow.continuation
 
-    monkeypatch.setattr(verify.continuation, "STATE_SAFETY", 1e-9)  # an assumption too small
+    monkeypatch.setattr(verify.flow.continuation, "STATE_SAFETY", 1e-9)  # an assumption too small
     inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
     traj = simulate(inst, 8, checkpoints=17, symmetry="off")
     assert traj.success and traj.stats["continuation_rejected"]["t_switch"] > 0
@@ -218,7 +218,7 @@ def test_a_contradicted_continuation_is_made_again_without_it(monkeypatch):
 
 
 def test_a_contradicted_continuation_that_cannot_be_redone_has_no_error_after_the_switch():
-    from verify.simulate import _without_continuation
+    from verify.flow.simulate import _without_continuation
 
     inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
     traj = simulate(inst, 8, checkpoints=17, symmetry="off")

@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 from flint import arb, arb_mat, ctx
 
-from verify.dynamics import (
+from verify.exact.inputs import as_float_array, rational_array
+from verify.flow.exponential import ValueExponential
+from verify.flow.fields import (
     VectorField,
     attention_weights,
     discrete_step_rescaled,
     discrete_step_tokens,
 )
-from verify.exact.inputs import as_float_array, rational_array
-from verify.exponential import ValueExponential
+from verify.flow.simulate import simulate
 from verify.model import Instance, Model
 from verify.numerics import Float64, estimate_bound
-from verify.simulate import simulate
 
 EPS = np.finfo(float).eps
 
@@ -151,7 +151,7 @@ def test_eigen_coordinates_field_is_the_rescaled_field(mask, symmetric):
     """EigenRescaledField (w = z Φ for symmetric V; w = z P^{-T} for a triangular V with
     distinct real eigenvalues) against VectorField, with a general QᵀK and a mask, at a time
     where the attention is partly saturated: the same field to round-off."""
-    from verify.dynamics import EigenRescaledField
+    from verify.flow.fields import EigenRescaledField
 
     rng = np.random.default_rng(3)
     M = rng.integers(-3, 4, (3, 3))
@@ -170,7 +170,7 @@ def test_eigen_coordinates_field_is_the_rescaled_field(mask, symmetric):
 
 def test_eigen_coordinates_refuse_complex_or_defective_v():
     """A rotation-like V (complex pair) and a Jordan block stay on the general field."""
-    from verify.dynamics import EigenRescaledField
+    from verify.flow.fields import EigenRescaledField
 
     assert not EigenRescaledField.applies(Model(V=[[1, "7/10"], ["-3/5", 1]]))
     assert not EigenRescaledField.applies(Model(V=[[1, 1], [0, 1]]))

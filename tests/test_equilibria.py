@@ -1,4 +1,4 @@
-r"""Tests of verify.equilibria against closed forms.
+r"""Tests of verify.analysis.equilibria against closed forms.
 
 Two tokens on the circle (``V = Q = K = I``, sphere normalisation), ``x_k = (cos θ_k, sin θ_k)``,
 ``φ = θ_1 − θ_2``. The sphere field is ``ẋ_1 = P_12 (x_2 − <x_2, x_1> x_1)`` (the ``x_1`` part of
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from verify.equilibria import (
+from verify.analysis.equilibria import (
     NEAR_FRACTION,
     autonomous_field,
     classify_end_state,
@@ -24,8 +24,8 @@ from verify.equilibria import (
     jacobian,
 )
 from verify.errors import InvalidArgument
+from verify.flow.simulate import simulate
 from verify.model import Instance, Model
-from verify.simulate import simulate
 
 I2 = [[1, 0], [0, 1]]
 EPS = 1e-6

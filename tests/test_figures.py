@@ -18,10 +18,11 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Polygon
 
+from verify.analysis.graph import attention_graph, hardmax_graph, leaders
+from verify.analysis.observed_limits import fit_doubly_exponential, fit_exponential_convergence
 from verify.errors import InvalidArgument
 from verify.exact import hull_vertices
-from verify.graph import attention_graph, hardmax_graph, leaders
-from verify.limits import fit_doubly_exponential, fit_exponential_convergence
+from verify.flow.simulate import simulate
 from verify.model import Instance, Model
 from verify.report import (
     Predicted,
@@ -35,7 +36,6 @@ from verify.report import (
     plot_trajectories,
 )
 from verify.report.figures import PNG_SIGNATURE, verdict_colour
-from verify.simulate import simulate
 
 X2 = [["3/2", "1/2"], [0, -1], ["-3/4", -2], ["-7/4", -2], ["-3/2", "5/4"], ["3/4", "7/4"]]
 X1 = [["-3/2"], ["-1/2"], ["1/4"], ["1/2"], [1], [2]]

@@ -1,4 +1,4 @@
-"""Tests for verify.graph: attention graphs, certified hardmax graphs, leaders."""
+"""Tests for verify.analysis.graph: attention graphs, certified hardmax graphs, leaders."""
 
 from fractions import Fraction as F
 
@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.errors import InvalidArgument
-from verify.graph import (
+from verify.analysis.graph import (
     attention_graph,
     boolean_limit,
     boolean_limit_rank,
@@ -21,7 +20,8 @@ from verify.graph import (
     number_clusters,
     undecided_nodes,
 )
-from verify.graph._graphs import _radius
+from verify.analysis.graph._graphs import _radius
+from verify.errors import InvalidArgument
 
 
 def exact_tokens():

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verify.claim import HYPOTHESES, PredicateResult, check_hypotheses, parse_claim
-from verify.claim._hypothesis_expressions import check_hypothesis, evaluate_hypothesis
 from verify.errors import InvalidArgument
 from verify.model import Instance, Model
+from verify.vocabulary.hypothesis_expressions import check_hypothesis, evaluate_hypothesis
 
 
 def instance(n=3, d=2, beta=1, V=None):

@@ -25,11 +25,11 @@ import pytest
 
 from verify.claim import CONCLUSIONS, CheckRequest, ConclusionSpec, parse_conclusions
 from verify.errors import InvalidArgument, UserFunctionError
+from verify.flow.simulate import simulate
 from verify.judge import Evaluation
-from verify.judge._flow import quantity_series
 from verify.judge._predicate import load_function
+from verify.judge._quantities import quantity_series
 from verify.model import Instance, Model
-from verify.simulate import simulate
 
 
 def _run(V, Q, K, x0, horizon, checkpoints, form="z", source=None, error_estimate=True):

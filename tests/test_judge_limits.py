@@ -18,11 +18,11 @@ import pytest
 
 from verify.claim import CONCLUSIONS, CheckRequest, parse_conclusions
 from verify.errors import InvalidArgument
+from verify.flow.simulate import simulate
 from verify.judge import Evaluation, tends_to_zero
 from verify.judge._distances import hull_point_distance as hull_distance
 from verify.judge._limits import _distance_series as distance_series
 from verify.model import Instance, Model
-from verify.simulate import simulate
 
 LIMIT_TYPES = ("converges", "clusters", "consensus", "limit", "attention", "approach")
 

@@ -1,4 +1,5 @@
-"""Observed limits and fitted rates (verify.limits, verify.numerics._fits), against closed forms.
+"""Observed limits and fitted rates (verify.analysis.observed_limits, verify.numerics._fits),
+against closed forms.
 
 Synthetic sequences have known limits, rates and exponents; noise is uniform in [-σ, σ] and
 passed as the error estimate σ (a bound, as for a trajectory's error estimate). Weighted lines
@@ -17,9 +18,8 @@ import mpmath
 import numpy as np
 import pytest
 
-import verify.limits
-from verify.errors import InvalidArgument
-from verify.limits import (
+import verify.analysis.observed_limits
+from verify.analysis.observed_limits import (
     KINDS,
     compatible,
     coverage_factor,
@@ -31,9 +31,10 @@ from verify.limits import (
     separated,
     token_limits,
 )
+from verify.errors import InvalidArgument
+from verify.flow.trajectory import Trajectory
 from verify.numerics import _fits
 from verify.numerics._fits import fit_line, line_rejected, log_error
-from verify.trajectory import Trajectory
 
 T = np.linspace(0.0, 12.0, 25)
 V_INF = np.array([1.0, -2.0])
@@ -298,11 +299,11 @@ def test_log_error_against_mpmath():
 
 
 def test_limits_reexports_the_fits():
-    for name in verify.limits.__all__:
-        assert hasattr(verify.limits, name)
+    for name in verify.analysis.observed_limits.__all__:
+        assert hasattr(verify.analysis.observed_limits, name)
     for name in ("CONFIDENCE", "LineFit", "coverage_factor", "fit_power_law",
                  "fit_doubly_exponential"):
-        assert getattr(verify.limits, name) is getattr(_fits, name)
+        assert getattr(verify.analysis.observed_limits, name) is getattr(_fits, name)
 
 
 # ----------------------------------------------------------------------- decisions
@@ -369,8 +370,8 @@ def test_follower_converges_to_its_leader_at_rate_one():
     dz3/dt = z1 − z3 with z1 frozen (up to doubly exponentially small terms): rate exactly 1.
     The fit uses T = 12 (tail [6, 12]); the independent route is a run to T = 25 with its own
     error estimate (arb reference), plus the way left after t = 25 at the theoretical rate 1."""
+    from verify.flow.simulate import simulate
     from verify.model import Instance, Model
-    from verify.simulate import simulate
 
     inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], [1, "1/2"]])
     start = time.perf_counter()

@@ -10,8 +10,8 @@ import pytest
 
 from verify.errors import InvalidArgument
 from verify.exact.inputs import rational_array, to_rational
-from verify.instance_file import instance_to_toml, load_instance_file, parse_instance
 from verify.model import Instance, Model
+from verify.model.instance_file import instance_to_toml, load_instance_file, parse_instance
 
 
 def test_exact_conversions_are_recorded():

@@ -7,7 +7,8 @@ from scipy.spatial import ConvexHull
 
 import verify.report.paper_figures as pf
 from verify.report.figures import attention_rank
-from verify.report.html import PAPER_FIGURES, render_html
+from verify.report.html import render_html
+from verify.report.paper_figures import PAPER_FIGURES
 
 MAKERS = [pf.polytope_figures, pf.polytope_subspace_figures, pf.hyperplane_figures,
           pf.leaders_figures, pf.low_rank_figures]

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import verify.simulate
+import verify.flow.simulate
 from verify.claim import CheckRequest, parse_claim
 from verify.judge import judge_request
 from verify.predict._leaders import _first_certified
@@ -39,7 +39,7 @@ def _judge(conclusion, V, x0, horizon, **family):
 def _moved_after_t1(monkeypatch):
     """``simulate`` as used by the engine, with every token moved by SHIFT (each coordinate)
     at the checkpoints after the first certified time t₁; returns the list of t₁ seen."""
-    real, seen = verify.simulate.simulate, []
+    real, seen = verify.flow.simulate.simulate, []
 
     def moved(instance, horizon, **kw):
         traj = real(instance, horizon, **kw)
@@ -55,7 +55,7 @@ def _moved_after_t1(monkeypatch):
                 run.x_state[after] = np.nan  # x is not judged here
         return traj
 
-    monkeypatch.setattr(verify.simulate, "simulate", moved)
+    monkeypatch.setattr(verify.flow.simulate, "simulate", moved)
     return seen
 
 

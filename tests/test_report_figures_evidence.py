@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from verify.analysis.evidence import FIGURE_POINTS, figure_convergence
 from verify.claim import CheckRequest, InstanceVerdict, judge_scope, load_claim
-from verify.instance_file import instance_to_toml
 from verify.judge import judge_request
-from verify.judge._evidence import FIGURE_POINTS, figure_convergence
+from verify.model.instance_file import instance_to_toml
 from verify.report.html import default_figures
 
 CLAIMS = Path(__file__).resolve().parents[1] / "claims"

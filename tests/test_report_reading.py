@@ -255,9 +255,9 @@ def test_versus_shows_the_comparison_it_prints(margin, error):
      "direction"),                                        # the claim's own variable
 ])
 def test_figures_draw_the_variable_in_which_the_claim_is_visible(V, claim, expected):
+    from verify.flow.simulate import simulate
     from verify.model import Instance, Model
     from verify.report.html import choose_variable
-    from verify.simulate import simulate
 
     traj = simulate(Instance(Model(V=V), [["1", "0"], ["0", "1"], ["-1", "-1/2"]]), 12,
                     checkpoints=7, error_estimate=False)

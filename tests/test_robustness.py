@@ -167,7 +167,7 @@ def test_family_values_get_the_command_lines_limits(tmp_path, capsys, V, horizon
 
 def test_allow_large_lifts_the_file_limits_too(tmp_path):
     from verify.errors import InvalidArgument
-    from verify.resources import lifted_limits
+    from verify.model.resources import lifted_limits
     from verify.run import load_conjecture
 
     path = conjecture(tmp_path, horizon="2000")

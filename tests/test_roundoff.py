@@ -1,4 +1,4 @@
-"""The field round-off spot check (verify.roundoff): what a float64 reference run cannot see.
+"""The field round-off spot check (verify.flow.roundoff): what a float64 reference run cannot see.
 
 Independent routes: the field evaluated in mpmath at 50 digits from the exact data (the spot check
 uses python-flint arb), and a 40-digit arb run for the error the estimate must cover."""
@@ -9,12 +9,12 @@ import mpmath
 import numpy as np
 import pytest
 
-import verify.precision
-from verify.dynamics import VectorField
+import verify.flow.precision_policy
+from verify.flow.fields import VectorField
+from verify.flow.roundoff import accumulated, float64_field, score_perturbation, spot_check
+from verify.flow.simulate import simulate
 from verify.model import Instance, Model
 from verify.numerics import Float64, estimate_bound
-from verify.roundoff import accumulated, float64_field, score_perturbation, spot_check
-from verify.simulate import simulate
 
 V = [[1, "1/3"], ["-1/5", "1/2"]]  # not symmetric: the general (non-eigen) float64 field
 X0 = [["7/10", "1/10"], ["-3/10", "9/10"], ["1/7", "-2/3"]]
@@ -65,7 +65,7 @@ def test_accumulated_is_the_integral_of_the_larger_neighbour():
 @pytest.fixture
 def float64_reference(monkeypatch):
     """Every system counts as large: the reference run is float64, as for n²d > 20 000."""
-    monkeypatch.setattr(verify.precision, "ARB_REFERENCE_LIMIT", 0)
+    monkeypatch.setattr(verify.flow.precision_policy, "ARB_REFERENCE_LIMIT", 0)
 
 
 def test_a_float64_reference_gets_the_spot_check_added(float64_reference):

@@ -16,7 +16,7 @@ from run_claims_helpers import DATA, load_conclusions
 from verify.claim import load_claims
 from verify.cli import main
 from verify.errors import InvalidArgument
-from verify.instance_file import load_instance_file
+from verify.model.instance_file import load_instance_file
 from verify.run import (
     InlineExecutor,
     Progress,

@@ -387,7 +387,7 @@ def test_circle_angles_at_multiples_of_an_eighth_are_exact():
 
 
 def test_rational_sphere_points_round_trip_through_an_instance_file():
-    from verify.instance_file import instance_to_toml, parse_instance
+    from verify.model.instance_file import instance_to_toml, parse_instance
 
     fam = parse_family({"name": "h", "kind": "random", "count": 1, "seed": 3, "n": 4, "d": 3,
                         "V": "identity", "tokens": {"distribution": "hemisphere"},

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from verify.errors import InvalidArgument
-from verify.instance_file import instance_to_toml, load_instance_file, parse_instance
 from verify.model import Instance, Model
+from verify.model.instance_file import instance_to_toml, load_instance_file, parse_instance
 from verify.search._shrink import (
     DENOMINATORS,
     ShrinkResult,
@@ -290,7 +290,7 @@ def test_real_oracle_norm_growth_in_the_x_form():
     """A tiny real oracle: 'the largest |x_i| does not grow on [0, 1]' fails when V has a
     positive direction; judged from a simulation with its error bar (violation only when the
     growth exceeds the error)."""
-    from verify.simulate import simulate
+    from verify.flow.simulate import simulate
 
     def grows(inst):
         traj = simulate(inst, 1, checkpoints=2, precision="float64")

@@ -9,11 +9,11 @@ import pytest
 from flint import arb, ctx
 
 from verify.cli import main
+from verify.flow.precision_policy import working_bits
+from verify.flow.simulate import simulate
+from verify.flow.trajectory import load_trajectory
 from verify.model import Instance, Model
 from verify.numerics import estimate_bound
-from verify.precision import working_bits
-from verify.simulate import simulate
-from verify.trajectory import load_trajectory
 
 IDENTITY3 = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
 
@@ -347,9 +347,9 @@ def test_simulate_reads_the_leaders_the_judge_reads_on_a_causal_model(tmp_path, 
     from types import SimpleNamespace
 
     from verify.claim import CheckRequest
-    from verify.claim._vocabulary import ConclusionSpec
     from verify.judge._attention import judge_attention
-    from verify.judge._evaluation import Evaluation
+    from verify.predict._evaluation import Evaluation
+    from verify.vocabulary.conclusions import ConclusionSpec
 
     x0 = [["1", "0"], ["0", "1"], ["-1", "1/2"], ["3/2", "1"]]
     path = tmp_path / "causal.toml"
@@ -375,7 +375,7 @@ def test_the_summary_reads_the_leaders_a_certified_continuation_carries():
     """Issue 26's 128×128 run printed "leaders: []" with every row undecided although its
     continuation certified the leaders from t = 1.02: a leg covering the last checkpoint gives
     the leaders, even where the reference run does not resolve the scores."""
-    from verify.summary import attention_reading
+    from verify.analysis.summary import attention_reading
 
     tokens = [["9/10", "1/5"], ["-7/10", "3/5"], ["1/2", "-4/5"], ["-3/10", "-1/2"],
               ["1/10", "7/10"]]

@@ -16,7 +16,7 @@
                    [--sentence TEXT [--head L.h] [--variant plain|sphere] [--horizon T]]
 
 Every flag, file and output path is checked before work starts (exit 2, naming it); sanity
-limits (instances, horizon, memory, T·|V|: :mod:`verify.resources`) are lifted by
+limits (instances, horizon, memory, T·|V|: :mod:`verify.model.resources`) are lifted by
 ``--allow-large``.  SIGINT/SIGTERM stop ``verify run`` keeping what is stored (exit 128 + the
 signal number) and print the ``--resume`` command; the first one stops ``verify simulate`` at its
 next step with the checkpoints reached (summarised, and saved with ``--save``; exit 1), a second
@@ -246,7 +246,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget > MAX_BUDGET and not args.allow_large:
         raise InvalidArgument(f"--budget={args.budget} seconds is more than a day; add "
                               "--allow-large if you mean it.")
-    from verify.resources import check_instances
+    from verify.model.resources import check_instances
 
     if args.instances is not None:
         check_instances(args.instances, "--instances", args.allow_large)
@@ -258,7 +258,7 @@ def _check(args: argparse.Namespace) -> int:
     _check_families_memory([conjecture.claim], None, args.allow_large)
     space = conjecture.search
     if space is not None:
-        from verify.resources import check_memory
+        from verify.model.resources import check_memory
 
         check_memory(space.n[1], space.d[1], "float64", f"{args.file}: [search] n, d",
                      args.allow_large)
@@ -316,8 +316,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from verify.instance_file import load_instance_file
-    from verify.resources import check_memory
+    from verify.model.instance_file import load_instance_file
+    from verify.model.resources import check_memory
 
     if args.save:
         _check_save_path(args.save, "--save")
@@ -355,9 +355,9 @@ def _simulate(args: argparse.Namespace) -> int:
     if not bounded:
         _check_growth(loaded.instance, checked, precision, args.file, args.allow_large)
     # heavy imports after the input is known to be good
+    from verify.analysis.summary import format_summary, simulation_summary
+    from verify.flow.simulate import simulate
     from verify.numerics._monitor import stop_on_signals
-    from verify.simulate import simulate
-    from verify.summary import format_summary, simulation_summary
 
     settings.setdefault("progress", True)  # a line on stderr every 10 s of a long run
     try:
@@ -427,7 +427,7 @@ def _add_claim_commands(sub) -> None:
 
 
 def _select(claims: list, ids: list[str]) -> list:
-    from verify.claim._plain import suggest
+    from verify.exact.plain import suggest
 
     by_id = {c.id: c for c in claims}
     for cid in ids:
@@ -461,7 +461,7 @@ def _load_claims(directory):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from verify.resources import check_instances
+    from verify.model.resources import check_instances
 
     if args.instances is not None:
         check_instances(args.instances, "--instances", args.allow_large)
@@ -555,7 +555,7 @@ def _check_seed(seed: int | None) -> None:
 
 
 def _check_precision(precision: object, what: str = "--precision") -> None:
-    from verify.resources import check_digits
+    from verify.model.resources import check_digits
 
     if precision is not None:
         check_digits(precision, what)
@@ -565,7 +565,7 @@ def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = Fals
     """The horizon as a number, checked positive and at most the limit (higher when the scores
     stay ``bounded``); ``what`` names it."""
     from verify.exact.inputs import to_rational
-    from verify.resources import check_horizon
+    from verify.model.resources import check_horizon
 
     value = to_rational(text, what)[0]
     check_horizon(value, what, allow, bounded)
@@ -575,22 +575,22 @@ def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = Fals
 def _bounded_scores(instance) -> bool:
     """Whether the scores of ``instance`` stay bounded for all time (tokens on the sphere,
     pre-LN): the precision is then constant in ``T`` and no ``e^{tV}`` is ever formed."""
-    from verify.precision import BOUNDED_SCORES
+    from verify.flow.precision_policy import BOUNDED_SCORES
 
     return instance.model.normalisation in BOUNDED_SCORES
 
 
 def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:
-    """Refuse T·‖V‖∞ beyond what the precision can carry (:func:`verify.resources.check_growth`;
-    every head's V)."""
-    from verify.resources import check_growth
+    """Refuse T·‖V‖∞ beyond what the precision can carry
+    (:func:`verify.model.resources.check_growth`; every head's V)."""
+    from verify.model.resources import check_growth
 
     for head in instance.model.heads:
         check_growth(head.V, horizon, precision, what, allow)
 
 
 def _check_families_memory(claims: list, precision: object, allow: bool) -> None:
-    from verify.resources import check_memory
+    from verify.model.resources import check_memory
 
     for claim in claims:
         for family in claim.families:
@@ -871,7 +871,7 @@ def main(argv: list[str] | None = None) -> int:
     # The default action would kill the whole process, without a word, when a pool writes to
     # the pipe of a worker that has gone away (a check's deadline stops its pool).
     previous = _interrupt_handlers()
-    from verify.resources import lifted_limits
+    from verify.model.resources import lifted_limits
 
     try:
         with lifted_limits(getattr(args, "allow_large", False)):  # files read the same limits

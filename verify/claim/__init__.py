@@ -26,6 +26,7 @@ True
 (<InstanceVerdict.HOLDS: 'holds'>, <Basis.ESTIMATE: 'estimate'>)
 """
 
+from verify.analysis.evidence import Basis
 from verify.claim._claim import (
     Claim,
     ClaimKind,
@@ -36,18 +37,10 @@ from verify.claim._claim import (
 )
 from verify.claim._family import Family, GeneratorSpec
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS, Generator
-from verify.claim._hypotheses import (
-    HYPOTHESES,
-    PredicateResult,
-    ScopeResult,
-    check_hypotheses,
-    register_hypothesis,
-)
-from verify.claim._judge import EXIT_ERROR, ClaimResult, exit_code, judge_claim
-from verify.claim._plain import to_plain
-from verify.claim._request import CheckRequest
-from verify.claim._verdicts import (
-    Basis,
+from verify.exact.plain import to_plain
+from verify.judge._claim_verdict import EXIT_ERROR, ClaimResult, exit_code, judge_claim
+from verify.judge._request import CheckRequest
+from verify.judge._verdicts import (
     ClaimVerdict,
     InstanceResult,
     InstanceVerdict,
@@ -56,7 +49,7 @@ from verify.claim._verdicts import (
     judge_instance,
     recheck_record,
 )
-from verify.claim._vocabulary import (
+from verify.vocabulary.conclusions import (
     CONCLUSIONS,
     PREDICTIONS,
     ConclusionSpec,
@@ -65,6 +58,13 @@ from verify.claim._vocabulary import (
     register_conclusion,
     register_prediction,
 )
+from verify.vocabulary.hypotheses import (
+    HYPOTHESES,
+    PredicateResult,
+    ScopeResult,
+    register_hypothesis,
+)
+from verify.vocabulary.hypothesis_expressions import about_data, check_hypotheses
 
 __all__ = [
     "Claim", "ClaimKind", "Expectation", "load_claim", "load_claims", "parse_claim",
@@ -108,7 +108,6 @@ def judge_scope(names, instance, *, family: str, seed: int | None = None):
         return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
                               "hypothesis not met: " + "; ".join(failed),
                               evidence={"hypotheses": list(scope.explanations)})
-    from verify.claim._hypothesis_expressions import about_data
 
     undecided = [name for name, value in zip(names, scope.values, strict=True) if value is None]
     if all(about_data(name) for name in undecided):

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from verify.claim._family import Family
 from verify.claim._family_file import parse_family
-from verify.claim._hypothesis_expressions import check_hypothesis
-from verify.claim._plain import fail, suggest, to_plain
-from verify.claim._vocabulary import parse_conclusions
 from verify.errors import InvalidArgument
+from verify.exact.plain import fail, suggest, to_plain
+from verify.vocabulary.conclusions import parse_conclusions
+from verify.vocabulary.hypothesis_expressions import check_hypothesis
 
 __all__ = ["ClaimKind", "Expectation", "Claim", "CLAIM_KEYS", "parse_claim", "load_claim",
            "load_claims", "read_toml", "exact_parameters"]

@@ -59,6 +59,8 @@ from verify.claim._generators import (
     exact_array,
 )
 from verify.errors import InvalidArgument
+from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
+from verify.exact.reals import from_sympy, symbolic
 
 __all__: list[str] = []  # everything is registered in TOKEN_DISTRIBUTIONS
 
@@ -270,7 +272,6 @@ def _tokens_circle_angles(rng, n, d, params):
     if params.get("radians") is not None:
         import sympy
 
-        from verify.exact.reals import from_sympy, symbolic
 
         return np.array([[from_sympy(sympy.cos(symbolic(a))), from_sympy(sympy.sin(symbolic(a)))]
                          for a in params["radians"]], dtype=object)
@@ -292,7 +293,6 @@ def _equiangular_problem(n, d, p) -> str | None:
 def _cayley(rng, d: int) -> list[list[Fraction]]:
     """A random rotation with rational entries: ``(I − A)(I + A)^{-1}`` for a skew ``A`` with
     entries in ``{−1, −3/4, …, 1}`` (exactly orthogonal, determinant 1)."""
-    from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
 
     A = np.zeros((d, d), dtype=object)
     for i in range(d):
@@ -315,7 +315,6 @@ def _cayley(rng, d: int) -> list[list[Fraction]]:
 def _tokens_equiangular(rng, n, d, params):
     import sympy
 
-    from verify.exact.reals import from_sympy, symbolic
 
     rho = symbolic(params["rho"])
     a = sympy.sqrt(1 - rho)

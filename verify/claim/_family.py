@@ -34,8 +34,8 @@ from verify.claim._generators import (
     V_GENERATORS,
     _matmul,
 )
-from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.exact.plain import to_plain
 from verify.model import Instance, Model
 
 __all__ = ["Family", "GeneratorSpec"]

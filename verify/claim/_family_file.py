@@ -16,19 +16,19 @@ f.toml: families[1].V: unknown V generator 'symetric-MMt'. Did you mean 'symmetr
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
-
 import numpy as np
 
 from verify.claim._family import Family, GeneratorSpec, Matrix, _identity
+from verify.claim._family_fields import NAME_RE, _check_keys, _checkpoints, _int, _number
+from verify.claim._family_weights import parse_weights_family
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS, Generator
-from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
-from verify.exact.inputs import rational_array, to_rational
+from verify.exact.inputs import rational_array
+from verify.exact.plain import fail, suggest
+from verify.exact.reals import normalise_rows
+from verify.flow.precision_policy import BOUNDED_SCORES
 from verify.model import Model
-from verify.precision import BOUNDED_SCORES
-from verify.resources import (
+from verify.model.resources import (
     check_digits,
     check_growth,
     check_horizon,
@@ -43,27 +43,6 @@ FAMILY_KEYS = ("name", "kind", "description", "count", "seed", "n", "d", "V", "Q
                "precision")
 MODEL_KEYS = ("beta", "form", "attention", "mask", "normalisation", "h", "mlp")
 MLP_KEYS = ("W", "activation", "bias")
-NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-
-
-def _check_keys(table: dict, allowed, where: str, source: str) -> None:
-    for key in table:
-        if key not in allowed:
-            fail(source, f"{where}.{key}" if where else key, f"unknown field {key!r}."
-                 f"{suggest(key, allowed)} Known fields: {', '.join(allowed)}.")
-
-
-def _int(value, where, source, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        fail(source, where, f"{value!r} ({type(value).__name__}) must be an integer ≥ {minimum}.")
-    return value
-
-
-def _number(value, where, source) -> Fraction:
-    try:
-        return to_rational(value, where)[0]
-    except InvalidArgument as exc:
-        fail(source, where, str(exc))
 
 
 def _matrix(value, where, source, *, square: bool = False, ndim: int = 2) -> Matrix:
@@ -82,7 +61,6 @@ def _matrix(value, where, source, *, square: bool = False, ndim: int = 2) -> Mat
 
 def _normalise(flag, tokens: Matrix, where: str, source: str) -> Matrix:
     """``tokens`` with every row divided by its norm, exactly, when ``flag`` is true."""
-    from verify.exact.reals import normalise_rows
 
     if not isinstance(flag, bool):
         fail(source, where, f"{flag!r} must be true or false.")
@@ -162,8 +140,6 @@ def parse_family(table: dict, index: int, source: str) -> Family:
     if not isinstance(table, dict):
         fail(source, here, "must be a table ([[families]]).")
     if table.get("kind") == "weights":  # real Transformer heads: verify.claim._family_weights
-        from verify.claim._family_weights import parse_weights_family
-
         return parse_weights_family(table, index, source)
     _check_keys(table, FAMILY_KEYS, here, source)
     for key in ("name", "kind", "V", "horizon"):
@@ -298,21 +274,6 @@ def _precision(value, where: str, source: str):
     except InvalidArgument as exc:
         fail(source, where, str(exc).removeprefix("precision="))
     return value
-
-
-def _checkpoints(value, horizon, where, source):
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _int(value, where, source, 2)
-    if not isinstance(value, list) or not value:
-        fail(source, where, f"{value!r} must be an integer ≥ 2 or a list of times.")
-    times = tuple(_number(v, f"{where}[{i}]", source) for i, v in enumerate(value))
-    if times[0] != 0 or any(b <= a for a, b in zip(times, times[1:], strict=False)) \
-            or times[-1] > horizon:
-        fail(source, where, "times must start at 0, increase strictly and not exceed the "
-             "horizon.")
-    return times
 
 
 def _model_options(table, d: int, n: int, heads: int, where: str, source: str) -> dict:

@@ -26,8 +26,11 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from verify.claim._plain import to_plain
+from verify.claim._family_fields import NAME_RE, _check_keys, _checkpoints, _int, _number
 from verify.errors import InvalidArgument
+from verify.exact.plain import fail, to_plain
+from verify.weights import embed, head_weights, load_weights, sentence_instance, tokenize
+from verify.weights._sentence import VARIANTS
 
 __all__ = ["WeightsFamily", "parse_weights_family", "WEIGHTS_KEYS"]
 
@@ -38,8 +41,6 @@ _HEAD = re.compile(r"^(\d+)\.(\d+)$")
 
 @functools.lru_cache(maxsize=2)
 def _weights(source: str | None):
-    from verify.weights import load_weights
-
     return load_weights(source)
 
 
@@ -80,7 +81,6 @@ class WeightsFamily:
     def instance(self, k: int, seed: int | None = None):
         """Head ``heads[k]`` on the sentence; :class:`~verify.errors.OutOfScope` when the
         weights are not installed, ``InvalidArgument`` when they contradict the file."""
-        from verify.weights import embed, head_weights, sentence_instance, tokenize
 
         if not 0 <= k < self.count:
             raise InvalidArgument(f"family {self.name!r} lists {self.count} heads: k={k} must "
@@ -113,15 +113,6 @@ def parse_weights_family(table: dict, index: int, source: str) -> WeightsFamily:
 
     Nothing is loaded here: the weights are read when an instance is built.
     """
-    from verify.claim._family_file import (
-        NAME_RE,
-        _check_keys,
-        _checkpoints,
-        _int,
-        _number,
-        fail,
-    )
-    from verify.weights._sentence import VARIANTS
 
     here = f"families[{index}]"
     _check_keys(table, WEIGHTS_KEYS, here, source)

@@ -30,6 +30,7 @@ import numpy as np
 
 from verify.errors import InvalidArgument
 from verify.exact.linalg import exact_det, from_fmpq_mat, to_fmpq_mat
+from verify.exact.spectral import good_triple
 
 __all__ = ["Generator", "V_GENERATORS", "QK_GENERATORS", "TOKEN_DISTRIBUTIONS", "MAX_TRIES",
            "exact_array"]
@@ -156,8 +157,6 @@ def _v_symmetric(rng, d, params, B):
            "entries of V uniform in [0, 1] (Perron: λ_1 real, simple, dominant), redrawn until "
            "(Q, K, V) is a certified good triple.")
 def _v_good_triple(rng, d, params, B):
-    from verify.exact.spectral import good_triple
-
     for _ in range(MAX_TRIES):
         V = exact_array(rng.uniform(0.0, 1.0, size=(d, d)))
         if good_triple(B.T, None, V).holds is True:

@@ -45,6 +45,7 @@ from flint import arb, arb_mat, ctx, fmpq
 from verify.enclosure._fields import FieldSpec, exact_matrix, unsupported
 from verify.enclosure._taylor import StepFailure, ball_of, taylor_step
 from verify.errors import InvalidArgument
+from verify.exact.symmetry import find_symmetries
 
 __all__ = ["Enclosure", "DEFAULT_BITS", "DEFAULT_ORDER", "DEFAULT_TOL", "MAX_SIZE"]
 
@@ -73,7 +74,6 @@ def _symmetry_group(instance):
     model = instance.model
     if len(model.heads) != 1 or model.mask_for(instance.n) is not None:
         return None
-    from verify.exact.symmetry import find_symmetries
 
     try:
         group = find_symmetries(model.V, model.B, instance.x0)

@@ -21,7 +21,7 @@ attention is :math:`A_{ij} = \tfrac1n \mathbb 1[j \in N(i)]\, e^{S_{ij}}`.
 :math:`D_{ij} = \beta\langle u_i, B_h (u_j - u_{r(i)})\rangle`, :math:`m_i = \sum_h V_h
 \sum_j A^h_{ij} u_j`, and :math:`F_i = m_i`, or on the sphere
 :math:`F_i = m_i - \frac{\langle m_i, x_i\rangle}{|x_i|^2} x_i`. These are the fields of
-:class:`verify.dynamics.VectorField`.
+:class:`verify.flow.fields.VectorField`.
 
 Unsupported (no enclosure): hardmax attention (discontinuous), an MLP, discrete layers.
 """

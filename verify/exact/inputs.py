@@ -38,7 +38,7 @@ from numbers import Integral
 import numpy as np
 
 from verify.errors import InvalidArgument
-from verify.exact.reals import Irrational
+from verify.exact.reals import Irrational, exact_number
 
 __all__ = ["to_rational", "rational_array", "as_float_array", "format_rational"]
 
@@ -111,8 +111,6 @@ def to_rational(value: object, name: str = "value") -> tuple[Fraction, str]:
         if dec is not None and dec.is_finite():
             return Fraction(dec), "decimal-string"
         if dec is None:  # not a decimal ("nan" and "inf" are, and are refused): an expression
-            from verify.exact.reals import exact_number
-
             try:
                 number = exact_number(value)
             except ValueError as exc:

@@ -34,7 +34,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.exact.reals import Irrational, sign, symbolic
+from verify.exact.hull import _exact_phase1, _rationalise
+from verify.exact.linalg import exact_rank
+from verify.exact.precision import working_precision
+from verify.exact.reals import Irrational, sign, symbolic, to_arb
 
 __all__ = ["in_hull", "convex_position", "in_closed_hemisphere"]
 
@@ -61,7 +64,6 @@ def _dot_sign(w, row) -> int | None:
 
 def in_hull(point, rows) -> tuple[bool | None, str]:
     """Whether ``point`` lies in the convex hull of ``rows`` (module docstring)."""
-    from verify.exact.hull import _exact_phase1
 
     one = (Fraction(1),)
     columns = [r + one for r in _fractions(rows)]
@@ -91,7 +93,6 @@ def _strict_separators(point, rows) -> list[tuple[int, ...]]:
     """Integer ``c`` near the float direction maximising ``min_k c·(p − x_k)`` (HiGHS)."""
     from scipy.optimize import linprog
 
-    from verify.exact.hull import _rationalise
 
     diff = np.array([[float(a) - float(b) for a, b in zip(row, point, strict=True)]
                      for row in rows])
@@ -130,8 +131,6 @@ def _positive_ball_weights(point, rows, support) -> bool:
     enclosed in balls that are all > 0 (arb: a rigorous enclosure of the exact solution)."""
     import flint
 
-    from verify.exact.precision import working_precision
-    from verify.exact.reals import to_arb
 
     bits = 320
     entries = [[to_arb(symbolic(rows[k][a]), bits) for k in support] for a in range(len(point))]
@@ -165,7 +164,6 @@ def _candidate_w(X: np.ndarray) -> list[tuple[int, ...]]:
     """Integer directions near a float ``w`` with ``Xw ≥ 0`` maximising ``Σ Xw`` (HiGHS)."""
     from scipy.optimize import linprog
 
-    from verify.exact.hull import _rationalise
 
     d = X.shape[1]
     found = linprog(-X.sum(axis=0), A_ub=-X, b_ub=np.zeros(len(X)), bounds=[(-1, 1)] * d,
@@ -211,8 +209,6 @@ def in_closed_hemisphere(rows) -> tuple[bool | None, str]:
             return False, (f"the origin is interior to the hull (±{e}·e_a are in it, exact): no "
                            "closed hemisphere holds every token.")
     if _rational(rows):
-        from verify.exact.linalg import exact_rank
-
         if exact_rank(np.array(_fractions(rows), dtype=object)) < d:
             return True, "the tokens span a proper subspace: a normal w has <w, x_i> = 0."
     return None, "neither a hemisphere w nor an interior origin was verified."

@@ -51,6 +51,8 @@ import ast
 import functools
 from fractions import Fraction
 
+from verify.exact.precision import working_precision
+
 __all__ = ["Irrational", "parse_real", "exact_number", "from_sympy", "symbolic", "to_arb",
            "sign", "round_real", "normalise_rows", "FUNCTIONS", "CONSTANTS", "ROUNDING_BITS",
            "MAX_LENGTH", "MAX_EXPONENT"]
@@ -228,7 +230,6 @@ def to_arb(expr, bits: int):
     """A rigorous ball (python-flint ``arb``, ``bits`` of working precision) containing the
     real value of the SymPy expression ``expr``; ``None`` when ``expr`` uses something the
     balls cannot evaluate, a ``nan`` ball outside a function's domain."""
-    from verify.exact.precision import working_precision
 
     with working_precision(bits):
         try:
@@ -278,7 +279,6 @@ def _arb(expr):
 def _endpoints(ball, bits: int) -> tuple[Fraction, Fraction]:
     """The ends of ``ball`` as exact rationals (taken at ``bits``, the ball's precision: the
     ends are rounded outwards to the working precision)."""
-    from verify.exact.precision import working_precision
 
     def exact(x) -> Fraction:
         man, exp = x.man_exp()

@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
 
 __all__ = ["f_coordinates"]
 
@@ -32,7 +33,6 @@ def f_coordinates(F_basis, G_basis) -> np.ndarray:
     InvalidArgument
         If the two bases together are not a basis of :math:`\mathbb R^d`.
     """
-    from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
 
     rows = [list(v) for v in F_basis] + [list(v) for v in G_basis]
     M = np.array([[Fraction(x) for x in row] for row in rows], dtype=object)

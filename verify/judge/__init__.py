@@ -10,7 +10,7 @@ horizon policy, the combination).
 The vocabulary (:data:`verify.claim.CONCLUSIONS`; ``verify check --help`` lists it):
 
 * about ``t → ∞`` — *holds* from a resolved trend, re-checked at a longer horizon; *violated*
-  only with a certificate that the end will not change (:mod:`verify.judge._certificates`):
+  only with a certificate that the end will not change (:mod:`verify.analysis.end_certificates`):
   ``converges``, ``consensus``, ``limit``, ``approach``, ``tends`` (:mod:`._limits`),
   ``clusters`` (an interval, :mod:`._clusters`), ``attention`` (:mod:`._attention`),
   ``escapes`` (:mod:`._escape`), ``rate`` (:mod:`._flow`), ``exists`` and ``theta``
@@ -27,6 +27,7 @@ Every decision is an :class:`~verify.claim.InstanceResult` built by
 violation of a statement about ``t → ∞`` its certificate.
 """
 
+from verify.analysis.end_certificates import Certificate, certify_end, degenerate_equilibrium
 from verify.judge import (  # noqa: F401  (registration of the vocabulary)
     _attention,
     _clusters,
@@ -40,12 +41,11 @@ from verify.judge import (  # noqa: F401  (registration of the vocabulary)
     _predicate,
     _wellposed,
 )
-from verify.judge._certificates import Certificate, certify_end, degenerate_equilibrium
 from verify.judge._decision import combine, decide, inconclusive, not_applicable
 from verify.judge._engine import DEFAULT_HORIZON_BUDGET, RECHECK_FACTOR, judge_request
-from verify.judge._evaluation import Evaluation, Value, quantity_error
-from verify.judge._expressions import check_expression, evaluate
 from verify.judge._trend import Trend, tends_to_zero
+from verify.predict._evaluation import Evaluation, Value, quantity_error
+from verify.predict._expressions import check_expression, evaluate
 
 __all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "Evaluation", "Value",
            "quantity_error", "decide", "inconclusive", "not_applicable", "combine",

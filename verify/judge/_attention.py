@@ -2,13 +2,13 @@ r"""The conclusion ``attention``: what the limit of :math:`P(t)` is — Boolean,
 ``r``, with given leaders, pointing only at given tokens — or that it has none (``switching``).
 
 The limit of :math:`P` is read off the **certified hardmax graph** of the scores (scores with
-their error radius, :func:`verify.graph.hardmax_graph`): at the last checkpoint every row must
-be decided (except at most ``free_rows_at_most`` rows) and its Boolean limit must be the same
+their error radius, :func:`verify.analysis.graph.hardmax_graph`): at the last checkpoint every row
+must be decided (except at most ``free_rows_at_most`` rows) and its Boolean limit must be the same
 over the tail; the rank, the leaders and the targets are then exact facts (error 0), and
 *Boolean* also needs :math:`\max_{ij}\min(P_{ij}, 1 - P_{ij}) \to 0` by the trend. This supports
 the conclusion (re-checked at a longer horizon by the engine) on the *evidence* basis: a graph
 read at a finite time is not its limit. With the hardmax leader-map certificate
-(:mod:`verify.judge._certificates`), which fixes the Boolean limit for all time — its leaders,
+(:mod:`verify.analysis.end_certificates`), which fixes the Boolean limit for all time — its leaders,
 its rank, and the uniform rows of tokens pinned at the origin by the exact symmetries — the
 same facts rest on the certificate's basis (*estimate*: its hypotheses are read off the run).
 A violation without it is *violated (evidence)*: never a refutation.
@@ -17,10 +17,10 @@ Examples
 --------
 >>> from types import SimpleNamespace
 >>> from verify.claim import CheckRequest
->>> from verify.claim._vocabulary import ConclusionSpec
->>> from verify.judge._evaluation import Evaluation
+>>> from verify.vocabulary.conclusions import ConclusionSpec
+>>> from verify.predict._evaluation import Evaluation
 >>> from verify.model import Instance, Model
->>> from verify.simulate import simulate
+>>> from verify.flow.simulate import simulate
 >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], ["3/2", "1/2"]], name="f#0")
 >>> req = CheckRequest(None, SimpleNamespace(name="f"), inst, None, 8, 17, "float64")
 >>> spec = ConclusionSpec("attention", {"leaders": [1, 2], "rank_at_most": 2})
@@ -32,43 +32,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._plain import fail
-from verify.claim._vocabulary import register_conclusion
-from verify.errors import InvalidArgument
+from verify.analysis.evidence import Basis
+from verify.analysis.graph import undecided_nodes
+from verify.analysis.leader_map import hardmax_at
+from verify.exact import exact_rank
+from verify.exact.plain import fail
 from verify.judge._decision import combine, decide, inconclusive
-from verify.judge._evaluation import quantity_error
-from verify.judge._expressions import evaluate, initial_namespace
-from verify.judge._limits import COMMON_KEYS, formula_or_prediction, validate_common
+from verify.judge._shared import COMMON_KEYS, _indices, formula_or_prediction, validate_common
 from verify.judge._trend import tends_to_zero
+from verify.judge._verdicts import InstanceResult
 from verify.numerics._fits import tail_count
+from verify.predict._evaluation import quantity_error
+from verify.vocabulary.conclusions import register_conclusion
 
-__all__ = ["judge_attention", "hardmax_at"]
+__all__ = ["judge_attention"]
 
 _EPS = float(np.finfo(float).eps)
-
-
-def hardmax_at(traj, k: int, mask=None):
-    """The certified hardmax graph at checkpoint ``k`` (scores with their error radius)."""
-    from verify.graph import hardmax_graph
-
-    return hardmax_graph(traj.scaled_scores[k], traj.score_radius(k), mask)
-
-
-def _indices(ev, key: str) -> list[int]:
-    """Token indices (1-based in the file, as in the paper) from a list, a formula or a
-    prediction, as 0-based."""
-    n = ev.instance.n
-    given = ev.parameters[key]
-    if isinstance(given, list):
-        values = np.array(given, dtype=float)
-    else:
-        values = ev.value(key).array.ravel() if isinstance(given, dict) else \
-            evaluate(given, initial_namespace(ev.instance)).ravel()
-    if not np.all((values == np.round(values)) & (values >= 1) & (values <= n)):
-        raise InvalidArgument(f"{key}: gives {values.tolist()}; it must give token indices "
-                              f"1..{n}.")
-    return sorted({int(v) - 1 for v in values})
 
 
 def _validate_attention(p, source, where):
@@ -123,8 +102,6 @@ def _offdiagonal_gap(P: np.ndarray) -> np.ndarray:
           "switching": "true: the certified hardmax pattern keeps changing (P has no limit)"})
 def judge_attention(ev) -> InstanceResult:
     """Boolean limit, its rank, its leaders, its targets — or switching (module docstring)."""
-    from verify.exact import exact_rank
-    from verify.graph import undecided_nodes
 
     p, req, traj = ev.parameters, ev.request, ev.trajectory
     if traj.reference_run is None:

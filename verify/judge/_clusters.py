@@ -3,13 +3,13 @@ r"""The conclusion ``clusters``: the number of distinct limits, decided as an **
 The number of clusters of the limits is never read off one snapshot. Two intervals are kept:
 
 * from the trend (evidence, re-checked at a longer horizon): the fitted limits of the tokens
-  (:func:`~verify.judge._limits.token_fits`) are grouped by compatibility (max-norm distance
+  (:func:`~verify.judge._shared.token_fits`) are grouped by compatibility (max-norm distance
   within the sum of their error bars, :func:`certified_clusters`); when the grouping is
   certified (each group a clique, different groups separated beyond their bars) the count is
   at least the number of groups; it is at most that number only when every group's diameter
   tends to 0 by the trend rule (:func:`~verify.judge._trend.tends_to_zero`);
-* from a certificate of the end state (:mod:`verify.judge._certificates`): the certified limits
-  grouped the same way give a certified lower bound (groups separated beyond the certified
+* from a certificate of the end state (:mod:`verify.analysis.end_certificates`): the certified
+  limits grouped the same way give a certified lower bound (groups separated beyond the certified
   errors are distinct points); the upper bound is certified only where the certificate says
   which limits are equal (a hardmax leader map: every follower's limit *is* its leader's).
 
@@ -32,20 +32,16 @@ import math
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._plain import fail
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
+from verify.exact.plain import fail
+from verify.flow.trajectory import token_array
 from verify.judge._decision import decide, inconclusive
-from verify.judge._evaluation import quantity_error
-from verify.judge._expressions import check_expression, diameter, evaluate, initial_namespace
-from verify.judge._limits import (
-    COMMON_KEYS,
-    projected_tokens,
-    token_array,
-    token_fits,
-    validate_common,
-)
+from verify.judge._shared import COMMON_KEYS, _no_reference, token_fits, validate_common
 from verify.judge._trend import tends_to_zero
+from verify.judge._verdicts import InstanceResult
+from verify.predict._evaluation import projected_tokens, quantity_error
+from verify.predict._expressions import check_expression, diameter, evaluate, initial_namespace
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["certified_clusters", "cluster_groups", "count_interval", "judge_clusters"]
 
@@ -174,7 +170,6 @@ def _validate_clusters(p, source, where):
           "at_most": "the number of clusters is at most this (an integer or a formula)"})
 def judge_clusters(ev) -> InstanceResult:
     """The number of clusters of limits (``equal`` or ``at_most``), as an interval."""
-    from verify.judge._limits import _no_reference
 
     missing = _no_reference(ev)
     if missing:

@@ -8,8 +8,8 @@ rule of :func:`verify.claim.judge_instance`: an estimate is multiplied by the me
 factor κ (:data:`~verify.numerics.ESTIMATE_SAFETY`), then *holds* only when
 ``margin > error``, *violated* only when ``-margin > error``, otherwise *inconclusive*. A
 decision about ``t → ∞`` also carries its **certificate** (why the observed end will not
-change; :mod:`verify.judge._certificates`), whose basis it cannot exceed. Only a violation on a
-rigorous basis (exact, enclosure, certificate) can refute a claim.
+change; :mod:`verify.analysis.end_certificates`), whose basis it cannot exceed. Only a violation on
+a rigorous basis (exact, enclosure, certificate) can refute a claim.
 
 :func:`combine` is the one way several parts (the conclusions of a claim, or the parts of one
 conclusion) make an instance verdict: parts that do not apply (``when``) are left out; then the
@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import math
 
-from verify.claim import Basis, InstanceResult, InstanceVerdict, judge_instance
+from verify.analysis.evidence import Basis
+from verify.judge._verdicts import InstanceResult, InstanceVerdict, judge_instance
 
 __all__ = ["decide", "inconclusive", "not_applicable", "combine", "VERDICT_ORDER"]
 

@@ -12,7 +12,7 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
 3. **The rules for ``t → ∞``.** An asymptotic conclusion *holds* only if it holds at both
    horizons (a hold is re-checked at a longer horizon exactly as a violation is); it is
    *violated* — able to refute — only on a rigorous basis (:class:`~verify.claim.Basis`: a
-   certificate that the end will not change, :mod:`verify.judge._certificates`, or exact
+   certificate that the end will not change, :mod:`verify.analysis.end_certificates`, or exact
    arithmetic); a violation on a weaker basis (a trend on a window, a lemma whose hypotheses are
    read off the run) stays *violated (estimate / fit / evidence)* with its evidence, which
    never refutes and leaves the conclusion pending; a violation at ``T`` must persist at
@@ -57,9 +57,15 @@ import math
 from dataclasses import replace
 from fractions import Fraction
 
-from verify.claim import Basis, InstanceResult, InstanceVerdict, check_hypotheses
+from verify.analysis.equilibria import classify_end_state
+from verify.analysis.evidence import Basis
+from verify.errors import InvalidArgument
+from verify.flow.simulate import checkpoint_times, simulate
 from verify.judge._decision import combine, inconclusive, not_applicable
-from verify.judge._evaluation import Evaluation
+from verify.judge._verdicts import InstanceResult, InstanceVerdict
+from verify.predict import Unavailable
+from verify.predict._evaluation import Evaluation
+from verify.vocabulary.hypothesis_expressions import check_hypotheses
 
 __all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpoint_grid"]
 
@@ -87,8 +93,6 @@ def checkpoint_grid(horizon: Fraction, count: int, run_to: Fraction) -> list[Fra
 
 
 def _count(request) -> int:
-    from verify.simulate import checkpoint_times
-
     given = request.checkpoints
     if isinstance(given, int):
         return given
@@ -101,7 +105,6 @@ def _simulate(request, horizon: Fraction, run_to: Fraction, fallback: bool):
     """``(trajectory, None)`` or ``(None, inconclusive result)``. With ``fallback``, a float64
     run that fails (float64 no longer resolves the scores, typically) is repeated once in
     arbitrary precision (``"auto"``)."""
-    from verify.simulate import simulate
 
     times = checkpoint_grid(horizon, _count(request), run_to)
     h = request.instance.model.h
@@ -126,8 +129,6 @@ def _judge(request, traj, spec, cache: dict, shared: dict, run) -> InstanceResul
     on that part: certificates, fits; ``shared`` by every part of ``run``: the predictions, read
     once at their first certified time); an error of the user's data (``InvalidArgument``) is
     raised, and the instance's verdict is *error* (:mod:`verify.run._tasks`)."""
-    from verify.errors import InvalidArgument
-    from verify.predict import Unavailable
 
     try:
         return spec.kind.judge(Evaluation(request, traj, spec, cache, shared, run))
@@ -186,7 +187,6 @@ def _end_state(request, traj):
     horizon), or ``None``."""
     if request.instance.model.form == "z":
         return None
-    from verify.equilibria import classify_end_state
 
     try:
         return classify_end_state(request.instance, traj)
@@ -213,7 +213,7 @@ def _extension_pointless(request) -> str | None:
 
     For the rescaled form with an MLP, several heads, a mask, a normalisation or a non-softmax
     attention, no certificate that the end will not change exists
-    (:mod:`verify.judge._certificates`: the field depends on ``t`` and none of the theory's
+    (:mod:`verify.analysis.end_certificates`: the field depends on ``t`` and none of the theory's
     trapping arguments covers the variant), so no longer run can refute. Such a variant is
     judged at the claim's horizon and its ``3/2`` re-check only, unless the claim asks for
     longer runs with ``parameters.max_horizon``: an ReLU field integrated to ``4T`` cost a

@@ -3,11 +3,11 @@ the rescaled :math:`z_i = e^{-tV} x_i` tends to a limit :math:`\gamma_i \ne 0`; 
 ``at_most_bounded`` of them may stay bounded, and those tend to 0.
 
 For each token the limit :math:`\gamma_i` of :math:`z_i` is fitted from the trend
-(:func:`~verify.judge._limits.token_fits`): it *escapes* when :math:`|\gamma_i|` exceeds its
+(:func:`~verify.judge._shared.token_fits`): it *escapes* when :math:`|\gamma_i|` exceeds its
 error bar (with ``same_sign``: :math:`\gamma_i` has the sign of :math:`x_i(0)` — :math:`x_i
 \ge c e^{t}` — beyond the bar). A token whose :math:`\gamma_i` is within its bar of 0 counts as
 *bounded*; a bounded token must tend to 0 in :math:`x` — by the trend, or exactly when the
-exact symmetries pin it at 0 (:func:`~verify.judge._certificates.pinned_subspaces`). A token
+exact symmetries pin it at 0 (:func:`~verify.analysis.end_certificates.pinned_subspaces`). A token
 that does not escape beyond the allowed number is a violation only with a certificate
 (its certified limit is 0, or has the wrong sign).
 
@@ -15,10 +15,10 @@ Examples
 --------
 >>> from types import SimpleNamespace
 >>> from verify.claim import CheckRequest
->>> from verify.claim._vocabulary import ConclusionSpec
->>> from verify.judge._evaluation import Evaluation
+>>> from verify.vocabulary.conclusions import ConclusionSpec
+>>> from verify.predict._evaluation import Evaluation
 >>> from verify.model import Instance, Model
->>> from verify.simulate import simulate
+>>> from verify.flow.simulate import simulate
 >>> inst = Instance(Model(V=[[1]]), [[-2], [0], [2]], name="s#0")
 >>> req = CheckRequest(None, SimpleNamespace(name="s"), inst, None, 6, 25, "float64")
 >>> spec = ConclusionSpec("escapes", {"at_most_bounded": 1})
@@ -32,14 +32,16 @@ import math
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._plain import fail
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.end_certificates import pinned_subspaces
+from verify.analysis.evidence import Basis
 from verify.digits import trusted
+from verify.exact.plain import fail
 from verify.judge._decision import combine, decide, inconclusive
-from verify.judge._evaluation import quantity_error
-from verify.judge._limits import COMMON_KEYS, formula_or_prediction, token_fits
+from verify.judge._shared import COMMON_KEYS, _indices, formula_or_prediction, token_fits
 from verify.judge._trend import tends_to_zero
+from verify.judge._verdicts import InstanceResult
+from verify.predict._evaluation import quantity_error
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_escapes"]
 
@@ -75,8 +77,6 @@ def _validate(p, source, where):
           "tail_fraction": COMMON_KEYS["tail_fraction"]})
 def judge_escapes(ev) -> InstanceResult:
     """Which tokens escape (module docstring)."""
-    from verify.judge._attention import _indices
-    from verify.judge._certificates import pinned_subspaces
 
     p, req, traj = ev.parameters, ev.request, ev.trajectory
     if traj.z is None or traj.x is None:
@@ -133,7 +133,6 @@ def _certified(ev, tokens, allowed: int, x0) -> InstanceResult | None:
     """A violation on a certificate: too many tokens pinned at 0 by the exact symmetries (an
     exact invariant set), or (``same_sign``) a token whose limit certified by the end state's
     certificate is on the wrong side."""
-    from verify.judge._certificates import pinned_subspaces
 
     pinned = pinned_subspaces(ev.instance, ev.trajectory)
     stuck = [i for i in tokens if pinned is not None and pinned[i].shape[1] == 0]

@@ -15,14 +15,21 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._plain import require_positive_int
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
 from verify.errors import InvalidArgument
+from verify.exact import paranormal, qk_positive_definite
 from verify.exact.inputs import as_float_array
+from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
+from verify.exact.plain import fail, require_positive_int
 from verify.exact.precision import working_precision
+from verify.exact.remainder import boundrj_bound_violated, boundrj_remainder
 from verify.exact.splitting import f_coordinates
+from verify.flow.fields import VectorField, discrete_step_rescaled, discrete_step_tokens
 from verify.judge._decision import decide, inconclusive
+from verify.judge._verdicts import InstanceResult
+from verify.model import Model
+from verify.numerics import Float64, fit_line
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_rescaling_identity", "judge_remainder_bound"]
 
@@ -46,10 +53,6 @@ def judge_rescaling_identity(ev) -> InstanceResult:
     row-stochastic ``P``). Margin ``−max|z[k] − R^{-k} x[k]|``, error 0. The number of layers is
     ``parameters.layers`` (default 4; rational sizes grow with every layer).
     """
-    from verify.dynamics import VectorField, discrete_step_rescaled, discrete_step_tokens
-    from verify.exact.linalg import from_fmpq_mat, to_fmpq_mat
-    from verify.model import Model
-    from verify.numerics import Float64
 
     request = ev.request
     model, x = request.instance.model, request.instance.x0.copy()
@@ -81,7 +84,6 @@ def judge_rescaling_identity(ev) -> InstanceResult:
 def _exact_root(model) -> np.ndarray | None:
     r""":math:`A = (\beta Q^\top K)^{1/2}` when it is rational and found here: ``I`` for
     :math:`B = I`, ``Q`` for ``Q = K`` symmetric positive definite (and β = 1); else ``None``."""
-    from verify.exact import qk_positive_definite
 
     head, d = model.heads[0], model.d
     eye = np.array([[Fraction(int(a == b)) for b in range(d)] for a in range(d)], dtype=object)
@@ -140,8 +142,6 @@ def _power_factor(degree: int) -> str:
 
 
 def _validate_remainder(p, source, where):
-    from verify.claim._plain import fail
-
     for key in ("i", "j"):
         if key in p and (not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1):
             fail(source, f"{where}.{key}", f"{p[key]!r} must be a token index (from 1).")
@@ -167,9 +167,6 @@ def judge_remainder_bound(ev) -> InstanceResult:
     ``[fit_from, T]`` and the error is :math:`\kappa\sigma` of that fit. The fit is recorded in
     both cases as the numerical confirmation.
     """
-    from verify.exact import paranormal
-    from verify.exact.remainder import boundrj_bound_violated, boundrj_remainder
-    from verify.numerics import fit_line
 
     request = ev.request
     inst, model = request.instance, request.instance.model

@@ -39,13 +39,13 @@ fails out of sample is evidence against it, reported as inconclusive.
 **theta** — "``q(t) = Θ(g(t))`` as ``t → ∞``" (there are ``0 < c ≤ C`` with
 ``c g ≤ q ≤ C g`` for large ``t``), e.g. ``of = "t**-2"``. On the checkpoints
 ``t ≥ from_time`` where ``q`` is read (above its error, before its error floor), the ratio
-``q/g`` is fitted as a power ``t^s`` on the tail (:func:`verify.limits.fit_power_law`, with
-the intrinsic scatter of its residuals): *holds* (basis fit) when the drift exponent ``s`` is
-within ``κσ`` of 0 — no resolved drift, the only reading a finite window allows of a bounded
-ratio — at ``T`` and at ``3T/2``; a resolved drift (``q`` decaying faster or slower than
-``g``) is evidence against (inconclusive). A ratio that still converges visibly
-(``1 + 1/t``) may read as a drift: inconclusive, integrate longer. Never violated without a
-certificate.
+``q/g`` is fitted as a power ``t^s`` on the tail
+(:func:`verify.analysis.observed_limits.fit_power_law`, with the intrinsic scatter of its
+residuals): *holds* (basis fit) when the drift exponent ``s`` is within ``κσ`` of 0 — no resolved
+drift, the only reading a finite window allows of a bounded ratio — at ``T`` and at ``3T/2``; a
+resolved drift (``q`` decaying faster or slower than ``g``) is evidence against (inconclusive). A
+ratio that still converges visibly (``1 + 1/t``) may read as a drift: inconclusive, integrate
+longer. Never violated without a certificate.
 
 Examples
 --------
@@ -62,20 +62,22 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult, InstanceVerdict
-from verify.claim._plain import fail
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
+from verify.analysis.observed_limits import coverage_factor, fit_power_law
 from verify.errors import InvalidArgument
+from verify.exact.inputs import to_rational
+from verify.exact.plain import fail
 from verify.judge._decision import inconclusive
-from verify.judge._expressions import (
+from verify.judge._quantities import _number, check_quantity, quantity_columns
+from verify.judge._verdicts import InstanceResult, InstanceVerdict
+from verify.predict._expressions import (
     CONTEXT_NAMES,
     FUNCTIONS,
     check_expression,
     evaluate,
     initial_namespace,
 )
-from verify.judge._flow import _number, check_quantity, quantity_columns
-from verify.limits import coverage_factor, fit_power_law
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["parse_range", "judge_exists", "judge_theta"]
 
@@ -88,7 +90,6 @@ def parse_range(text: object, name: str = "c") -> tuple:
     match = _RANGE.match(text) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"{text!r} must be an interval such as \"(0, inf)\" or \"[1/2, 3]\"")
-    from verify.exact.inputs import to_rational
 
     ends = []
     for value, infinite in ((match.group(2), "-inf"), (match.group(3), "inf")):

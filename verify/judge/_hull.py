@@ -18,10 +18,14 @@ import math
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
+from verify.exact import hull_certificate
+from verify.exact._common import rref
+from verify.exact.inputs import rational_array
 from verify.judge._decision import decide, inconclusive
+from verify.judge._verdicts import InstanceResult
 from verify.numerics._coverage import estimate_bound
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_hull_shrinks"]
 
@@ -31,7 +35,6 @@ _EPS = float(np.finfo(float).eps)
 def _affine_coordinates(x0) -> list[int]:
     """Pivot coordinates of the exact affine hull of the initial tokens (an injective
     projection of that hull; the dynamics never leave it)."""
-    from verify.exact._common import rref
 
     rows = [[a - b for a, b in zip(row, x0[0], strict=True)] for row in x0[1:]]
     return list(rref(rows)[1]) if rows else []
@@ -73,8 +76,6 @@ def judge_hull_shrinks(ev) -> InstanceResult:
     has not moved beyond its error either, e.g. a leader at a vertex; ``boundary_moving``
     otherwise) and is neither support nor violation. No inside pair at all: inconclusive.
     """
-    from verify.exact import hull_certificate
-    from verify.exact.inputs import rational_array
 
     request, traj = ev.request, ev.trajectory
     x0, _ = rational_array("x0", request.instance.x0)

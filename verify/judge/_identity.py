@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult, InstanceVerdict
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
 from verify.judge._decision import decide, inconclusive
-from verify.judge._expressions import check_expression
-from verify.judge._flow import (
+from verify.judge._quantities import (
     _bound_series,
     check_quantity,
     check_window,
     checkpoint_window,
     quantity_columns,
 )
+from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.numerics import estimate_bound
+from verify.predict._expressions import check_expression
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_identity"]
 

@@ -3,12 +3,12 @@ and ``tends`` (``clusters`` and ``attention`` are in their own modules).
 
 Every one of them reduces to a nonnegative distance :math:`D(t)` to what is claimed — the
 diameter, the distance of each token to its predicted limit or to a predicted set — computed
-on the run and on its reference run (error: :func:`~verify.judge._evaluation.quantity_error`
+on the run and on its reference run (error: :func:`~verify.predict._evaluation.quantity_error`
 plus the rounding of the distance and the error of the prediction). Then:
 
 * **holds** when :math:`D(t) \to 0` is supported by the trend over the tail
   (:func:`~verify.judge._trend.tends_to_zero`: a resolved decay);
-* **violated** only when the end state has a certificate (:mod:`verify.judge._certificates`)
+* **violated** only when the end state has a certificate (:mod:`verify.analysis.end_certificates`)
   and the distance *at the certified limit* exceeds its error bound (the Lipschitz bound of
   :math:`D` times the limit's error, plus the prediction's error); the certificate is attached;
 * otherwise **inconclusive**, with the trend (also a trend against the claim, which is evidence
@@ -22,10 +22,10 @@ Examples
 --------
 >>> from types import SimpleNamespace
 >>> from verify.claim import CheckRequest
->>> from verify.claim._vocabulary import ConclusionSpec
->>> from verify.judge._evaluation import Evaluation
+>>> from verify.vocabulary.conclusions import ConclusionSpec
+>>> from verify.predict._evaluation import Evaluation
 >>> from verify.model import Instance, Model
->>> from verify.simulate import simulate
+>>> from verify.flow.simulate import simulate
 >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], ["3/2", "1/2"]], name="f#0")
 >>> req = CheckRequest(None, SimpleNamespace(name="f"), inst, None, 8, 17, "float64")
 >>> traj = simulate(inst, 8, checkpoints=17)
@@ -36,15 +36,15 @@ Examples
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._plain import fail
-from verify.claim._vocabulary import check_prediction, is_prediction, register_conclusion
+from verify.analysis.end_certificates import linear_flow
+from verify.analysis.evidence import Basis, figure_convergence, sig6
+from verify.analysis.observed_limits import fit_exponential_convergence
 from verify.digits import plus_minus, trusted
 from verify.errors import InvalidArgument
+from verify.exact.plain import fail
 from verify.judge._decision import decide, inconclusive
 from verify.judge._distances import (
     boundary_distance,
@@ -53,105 +53,32 @@ from verify.judge._distances import (
     nearest_distance,
     subspace_distance,
 )
-from verify.judge._evaluation import Value, quantity_error
-from verify.judge._evidence import figure_convergence, sig6
-from verify.judge._expressions import (
-    check_expression,
-    diameter,
-    evaluate,
-    initial_namespace,
+from verify.judge._quantities import check_quantity, quantity_or_reason
+from verify.judge._shared import (
+    COMMON_KEYS,
+    _functional_error,
+    _no_reference,
+    _tail,
+    _tokens,
+    formula_or_prediction,
+    token_fits,
+    validate_common,
 )
 from verify.judge._trend import tends_to_zero
+from verify.judge._verdicts import InstanceResult
+from verify.predict._evaluation import Value, _functional, projected_tokens, quantity_error
+from verify.predict._expressions import diameter, evaluate, initial_namespace
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_converges", "judge_consensus", "judge_limit", "judge_approach", "judge_tends",
-           "token_fits", "token_array", "judge_distance", "projected_tokens", "COMMON_KEYS",
-           "TREND_RULE"]
+           "judge_distance", "TREND_RULE"]
 
 _EPS = float(np.finfo(float).eps)
-COMMON_KEYS = {
-    "variable": "'z' (rescaled tokens), 'x' (tokens) or 'direction' (x/|x|); default: the "
-                "variable the run integrates",
-    "tail_fraction": "fraction of the checkpoints (the last ones) the trend rests on "
-                     "(default 1/2)",
-    "functional": "formula or prediction of a k×d matrix W: the conclusion is about W z_i "
-                  "instead of z_i (default: the identity)"}
 TREND_RULE = ("holds when D(t) → 0 is supported by the trend over the tail (a resolved decay, "
               "errors from the reference run); violated only when the end state is certified "
               "(stable equilibrium, invariant point, hardmax leader map) and D at the certified "
               "limit exceeds its error; else inconclusive (a trend against the claim is "
               "evidence, not a violation)")
-
-
-# --------------------------------------------------------------------------- inputs
-def _tail(ev) -> float:
-    return float(ev.parameters.get("tail_fraction", Fraction(1, 2)))
-
-
-def _no_reference(ev) -> InstanceResult | None:
-    ref = ev.trajectory.reference_run
-    if ref is None or ref.state.shape != ev.trajectory.state.shape:
-        return inconclusive(ev.request, "the run has no reference run with the same "
-                            "checkpoints, so no quantity has an error estimate.")
-    return None
-
-
-def _functional(ev) -> Value | None:
-    if "functional" not in ev.parameters:
-        return None
-    W = ev.value("functional")
-    rows = np.atleast_2d(W.array)
-    if rows.ndim != 2 or rows.shape[1] != ev.instance.d or not np.all(np.isfinite(rows)):
-        raise InvalidArgument(f"functional: gives shape {W.array.shape}; it must be a finite "
-                              f"k×{ev.instance.d} matrix.")
-    return Value(rows, W.error, W.evidence, W.source, W.basis)
-
-
-def projected_tokens(ev, tokens: np.ndarray) -> np.ndarray:
-    """``W z_i`` for every token (rows of ``tokens``, any leading shape) with the conclusion's
-    functional ``W``, or the tokens themselves."""
-    W = _functional(ev)
-    return tokens if W is None else tokens @ W.array.T
-
-
-def _functional_error(ev, tokens: np.ndarray) -> float:
-    """The error of ``W z`` from the error of ``W`` (max-norm): ``|ΔW|·|z|_1``."""
-    W = _functional(ev)
-    if W is None or not W.error:
-        return 0.0
-    return W.error * float(np.max(np.sum(np.abs(tokens), axis=-1)))
-
-
-def token_array(trajectory, variable: str) -> np.ndarray:
-    """The tokens ``(m, n, d)`` of ``variable``: ``z``, ``x`` or ``direction`` (``x/|x|``)."""
-    if variable == "direction":
-        x = np.asarray(trajectory.tokens("x"), dtype=float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return x / np.linalg.norm(x, axis=2, keepdims=True)
-    return np.asarray(trajectory.tokens(variable), dtype=float)
-
-
-def _tokens(ev) -> tuple[np.ndarray, np.ndarray]:
-    """The (projected) tokens ``(m, n, k)`` on the run and on its reference run."""
-    variable = ev.variable()
-    run = token_array(ev.trajectory, variable)
-    ref = token_array(ev.trajectory.reference_run, variable)
-    return projected_tokens(ev, run), projected_tokens(ev, ref)
-
-
-def token_fits(ev) -> list:
-    """The limit fit of every (projected) token (:func:`~verify.limits.
-    fit_exponential_convergence`, error ``max_c |z_ic − z_ic^{ref}|``), cached."""
-    from verify.limits import fit_exponential_convergence
-
-    key = ("token_fits", ev.variable(), _tail(ev), repr(ev.parameters.get("functional")))
-    if key not in ev.cache:
-        Z, R = _tokens(ev)
-        with np.errstate(invalid="ignore"):
-            err = np.max(quantity_error(Z, R), axis=2)
-        err = np.where(np.isfinite(err), err, np.inf)
-        ev.cache[key] = [fit_exponential_convergence(ev.trajectory.t, Z[:, i], err[:, i],
-                                                     tail=_tail(ev)) for i in range(Z.shape[1])]
-    return ev.cache[key]
 
 
 def _distance_series(ev, distance) -> tuple[np.ndarray, np.ndarray]:
@@ -265,37 +192,6 @@ def _width(ev) -> int:
     return ev.instance.d if W is None else W.array.shape[0]
 
 
-# --------------------------------------------------------------------------- validation
-def _number(value) -> bool:
-    return isinstance(value, (int, float, Fraction)) and not isinstance(value, bool)
-
-
-def formula_or_prediction(p: dict, key: str, gives: tuple, source: str, where: str,
-                          context: str = "initial") -> None:
-    """Validate a key that takes a formula of the initial data or ``{ predict = ... }``."""
-    if key not in p:
-        return
-    if is_prediction(p[key]):
-        check_prediction(p[key], gives, source, f"{where}.{key}")
-    else:
-        check_expression(p[key], context, source, f"{where}.{key}")
-
-
-def validate_common(p: dict, source: str, where: str, formulas: dict | None = None) -> None:
-    """``variable``, ``tail_fraction``, ``functional`` and the keys in ``formulas`` (key ->
-    the prediction kinds it accepts)."""
-    if "variable" in p and p["variable"] not in ("z", "x", "direction"):
-        fail(source, f"{where}.variable", f"{p['variable']!r} must be 'z' (rescaled tokens), "
-             "'x' (tokens) or 'direction' (x/|x|).")
-    if "tail_fraction" in p and not (_number(p["tail_fraction"]) and
-                                     0 < p["tail_fraction"] <= 1):
-        fail(source, f"{where}.tail_fraction", f"{p['tail_fraction']!r} must be a number in "
-             "(0, 1], e.g. tail_fraction = 0.5.")
-    formula_or_prediction(p, "functional", ("rows",), source, where)
-    for key, gives in (formulas or {}).items():
-        formula_or_prediction(p, key, gives, source, where)
-
-
 def _exactly_one(p: dict, keys: tuple, source: str, where: str) -> str:
     given = [k for k in keys if k in p]
     if len(given) != 1:
@@ -316,7 +212,6 @@ def _exactly_one(p: dict, keys: tuple, source: str, where: str) -> str:
     validate=lambda p, s, w: validate_common(p, s, w, {"to": ("points",)}))
 def judge_converges(ev) -> InstanceResult:
     """Every token converges; with ``to``, to one of the given points."""
-    from verify.limits import fit_exponential_convergence
 
     missing = _no_reference(ev)
     if missing:
@@ -335,8 +230,6 @@ def judge_converges(ev) -> InstanceResult:
     evidence = {"kinds": kinds, "largest_limit_error": sig6(max(f.limit_error for f in fits))}
     bad = [i for i, f in enumerate(fits) if not (f.stabilised and math.isfinite(f.limit_error))]
     if bad:
-        from verify.judge._certificates import linear_flow
-
         certificate = linear_flow(ev.instance, ev.trajectory)
         if certificate is not None:
             return decide(ev.request, -1, 0, "every token converges (the linear flow keeps "
@@ -475,8 +368,6 @@ def _hyperplanes(ev, given: Value, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _validate_tends(p, source, where):
-    from verify.judge._flow import check_quantity
-
     check_quantity(p, source, where)
     formula_or_prediction(p, "to", (), source, where)
     if "tail_fraction" in p:
@@ -495,7 +386,6 @@ def _validate_tends(p, source, where):
           "variable": COMMON_KEYS["variable"], "tail_fraction": COMMON_KEYS["tail_fraction"]})
 def judge_tends(ev) -> InstanceResult:
     """A quantity tends to a value: its distance to the value tends to 0 by the trend rule."""
-    from verify.judge._flow import quantity_or_reason
 
     p = ev.parameters
     values, errors, reason = quantity_or_reason(ev, p["quantity"], p.get("variable"))
@@ -508,4 +398,3 @@ def judge_tends(ev) -> InstanceResult:
     what = f"{p['quantity']} → {target:.6g}"
     return trend.judge(ev.request, {"quantity": p["quantity"], "value_at_T": sig6(values[-1]),
                                     "D": what})
-

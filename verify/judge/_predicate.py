@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.claim import Basis
-from verify.claim._plain import fail
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
 from verify.errors import InvalidArgument, UserFunctionError
+from verify.exact.plain import fail
 from verify.judge._decision import decide, inconclusive
-from verify.judge._evaluation import quantity_error
+from verify.predict._evaluation import quantity_error
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["load_function", "judge_predicate"]
 

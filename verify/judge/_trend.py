@@ -5,7 +5,7 @@ Decided from the trend over the tail of the checkpoints (:func:`tends_to_zero`, 
 decay, confirmed later at a longer horizon) but never refute it: a series that levels off at a
 positive value or grows is *undecided*, with the trend recorded as evidence against
 (``Trend.against``) — a metastable state looks exactly like that for exponentially long times.
-Refuting needs a certificate that the end will not change (:mod:`verify.judge._certificates`).
+Refuting needs a certificate that the end will not change (:mod:`verify.analysis.end_certificates`).
 
 Examples
 --------
@@ -24,14 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
+from verify.analysis.evidence import Basis, sig6
+from verify.analysis.observed_limits import fit_exponential_convergence, fit_power_law
 from verify.digits import plus_minus, upper
 from verify.judge._decision import decide, inconclusive
-from verify.judge._evidence import sig6
-from verify.limits import (
-    fit_exponential_convergence,
-    fit_power_law,
-)
+from verify.judge._verdicts import InstanceResult
 from verify.numerics._coverage import estimate_bound
 from verify.numerics._fits import tail_count
 
@@ -173,7 +170,8 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
                   name: str = "D") -> Trend:
     r"""Decide whether a nonnegative series :math:`D(t_k)` tends to 0, from its trend.
 
-    The tail is fitted by :func:`verify.limits.fit_exponential_convergence`; by its ``kind``:
+    The tail is fitted by :func:`verify.analysis.observed_limits.fit_exponential_convergence`; by
+    its ``kind``:
 
     * ``"exponential"`` / ``"converged-to-error"`` and stabilised (the limit :math:`L` is known
       within a bar :math:`e`; an exponential fit whose remaining distance exceeds the movement

@@ -9,11 +9,14 @@ import math
 
 import numpy as np
 
-from verify.claim import Basis, InstanceResult
-from verify.claim._plain import require_positive_int
-from verify.claim._vocabulary import register_conclusion
+from verify.analysis.evidence import Basis
 from verify.exact.inputs import as_float_array
+from verify.exact.plain import require_positive_int
+from verify.flow.simulate import simulate
 from verify.judge._decision import combine, decide, inconclusive
+from verify.judge._verdicts import InstanceResult
+from verify.model import Instance
+from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_field_bounds", "judge_stability"]
 
@@ -82,8 +85,6 @@ def judge_stability(ev) -> InstanceResult:
     """Proposition 6.1 (stability) between the run and a perturbed run."""
     from scipy.optimize import linear_sum_assignment
 
-    from verify.model import Instance
-    from verify.simulate import simulate
 
     request, traj = ev.request, ev.trajectory
     model, inst = request.instance.model, request.instance

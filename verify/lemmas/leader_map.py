@@ -76,7 +76,7 @@ from fractions import Fraction
 
 from flint import arb, arb_mat
 
-from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
+from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, parse_ball, rational
 
 __all__ = ["ID", "check", "clusters_of"]
 
@@ -214,7 +214,6 @@ def check(inst, t1: Fraction, z: arb_mat, pinned: set, parameters: dict) -> Lemm
 
 def limit_balls(conclusions: dict) -> list:
     """The limits certified by :func:`check` as balls (``None`` for a pinned token: 0)."""
-    from verify.lemmas._balls import parse_ball
 
     return [None if row is None else [parse_ball(v) for v in row]
             for row in conclusions["limits"]]

@@ -1,7 +1,7 @@
 r"""Lemma ``sphere-consensus``: on the sphere with :math:`V = cI`, once every pair of tokens is
 less than :math:`90°` apart the tokens reach consensus, at an explicit exponential rate.
 
-Source: own proof below; it refines the cap invariance of :mod:`verify.consensus_cap` (caps are
+Source: own proof below; it refines the cap invariance of :mod:`verify.flow.consensus_cap` (caps are
 forward invariant for :math:`V = cI`, :math:`c \ge 0`) and is the sphere analogue of the
 contraction argument of Geshkovski–Letrouit–Polyanskiy–Rigollet's follow-up work on the sphere
 (tokens in an open hemisphere reach consensus).

@@ -3,9 +3,9 @@
 * :class:`Float64` and :class:`Arb` — the two arithmetic backends behind one interface;
 * :func:`integrate_extrapolation` with :class:`GraggBulirschStoer` — adaptive extrapolation with
   exact rational coefficients, in any precision (SciPy's DOP853 is the float64 fast path, used
-  by :func:`verify.simulate.simulate`);
+  by :func:`verify.flow.simulate.simulate`);
 * :func:`fit_line`, :func:`fit_power_law`, :func:`fit_doubly_exponential` — weighted line fits
-  with error bars (used by :mod:`verify.limits`).
+  with error bars (used by :mod:`verify.analysis.observed_limits`).
 """
 
 from verify.numerics._backends import Arb, Backend, Float64, bits_to_digits, digits_to_bits

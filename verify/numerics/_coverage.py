@@ -9,7 +9,7 @@ the digits, and prints the distribution of true error / estimate per variant (th
 margin of 2, rounded up; every decision that rests on an estimate requires
 ``margin > ESTIMATE_SAFETY · error`` (:func:`verify.claim.judge_instance`), and the certified
 hardmax graph certifies a score difference only beyond ``ESTIMATE_SAFETY`` times its estimated
-error (:meth:`verify.trajectory.Trajectory.score_radius`). Both go through
+error (:meth:`verify.flow.trajectory.Trajectory.score_radius`). Both go through
 :func:`estimate_bound`, the one place the factor is applied.
 
 Examples

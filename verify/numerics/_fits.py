@@ -16,7 +16,7 @@ so that standard errors reflect both noise and misfit:
 Errors in :math:`\log|v|` come from absolute errors by :func:`log_error`; every error is at
 least the float64 resolution of the value it belongs to. :func:`check_times`,
 :func:`check_series` and :func:`tail_count` are the input checks shared with
-:mod:`verify.limits`.
+:mod:`verify.analysis.observed_limits`.
 
 Examples
 --------
@@ -176,7 +176,8 @@ def fit_line(x: object, y: object, dy: object, reason: str = "") -> LineFit:
 
 def _fit_line(x: np.ndarray, y: np.ndarray, dy: np.ndarray, reason: str = "") -> LineFit:
     """:func:`fit_line` on float arrays known to be valid (no checks: non-finite points give a
-    ``nan`` line, as the fixed-point iteration of :mod:`verify.limits` expects)."""
+    ``nan`` line, as the fixed-point iteration of :mod:`verify.analysis.observed_limits`
+    expects)."""
     n = len(x)
     if n < 3:
         why = f"only {n} usable point(s); a line with an error bar needs at least 3"
@@ -317,7 +318,7 @@ def fit_doubly_exponential(times: object, gaps: object, errors: object = None, *
         Absolute error estimates of the gaps (of the log-gaps with ``log=True``).
     log : bool
     tail : float or int
-        As in :func:`verify.limits.fit_exponential_convergence`.
+        As in :func:`verify.analysis.observed_limits.fit_exponential_convergence`.
 
     Returns
     -------
@@ -365,7 +366,8 @@ def fit_power_law(times: object, values: object, errors: object = None, *,
     Parameters
     ----------
     times, values, errors, tail
-        As in :func:`verify.limits.fit_exponential_convergence`; the tail's times must be > 0.
+        As in :func:`verify.analysis.observed_limits.fit_exponential_convergence`; the tail's times
+        must be > 0.
 
     Returns
     -------
@@ -376,7 +378,8 @@ def fit_power_law(times: object, values: object, errors: object = None, *,
     Raises
     ------
     InvalidArgument
-        As in :func:`verify.limits.fit_exponential_convergence`, or a tail time ≤ 0.
+        As in :func:`verify.analysis.observed_limits.fit_exponential_convergence`, or a tail time ≤
+        0.
 
     Examples
     --------

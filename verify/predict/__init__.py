@@ -5,7 +5,7 @@ A conclusion names a prediction where it would take a formula (``to = { predict 
 where the theorem defines its object through the dynamics, from the **certified early leaders**
 of the run — the tokens whose certified hardmax target is themselves — never from the observed
 limits the prediction is then compared with. Each returns a
-:class:`~verify.judge._evaluation.Value` (float array, error bound, evidence with the exact data
+:class:`~verify.predict._evaluation.Value` (float array, error bound, evidence with the exact data
 and the figure's predicted object) or raises :class:`Unavailable` (the run does not determine it
 yet: the conclusion is then inconclusive and the horizon is extended).
 

@@ -9,9 +9,9 @@ read at the end of the run it is compared with (there, each leader's distance to
 position would be 0 by construction). :math:`t_1` is the first checkpoint where
 
 * with :math:`V = \lambda I`, :math:`\lambda > 0` (model (1.1)): the hardmax leader-map
-  certificate holds (:func:`~verify.judge._certificates.leader_map_at`: every argmax certified,
-  every token following a leader, the residual soft attention unable to close a margin). By that
-  lemma each leader's position at :math:`t_1` is its limit within the state's error plus the
+  certificate holds (:func:`~verify.analysis.end_certificates.leader_map_at`: every argmax
+  certified, every token following a leader, the residual soft attention unable to close a margin).
+  By that lemma each leader's position at :math:`t_1` is its limit within the state's error plus the
   residual motion :math:`R` **for all** :math:`t \ge t_1`;
 * otherwise: the certified hardmax graph (scores within their estimated error times the
   measured safety factor) sends every decided row to a leader, the rows still undecided stay
@@ -31,10 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.claim import Basis
-from verify.claim._vocabulary import register_prediction
+from verify.analysis.end_certificates import _scalar_value_matrix, leader_map_at
+from verify.analysis.evidence import Basis
+from verify.analysis.graph import undecided_nodes
+from verify.analysis.leader_map import hardmax_at
 from verify.errors import VerifyError
-from verify.judge._evaluation import Value
+from verify.exact.escape import above_escape_threshold, escape_threshold_value
+from verify.predict._evaluation import Value, projected_tokens
+from verify.vocabulary.conclusions import register_prediction
 
 __all__ = ["Unavailable", "Leaders", "certified_leaders"]
 
@@ -82,8 +86,6 @@ class Leaders:
 
 
 def _from_certificate(instance, traj, k: int) -> Leaders | None:
-    from verify.judge._certificates import leader_map_at
-
     cert, _ = leader_map_at(instance, traj, k)
     if cert is None:
         return None
@@ -98,9 +100,6 @@ def _from_certificate(instance, traj, k: int) -> Leaders | None:
 
 
 def _settled_graph(instance, traj, k: int, undecided_later: list) -> Leaders | None:
-    from verify.graph import undecided_nodes
-    from verify.judge._attention import hardmax_at
-
     G = hardmax_at(traj, k, instance.model.mask_for(instance.n))
     undecided = sorted(undecided_nodes(G))
     if any(i not in later for i in undecided for later in undecided_later):
@@ -123,8 +122,6 @@ def _settled_graph(instance, traj, k: int, undecided_later: list) -> Leaders | N
 
 def _first_certified(instance, traj) -> Leaders | None:
     """The :class:`Leaders` at the first certified checkpoint of ``traj`` (module docstring)."""
-    from verify.graph import undecided_nodes
-    from verify.judge._attention import hardmax_at
 
     m = len(traj.times)
     if _scalar_rescaled(instance):
@@ -143,7 +140,6 @@ def _first_certified(instance, traj) -> Leaders | None:
 
 def _scalar_rescaled(instance) -> bool:
     """Model (1.1) in the rescaled form with ``V = λI``, ``λ > 0``: the leader-map lemma."""
-    from verify.judge._certificates import _scalar_value_matrix
 
     model = instance.model
     return model.form == "z" and not model.departures() and \
@@ -158,9 +154,9 @@ def certified_leaders(ev) -> Leaders:
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> from verify.judge._evaluation import Evaluation
+    >>> from verify.predict._evaluation import Evaluation
     >>> from verify.model import Instance, Model
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], ["3/2", "1/2"]])
     >>> req = SimpleNamespace(instance=inst)
     >>> found = certified_leaders(Evaluation(req, simulate(inst, 8, checkpoints=17), None))
@@ -187,7 +183,6 @@ def certified_leaders(ev) -> Leaders:
 def leader_targets(ev) -> Value:
     """Per token, the position of its certified leader (through the conclusion's
     ``functional``, if any)."""
-    from verify.judge._limits import projected_tokens
 
     found = certified_leaders(ev)
     missing = [i + 1 for i in range(ev.instance.n) if i not in found.leader_of]
@@ -220,7 +215,6 @@ def extreme_tokens(ev) -> Value:
                      summary="the tokens beyond the escape threshold ±a, a² = n² e^{−a²} (d = 1)")
 def threshold_tokens(ev) -> Value:
     """The extreme tokens with ``x(0) > a`` or ``x(0) < −a`` (certified in ball arithmetic)."""
-    from verify.exact.escape import above_escape_threshold, escape_threshold_value
 
     x0, n = ev.instance.x0, ev.instance.n
     if x0.shape[1] != 1:

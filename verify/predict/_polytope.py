@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.claim import Basis
-from verify.claim._vocabulary import register_prediction
+from verify.analysis.evidence import Basis, plain6
 from verify.errors import InvalidArgument
-from verify.judge._evaluation import Value
-from verify.judge._evidence import plain6
+from verify.exact import hull_certificate, polytope_S
+from verify.exact.inputs import rational_array
+from verify.predict._evaluation import Value, projected_tokens
 from verify.predict._leaders import Unavailable, certified_leaders
+from verify.vocabulary.conclusions import register_prediction
 
 __all__ = ["polytope_S_prediction", "polytope_vertices", "subspace_K"]
 
@@ -70,8 +71,6 @@ def _figure(vertices, points=None, label: str = "") -> dict:
                      summary="𝒮 of Theorem 3.1 for 𝒦 = conv(certified leaders), exactly")
 def polytope_S_prediction(ev) -> Value:
     """The finite set 𝒮 (points, their error bound, the exact data in the evidence)."""
-    from verify.exact import hull_certificate, polytope_S
-    from verify.exact.inputs import rational_array
 
     found, L, E = _leader_points(ev)
     R, _ = rational_array("leaders", L)
@@ -102,8 +101,6 @@ def polytope_S_prediction(ev) -> Value:
                      summary="the vertices of 𝒦 = conv(certified leaders)")
 def polytope_vertices(ev) -> Value:
     """The vertices of the leaders' hull (certified exactly)."""
-    from verify.exact import hull_certificate
-    from verify.exact.inputs import rational_array
 
     found, L, E = _leader_points(ev)
     cert = hull_certificate(rational_array("leaders", L)[0])
@@ -120,7 +117,6 @@ def polytope_vertices(ev) -> Value:
 def subspace_K(ev) -> Value:
     """The points whose hull is 𝒦 ⊂ F, in the coordinates of the conclusion's functional (the
     map ``F-coordinates``)."""
-    from verify.judge._limits import projected_tokens
 
     found, L, E = _leader_points(ev)
     points = projected_tokens(ev, L)

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.claim import Basis
-from verify.claim._vocabulary import register_prediction
-from verify.judge._evaluation import Value
-from verify.judge._evidence import sig6
+from verify.analysis.evidence import Basis, sig6
+from verify.exact import (
+    eigenpair,
+    good_triple_with_multiplicity,
+    paranormal,
+    positive_real_part_count,
+)
+from verify.exact.splitting import f_coordinates
+from verify.predict._evaluation import Value
 from verify.predict._leaders import Unavailable, certified_leaders
+from verify.vocabulary.conclusions import register_prediction
 
 __all__ = ["phi1", "hyperplanes_a0b", "positive_left_rows", "f_coordinates_rows"]
 
@@ -25,8 +31,6 @@ _EPS = float(np.finfo(float).eps)
 
 
 def _pair(ev):
-    from verify.exact import eigenpair
-
     if "eigenpair" not in ev.cache:
         try:
             ev.cache["eigenpair"] = eigenpair(ev.instance.model.V)
@@ -77,7 +81,6 @@ def hyperplanes_a0b(ev) -> Value:
 def positive_left_rows(ev) -> Value:
     """Rows ``W`` with ``W V = M W`` for the eigenvalues of positive real part; error: the
     residual over the spectral gap (the count ``k`` is checked against the exact one)."""
-    from verify.exact import positive_real_part_count
 
     V = ev.instance.model.V
     Vf = np.array(V, dtype=float)
@@ -109,8 +112,6 @@ def positive_left_rows(ev) -> Value:
                              "coordinates of a rational basis of F")
 def f_coordinates_rows(ev) -> Value:
     """``C`` (``dim F × d``) of Theorem 5.2's splitting; exact (error 0 beyond rounding)."""
-    from verify.exact import good_triple_with_multiplicity, paranormal
-    from verify.exact.splitting import f_coordinates
 
     model = ev.instance.model
     para = paranormal(model.V)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from verify.atomic import write_atomic
-from verify.claim import InstanceResult
+from verify.judge._verdicts import InstanceResult
 
 __all__ = ["write_certificate", "CERTIFICATE_FOLDER"]
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from verify.exact.escape import above_escape_threshold
+
 __all__ = ["NoPlan", "plan_facts"]
 
 
@@ -41,8 +43,6 @@ def _is(value, name: str) -> bool:
 
 
 def _threshold_tokens(instance) -> list[int]:
-    from verify.exact.escape import above_escape_threshold
-
     values = [instance.x0[i, 0] for i in range(instance.n)]
     picked = []
     for sign, index in ((1, values.index(max(values))), (-1, values.index(min(values)))):

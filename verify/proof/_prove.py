@@ -34,9 +34,15 @@ from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
-from verify.claim import Basis, InstanceResult, InstanceVerdict, check_hypotheses
+from verify.analysis.evidence import Basis
+from verify.enclosure import MAX_SIZE, Enclosure, unsupported
+from verify.judge._verdicts import InstanceResult, InstanceVerdict
+from verify.lemmas import check_certificate
+from verify.lemmas._balls import ball_text, parse_ball
+from verify.numerics._monitor import _WALL_BUDGET
 from verify.proof._lemmas import lemma_for, try_lemma
 from verify.proof._plans import NoPlan, plan_facts
+from verify.vocabulary.hypothesis_expressions import check_hypotheses
 
 __all__ = ["prove_result", "proof_budget", "PROOF_SECONDS", "MARK_STEP"]
 
@@ -68,7 +74,6 @@ def _expiry(request) -> Callable[[], bool]:
     (``time.thread_time``), so that what is proved does not depend on how loaded the machine
     is (on a shared machine 120 wall seconds gave some proofs 20 CPU seconds); the instance's
     wall budget, when it has one, stops the proof too."""
-    from verify.numerics._monitor import _WALL_BUDGET
 
     seconds = float(request.parameters.get("proof_seconds", _BUDGET.get()))
     end = time.thread_time() + seconds
@@ -109,7 +114,6 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
             not float(request.parameters.get("proof_seconds", _BUDGET.get())) > 0:
         return result
     instance = request.instance
-    from verify.enclosure import MAX_SIZE, unsupported
 
     lemma = lemma_for(instance.model)
     why_not = unsupported(instance.model) or (
@@ -145,7 +149,6 @@ def _search(request, lemma: str, plans: list, expired: Callable[[], bool],
             last_mark: Fraction) -> dict:
     """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
     once."""
-    from verify.enclosure import Enclosure
 
     instance = request.instance
     tried = []
@@ -174,8 +177,6 @@ def _search(request, lemma: str, plans: list, expired: Callable[[], bool],
 
 
 def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):
-    from verify.lemmas import check_certificate
-
     facts, enclosure_facts = [], []
     for _, templates in plans:
         for fact in templates:
@@ -200,7 +201,6 @@ def _offsets(document: dict) -> dict:
     """``y_j(t1) = z_j - z_leader`` as ball text, for the order fact (d = 1)."""
     from flint import ctx
 
-    from verify.lemmas._balls import ball_text, parse_ball
 
     leader_of = document["conclusions"]["leader_of"]
     with ctx.workprec(int(document["enclosure"]["bits"])):
@@ -236,7 +236,6 @@ def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: d
     document = outcome.pop("document")
     from flint import ctx
 
-    from verify.lemmas._balls import parse_ball
 
     with ctx.workprec(int(document["enclosure"]["bits"])):
         smallest = min(float(parse_ball(q["margin"]).lower()) for q in document["inequalities"])

@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from verify.errors import InvalidArgument
+from verify.flow.trajectory import Trajectory
 from verify.report._figstyle import (
     colour_clusters,
     describe,
@@ -17,7 +18,6 @@ from verify.report._figstyle import (
     new_figure,
     token_colours,
 )
-from verify.trajectory import Trajectory
 
 __all__ = ["attention_rank", "plot_attention_heatmaps", "RANK_RTOL"]
 
@@ -37,7 +37,7 @@ def attention_rank(P: Any, rtol: float = RANK_RTOL) -> int:
     -------
     rank : int
         A float statement about the stored ``P``, not a certified rank; the certified rank of
-        the Boolean limit is :func:`verify.graph.boolean_limit_rank`.
+        the Boolean limit is :func:`verify.analysis.graph.boolean_limit_rank`.
 
     Examples
     --------
@@ -105,7 +105,7 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     Examples
     --------
     >>> from verify.model import Model, Instance
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> traj = simulate(Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], [-1, -1]]), 2,
     ...                 checkpoints=5, error_estimate=False)
     >>> fig = plot_attention_heatmaps(traj, max_panels=2)
@@ -114,7 +114,7 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     """
     if not isinstance(traj, Trajectory):
         raise InvalidArgument(f"traj=<{describe(traj)}> ({type(traj).__name__}) is not a "
-                              "Trajectory; pass the result of verify.simulate.simulate(...).")
+                              "Trajectory; pass the result of verify.flow.simulate.simulate(...).")
     P = float_array("traj.attention", traj.attention, 3)
     m = len(traj.times)
     if P.shape[0] != m or P.shape[1] != P.shape[2] or P.shape[1] == 0:

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from verify.analysis.graph import leaders as certified_leaders
 from verify.errors import InvalidArgument
 from verify.report._figstyle import describe, float_array, latex_float, new_figure, palette
 
@@ -74,7 +75,6 @@ def _leaders(G: nx.DiGraph, leaders: Any) -> tuple[set, str]:
             raise InvalidArgument(f"leaders={sorted(chosen - set(G.nodes))!r} are not nodes of G.")
         return chosen, "leaders (given)"
     if G.graph.get("hardmax") is True:
-        from verify.graph import leaders as certified_leaders
         return certified_leaders(G), "certified leaders"
     found = {v for comp in nx.attracting_components(G) for v in comp if G.has_edge(v, v)}
     return found, "leaders (self-loop in an attracting component)"
@@ -93,13 +93,14 @@ def plot_attention_graph(G: nx.DiGraph, positions: Any = None, *, leaders: Any =
     Parameters
     ----------
     G : networkx.DiGraph
-        From :func:`verify.graph.attention_graph` or :func:`verify.graph.hardmax_graph`.
+        From :func:`verify.analysis.graph.attention_graph` or
+        :func:`verify.analysis.graph.hardmax_graph`.
     positions : array_like, shape (n, d), or dict, optional
         Node positions, e.g. the final tokens ``traj.z[-1]`` (first two coordinates used);
         default: a spring layout with seed 0.
     leaders : iterable, optional
-        Default: :func:`verify.graph.leaders` for a hardmax graph, otherwise the nodes with a
-        self-loop in an attracting component.
+        Default: :func:`verify.analysis.graph.leaders` for a hardmax graph, otherwise the nodes with
+        a self-loop in an attracting component.
     node_colours : sequence or dict, optional
         A colour per node (indexed by node), e.g. ``token_colours(n, colour_clusters(P_T))``
         to match the other figures of a trajectory; default: by the leaders of `G`.
@@ -124,7 +125,7 @@ def plot_attention_graph(G: nx.DiGraph, positions: Any = None, *, leaders: Any =
     """
     if not isinstance(G, nx.DiGraph) or G.number_of_nodes() == 0:
         raise InvalidArgument(f"G=<{describe(G)}> ({type(G).__name__}) must be a non-empty "
-                              "networkx DiGraph, e.g. verify.graph.attention_graph(P).")
+                              "networkx DiGraph, e.g. verify.analysis.graph.attention_graph(P).")
     pos, geometric = _positions(G, positions)
     chosen, leader_name = _leaders(G, leaders)
     heads = sorted(chosen, key=str)

@@ -53,7 +53,8 @@ def _exponential_fit(fit: Any, t: np.ndarray, size: np.ndarray, resolved: np.nda
     if not all(hasattr(fit, a) for a in ("rate", "rate_error", "coverage", "tail_start")):
         raise InvalidArgument(
             f"fit=<{describe(fit)}> ({type(fit).__name__}) must be a LimitFit (from "
-            "verify.limits.fit_exponential_convergence) or a pair (rate, intercept) with "
+            "verify.analysis.observed_limits.fit_exponential_convergence) or a pair (rate, "
+            "intercept) with "
             "log distance ≈ intercept − rate·t."
         )
     rate = float(fit.rate)
@@ -89,9 +90,9 @@ def plot_convergence(times: Any, distances: Any, errors: Any = None, *, fit: Any
     errors : float or array_like, shape (m,) or like ``distances``, optional
         Absolute error estimates of the distances.
     fit : LimitFit or (rate, intercept), optional
-        A :class:`verify.limits.LimitFit` (its rate with the :math:`\kappa\sigma` interval in
-        the legend; the line is anchored by least squares on the resolved tail points) or a
-        pair with :math:`\log d(t) \approx \text{intercept} - \text{rate}\cdot t`.
+        A :class:`verify.analysis.observed_limits.LimitFit` (its rate with the :math:`\kappa\sigma`
+        interval in the legend; the line is anchored by least squares on the resolved tail points)
+        or a pair with :math:`\log d(t) \approx \text{intercept} - \text{rate}\cdot t`.
     label : str
         The plotted quantity, mathtext.
     colours : list, optional
@@ -218,7 +219,7 @@ def plot_doubly_exponential(times: Any, gaps: Any, fit: Any = None, *, errors: A
         Points with :math:`g = 0` or :math:`|g| \ge 1` have no :math:`\log(-\log|g|)` and are
         left out (the title counts them).
     fit : LineFit or (slope, intercept), optional
-        From :func:`verify.limits.fit_doubly_exponential`, or a pair: the line
+        From :func:`verify.analysis.observed_limits.fit_doubly_exponential`, or a pair: the line
         :math:`\log c + a\,t`.
     errors : array_like, shape (m,), optional
         Absolute error estimates of the gaps (of the log-gaps with ``log=True``): error bars.
@@ -284,7 +285,8 @@ def plot_doubly_exponential(times: Any, gaps: Any, fit: Any = None, *, errors: A
         else:
             raise InvalidArgument(
                 f"fit=<{describe(fit)}> ({type(fit).__name__}) must be a LineFit (from "
-                "verify.limits.fit_doubly_exponential) or a pair (slope, intercept)."
+                "verify.analysis.observed_limits.fit_doubly_exponential) or a pair (slope, "
+                "intercept)."
             )
         if math.isfinite(slope) and math.isfinite(intercept):
             s = np.linspace(*((t[ok][0], t[ok][-1]) if np.sum(ok) > 1 else (t[0], t[-1])), 50)

@@ -12,6 +12,7 @@ from matplotlib.patches import Polygon
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
 from verify.errors import InvalidArgument
+from verify.flow.trajectory import Trajectory
 from verify.report._figstyle import (
     colour_clusters,
     describe,
@@ -20,7 +21,6 @@ from verify.report._figstyle import (
     token_colours,
 )
 from verify.report._geometry import bounding_box, clip_line, hull_pieces, plane_section
-from verify.trajectory import Trajectory
 
 __all__ = ["Predicted", "plot_trajectories"]
 
@@ -116,7 +116,7 @@ def _series(traj: Any, variable: str) -> np.ndarray:
     if not isinstance(traj, Trajectory):
         raise InvalidArgument(
             f"traj=<{describe(traj)}> ({type(traj).__name__}) is not a Trajectory; pass the "
-            "result of verify.simulate.simulate(...)."
+            "result of verify.flow.simulate.simulate(...)."
         )
     if variable == "direction":
         x = float_array("traj.x", traj.tokens("x"), 3, allow_nonfinite=True)
@@ -296,7 +296,7 @@ def plot_trajectories(traj: Trajectory, *, variable: str = "z",
     Examples
     --------
     >>> from verify.model import Model, Instance
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> traj = simulate(Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], [-1, -1]]), 2,
     ...                 checkpoints=5, error_estimate=False)
     >>> fig = plot_trajectories(traj, predicted=Predicted(polytope_vertices=[[1, 0], [0, 1],

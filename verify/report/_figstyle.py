@@ -111,7 +111,7 @@ def colour_clusters(P: Any) -> np.ndarray | None:
     following the pointers from ``i`` must end at a token that points to itself, its leader.
     Returns ``None`` when some token has no dominant entry or ends in a cycle: then no clusters
     are shown. This is a float reading of ``P`` for colours and ordering; certified leaders come
-    from :func:`verify.graph.leaders`.
+    from :func:`verify.analysis.graph.leaders`.
 
     >>> colour_clusters([[0.9, 0.1, 0], [0.8, 0.2, 0], [0, 0.3, 0.7]]).tolist()
     [0, 0, 2]

@@ -18,6 +18,28 @@ from __future__ import annotations
 
 import html
 
+from verify.errors import OutOfScope
+from verify.report._fig_weights import sentence_paths_figure, weights_spectra_figure
+from verify.report._texthtml import inline_html, machine_math
+from verify.weights import (
+    classify_heads,
+    count_classes,
+    embed,
+    head_weights,
+    load_weights,
+    tokenize,
+)
+from verify.weights._dynamics import sentence_dynamics
+from verify.weights._text import (
+    COLUMNS,
+    LEGEND,
+    counts_sentence,
+    dynamics_lines,
+    head_table_markdown,
+    sphere_line,
+    table_cells,
+)
+
 __all__ = ["real_weights_part", "weights_markdown", "weights_html", "weights_figures",
            "CLAIM_ID"]
 
@@ -26,18 +48,6 @@ _DONE: dict = {}
 
 
 def _compute(claim) -> dict:
-    from verify.errors import OutOfScope
-    from verify.weights import (
-        classify_heads,
-        count_classes,
-        embed,
-        head_weights,
-        load_weights,
-        tokenize,
-    )
-    from verify.weights._dynamics import sentence_dynamics
-    from verify.weights._text import counts_sentence, head_table_markdown
-
     family = next((f for f in claim.families if f.kind == "weights"), None)
     if family is None:
         return {}
@@ -71,7 +81,6 @@ def real_weights_part(run) -> dict:
 
 def weights_markdown(part: dict) -> list[str]:
     """Markdown lines of the section (empty when there is none)."""
-    from verify.weights._text import dynamics_lines, sphere_line
 
     if not part:
         return []
@@ -88,7 +97,6 @@ def weights_markdown(part: dict) -> list[str]:
 
 def weights_html(part: dict, figures: str) -> list[str]:
     """HTML of the section: the same text as Markdown, the table, and ``figures``."""
-    from verify.report._texthtml import inline_html, machine_math
 
     if not part:
         return []
@@ -96,7 +104,6 @@ def weights_html(part: dict, figures: str) -> list[str]:
         return ["<h2>Real weights</h2>", f"<p>Not shown: {html.escape(part['reason'])}</p>"]
     from types import SimpleNamespace
 
-    from verify.weights._text import COLUMNS, LEGEND, dynamics_lines, sphere_line, table_cells
 
     head = "".join(f"<th>{html.escape(h)}</th>" for h, _ in COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in
@@ -113,7 +120,6 @@ def weights_html(part: dict, figures: str) -> list[str]:
 
 def weights_figures(part: dict) -> list:
     """``(caption, figure)`` pairs: the spectra per layer and the sentence's token paths."""
-    from verify.report._fig_weights import sentence_paths_figure, weights_spectra_figure
 
     out = [("Non-zero eigenvalues of V = W_O[:, h] W_V[h] for every head, one panel per layer "
             "(★: λ_1 of a certified good triple; the 352 zero eigenvalues of each head are not "

@@ -38,9 +38,24 @@ from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
+import verify
 from verify.atomic import write_atomic
+from verify.errors import InvalidArgument
+from verify.flow.simulate import simulate
+from verify.model.instance_file import parse_instance
+from verify.report._fig_violation import violation_figures
 from verify.report._texthtml import inline_html, machine_math, markdown_to_html, plain_text
 from verify.report._weights_section import weights_figures, weights_html
+from verify.report.figures import (
+    Predicted,
+    figure_to_png_bytes,
+    figure_to_svg,
+    plot_attention_heatmaps,
+    plot_convergence,
+    plot_dependency_graph,
+    plot_doubly_exponential,
+    plot_trajectories,
+)
 from verify.report.markdown import (
     INSTANCE_HEADER,
     READING_NUMBERS,
@@ -60,10 +75,11 @@ from verify.report.markdown import (
     verdict_class,
     verdict_mark,
 )
+from verify.report.paper_figures import PAPER_FIGURES
+from verify.run._workers import new_pool
 
-__all__ = ["render_html", "PAPER_FIGURES", "default_figures", "page_title", "choose_variable"]
+__all__ = ["render_html", "default_figures", "page_title", "choose_variable"]
 
-PAPER_FIGURES: list[Callable] = []
 FIGURE_MAX_HORIZON = 40  # the float64 re-simulation for a figure stops here
 
 _CSS = """
@@ -121,8 +137,6 @@ LEGEND = (("v-supported", "supported: every in-scope instance held"),
 
 
 def _instance_of(record: dict, key: str = "instance_toml"):
-    from verify.instance_file import parse_instance
-
     data = tomllib.loads(record[key], parse_float=Decimal)
     return parse_instance(data, f"<{record['instance']}>")
 
@@ -175,15 +189,6 @@ def default_figures(record: dict, claim: dict) -> list:
     """
     from fractions import Fraction
 
-    from verify.report._fig_violation import violation_figures
-    from verify.report.figures import (
-        Predicted,
-        plot_attention_heatmaps,
-        plot_convergence,
-        plot_doubly_exponential,
-        plot_trajectories,
-    )
-    from verify.simulate import simulate
 
     spec = (record.get("evidence") or {}).get("figure") or {}
     out = []
@@ -238,7 +243,6 @@ def _img(caption: str, fig) -> str:
     as alt text in plain Unicode; a click shows it full-window."""
     import base64
 
-    from verify.report.figures import figure_to_png_bytes
 
     png = figure_to_png_bytes(fig)
     width, height = _png_size(png)
@@ -251,7 +255,6 @@ def _img(caption: str, fig) -> str:
 def _figures(maker: Callable, *args, embed: Callable | None = None) -> str:
     """The figures of ``maker(*args)`` (as PNG images, or through ``embed``); a figure that
     cannot be drawn says why in words."""
-    from verify.errors import InvalidArgument
 
     try:
         return "".join((embed or _img)(caption, fig) for caption, fig in maker(*args))
@@ -285,7 +288,6 @@ def _table(header, rows, classes=None, full=None) -> str:
 
 def dependency_figures(edges: dict, verdicts: dict) -> list:
     """The claim dependency graph, coloured by verdict (a figure maker)."""
-    from verify.report.figures import plot_dependency_graph
 
     return [("Claim dependency graph: an arrow B → A means that claim A uses claim B; colour "
              "is the verdict.",
@@ -293,8 +295,6 @@ def dependency_figures(edges: dict, verdicts: dict) -> list:
 
 
 def _svg(caption: str, fig) -> str:
-    from verify.report.figures import figure_to_svg
-
     return (f'<figure class="wide">{figure_to_svg(fig)}'
             f"<figcaption>{inline_html(machine_math(caption))}</figcaption></figure>")
 
@@ -311,7 +311,6 @@ def draw_figures(jobs: dict) -> dict:
     killed mid-way leaves none behind: :func:`verify.run._workers.worker_init`)."""
     import os
 
-    from verify.run._workers import new_pool
 
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers > 1:
@@ -429,7 +428,6 @@ def _code_key() -> str:
     import hashlib
     import importlib.metadata
 
-    import verify
 
     digest = hashlib.sha256()
     root = Path(verify.__file__).parent

@@ -1,11 +1,11 @@
 r"""The paper's experiments (spec §3) re-run with our integrator: the report's "Paper figures".
 
-Importing this module appends its figure makers to :data:`verify.report.html.PAPER_FIGURES`
+Importing this module appends its figure makers to :data:`verify.report.paper_figures.PAPER_FIGURES`
 (once); each is a callable ``() -> list[(caption, Figure)]``.  The setups follow the authors'
 scripts (``n = 20`` tokens, ``Q = K = A``), but the numerics are ours: SciPy's DOP853 in
 float64 with error control (``rtol = 1e-10``), never the scripts' fixed-step Euler.  Every
 caption states the precision and an error estimate: the largest deviation, over all tokens and
-checkpoints, from an independent reference run (``arb`` at :func:`verify.simulate.choose_bits`
+checkpoints, from an independent reference run (``arb`` at :func:`verify.flow.simulate.choose_bits`
 bits and ``rtol = 1e-15`` when cheap, otherwise float64 at ``rtol = 1e-13``).  Inputs are
 seeded draws rounded to 3 decimals, so every instance is exact and reproducible.
 
@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -32,12 +33,22 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from verify.analysis.graph import attention_graph, hardmax_graph, leaders, undecided_nodes
 from verify.digits import trusted, upper
+from verify.exact import eigenpair, hull_vertices
+from verify.flow.simulate import simulate
 from verify.model import Instance, Model
-from verify.report.html import PAPER_FIGURES
+from verify.report._figstyle import colour_clusters
+from verify.report.figures import (
+    Predicted,
+    plot_attention_graph,
+    plot_attention_heatmaps,
+    plot_trajectories,
+)
+from verify.report.figures import token_colours as colours_of
 
 __all__ = ["PaperRun", "paper_run", "SETUPS", "polytope_figures", "polytope_subspace_figures",
-           "hyperplane_figures", "leaders_figures", "low_rank_figures"]
+           "hyperplane_figures", "leaders_figures", "low_rank_figures", "PAPER_FIGURES"]
 
 DENSE_CHECKPOINTS = 101  # checkpoints of the drawn paths
 FLOAT_RTOL, TIGHT_RTOL = 1e-10, 1e-13
@@ -78,7 +89,6 @@ class PaperRun:
 
     def leaders(self) -> list[int]:
         """Certified leaders at ``t = T`` (hardmax graph of the scores within ``radius``)."""
-        from verify.graph import hardmax_graph, leaders
 
         return sorted(leaders(hardmax_graph(self.scores, self.radius)))
 
@@ -135,7 +145,6 @@ SETUPS = ("polytope", "polytope-subspace", "hyperplanes", "leaders", "low-rank")
 @functools.cache
 def paper_run(name: str) -> PaperRun:
     """Simulate setup ``name`` (one of :data:`SETUPS`) with an error estimate (cached)."""
-    from verify.simulate import simulate
 
     instance, T, note = _instances(name)
     traj = simulate(instance, T, checkpoints=DENSE_CHECKPOINTS, error_estimate=False,
@@ -201,8 +210,6 @@ def _moved(run: PaperRun) -> str:
 
 def polytope_figures() -> list[tuple[str, Figure]]:
     """Setup 1: ``A = V = I``, tokens uniform in ``[−5, 5]²``, ``T = 5``."""
-    from verify.exact import hull_vertices
-    from verify.report.figures import Predicted, plot_trajectories
 
     run = paper_run("polytope")
     zT = run.traj.z[-1]
@@ -221,7 +228,6 @@ def polytope_figures() -> list[tuple[str, Figure]]:
 
 def polytope_subspace_figures() -> list[tuple[str, Figure]]:
     """Setup 2: ``V = diag(1, −1/2)``, ``A = I``: ``z_1`` tends to ``{a, 0, b}``."""
-    from verify.report.figures import Predicted, plot_trajectories
 
     run = paper_run("polytope-subspace")
     z1 = run.traj.z[-1][:, 0]
@@ -244,7 +250,6 @@ def polytope_subspace_figures() -> list[tuple[str, Figure]]:
 def hyperplane_lines(run: PaperRun) -> tuple[np.ndarray, np.ndarray, float]:
     r"""``(φ_1^*, (a, 0, b), radius)``: exact-arithmetic left eigenvector (as float balls'
     midpoints, radius of the balls) and the offsets read from ``z(T)``."""
-    from verify.exact import eigenpair
 
     pair = eigenpair(run.instance.model.V)
     phi = pair.left_float
@@ -254,7 +259,6 @@ def hyperplane_lines(run: PaperRun) -> tuple[np.ndarray, np.ndarray, float]:
 
 def hyperplane_figures() -> list[tuple[str, Figure]]:
     """Setup 3: the paper's 2-D good triple with the lines ``{φ_1^* = c}``."""
-    from verify.report.figures import Predicted, plot_trajectories
 
     run = paper_run("hyperplanes")
     phi, offsets, radius = hyperplane_lines(run)
@@ -282,15 +286,6 @@ def hyperplane_figures() -> list[tuple[str, Figure]]:
 
 def leaders_figures() -> list[tuple[str, Figure]]:
     """Setup 4: ``V = MMᵀ``, ``QᵀK = NNᵀ``: attention graph with leaders and ``P(t)``."""
-    from verify.graph import attention_graph, hardmax_graph, undecided_nodes
-    from verify.report._figstyle import colour_clusters
-    from verify.report.figures import (
-        Predicted,
-        plot_attention_graph,
-        plot_attention_heatmaps,
-        plot_trajectories,
-    )
-    from verify.report.figures import token_colours as colours_of
 
     run = paper_run("leaders")
     traj, lead = run.traj, run.leaders()
@@ -329,13 +324,15 @@ def leaders_figures() -> list[tuple[str, Figure]]:
 
 def low_rank_figures() -> list[tuple[str, Figure]]:
     """Setup 5 (scaled down): ``V = MMᵀ/ρ``, ``A = I``: ``P(t)`` and its rank."""
-    from verify.report.figures import plot_attention_heatmaps
 
     run = paper_run("low-rank")
     caption = (f"Low-rank attention: $A = I$, $n = d = 20$, tokens uniform in $[-1, 1]^{{20}}$, "
                f"$T = {run.horizon}$; $P(t)$ heat maps and its numerical rank. {run.note} "
                f"{run.precision}.")
     return [(caption, plot_attention_heatmaps(run.traj))]
+
+
+PAPER_FIGURES: list[Callable] = []
 
 
 for _maker in (polytope_figures, polytope_subspace_figures, hyperplane_figures,

@@ -29,9 +29,11 @@ from pathlib import Path
 
 from verify.atomic import write_atomic
 from verify.claim import InstanceResult, effective_verdict
-from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.exact.plain import to_plain
 from verify.report._weights_section import real_weights_part
+from verify.report.html import render_html
+from verify.report.markdown import render_markdown
 
 __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_results",
            "results_problems", "check_schema", "library_versions", "write_reports",
@@ -339,8 +341,6 @@ def load_results(path: str | Path) -> dict:
 def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     """Write ``results.json`` (validated first), ``results.schema.json``, ``report.md`` and
     ``report.html`` into ``run.out_dir``; return their paths by name."""
-    from verify.report.html import render_html
-    from verify.report.markdown import render_markdown
 
     data = build_results(run)
     validate_results(data)

@@ -32,7 +32,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from verify.claim import InstanceResult, InstanceVerdict
 from verify.errors import InvalidArgument
+from verify.numerics._monitor import wall_budget
+from verify.proof import proof_budget
 
 __all__ = ["Budget", "judge_within", "parse_memory", "BUDGET_PREFIX"]
 
@@ -115,12 +118,10 @@ def _memory_cap(extra: int | None) -> Iterator[bool]:
 def judge_within(budget: Budget | None, judge: Callable[[], tuple]) -> tuple:
     """``judge()`` (returning ``(InstanceResult, extra)``) under ``budget``; a used-up budget
     gives an inconclusive result whose reason starts with :data:`BUDGET_PREFIX`."""
-    from verify.proof import proof_budget
 
     with proof_budget(None if budget is None else budget.proof):
         if budget is None or (budget.seconds is None and budget.memory is None):
             return judge()
-        from verify.numerics._monitor import wall_budget
 
         with wall_budget(budget.seconds) as wall, _memory_cap(budget.memory) as capped:
             result, extra = judge()
@@ -134,8 +135,6 @@ def judge_within(budget: Budget | None, judge: Callable[[], tuple]) -> tuple:
 
 
 def _used_up(result, budget: Budget, what: str):
-    from verify.claim import InstanceResult, InstanceVerdict
-
     return InstanceResult(result.instance, result.family, result.seed,
                           InstanceVerdict.INCONCLUSIVE,
                           f"{BUDGET_PREFIX} the instance used up its budget ({what}); nothing "

@@ -48,8 +48,10 @@ from verify.claim import (
     effective_verdict,
     judge_claim,
 )
-from verify.claim._plain import to_plain
-from verify.errors import InvalidArgument
+from verify.errors import InvalidArgument, UserFunctionError
+from verify.exact.plain import to_plain
+from verify.model import Instance
+from verify.model.instance_file import load_instance_file
 from verify.proof import write_certificate
 from verify.run._budget import Budget, judge_within
 from verify.run._ordered import InOrder
@@ -65,6 +67,7 @@ from verify.run._runner import (
 from verify.run._store import INSTANCES_FILE, ResultStore
 from verify.run._tasks import Task, instance_fields, judge_on_instance, new_record, run_task
 from verify.run._workers import new_pool, stop_workers
+from verify.search import build_instance, search, shrink
 
 __all__ = ["check_conjecture", "CheckRun", "EXIT_CODES", "DEFAULT_BUDGET", "SearchFamily",
            "judge_instance_file"]
@@ -153,7 +156,6 @@ class _Session:
     def outcome(self, future, lost) -> dict:
         """The record a job delivered, kept; ``lost(exc)`` makes the record of a job whose
         worker died."""
-        from verify.errors import UserFunctionError
 
         try:
             record = future.result()
@@ -210,8 +212,6 @@ class _DrawJudge:
     (:func:`judge_drawn`) and kept in draw order; the first confirmed violation stops it."""
 
     def __init__(self, session: _Session, space, family: SearchFamily):
-        from verify.search import build_instance
-
         self.session, self.space, self.family = session, space, family
         self.build = build_instance
         self.jobs = session.jobs()
@@ -260,8 +260,6 @@ class _DrawJudge:
 
 
 def _run_search(session: _Session, deadline: float, instances: int | None, seed: int):
-    from verify.search import search
-
     space = session.conjecture.search
     judge = _DrawJudge(session, space, _search_family(space))
     try:
@@ -283,7 +281,6 @@ def _shrink(session: _Session, record: dict, instance, family: SearchFamily,
     counterexample lies in the conjecture's ``[search]`` space, stay in it (moves that leave
     are refused and counted; the oracle also judges an out-of-scope candidate as not
     violated)."""
-    from verify.search import shrink
 
     inside_space = space is not None and space.contains(instance) is None
 
@@ -328,7 +325,6 @@ def _minimal(session: _Session, summary: dict, record: dict, walked_back: int) -
 
 def _renamed(instance, name: str):
     """``instance`` under another name (the same exact data)."""
-    from verify.model import Instance
 
     return Instance(instance.model, instance.x0, name=name)
 
@@ -439,7 +435,6 @@ def judge_instance_file(conjecture, path: str | Path, *, out_dir: str | Path,
     InvalidArgument
         If the file does not say its horizon (``[simulation] horizon``).
     """
-    from verify.instance_file import load_instance_file
 
     started, clock = datetime.now(UTC), time.monotonic()
     loaded = load_instance_file(path)

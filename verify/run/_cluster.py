@@ -39,6 +39,7 @@ import threading
 from concurrent.futures import Executor, Future
 
 from verify.errors import InvalidArgument
+from verify.run._workers import worker_numerics
 
 __all__ = ["ClusterPool", "connect", "on_worker", "DEFAULT_RETRIES"]
 
@@ -60,8 +61,6 @@ def on_worker(fn, /, *args, **kwargs):
     """
     with _TASK_LOCK:
         if not _READY:
-            from verify.run._workers import worker_numerics
-
             worker_numerics()
             _READY.append(True)
         return fn(*args, **kwargs)

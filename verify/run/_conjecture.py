@@ -30,7 +30,8 @@ from pathlib import Path
 
 from verify.claim import Claim, parse_claim
 from verify.claim._claim import read_toml
-from verify.claim._plain import fail
+from verify.exact.plain import fail
+from verify.search import parse_search
 
 __all__ = ["Conjecture", "parse_conjecture", "load_conjecture", "CONJECTURE_DEFAULTS"]
 
@@ -63,7 +64,6 @@ class Conjecture:
 
 def parse_conjecture(data: dict, source: str, *, sha256: str = "") -> Conjecture:
     """Validate a parsed conjecture table (``source`` names it in errors)."""
-    from verify.search import parse_search
 
     data = dict(data)
     search_table = data.pop("search", None)

@@ -25,13 +25,13 @@ from pathlib import Path
 
 from verify.atomic import write_atomic
 from verify.claim import InstanceResult, exit_code, judge_claim
-from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.exact.plain import to_plain
 from verify.proof import write_certificate
 from verify.run._budget import Budget
 from verify.run._progress import Progress
 from verify.run._store import ResultStore
-from verify.run._tasks import Task, run_task
+from verify.run._tasks import Task, _error_result, new_record, run_task
 from verify.run._workers import new_pool, stop_workers
 
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS"]
@@ -304,7 +304,6 @@ def lost_record(claim, family: str, k: int, seed: int | None, precision: object,
                 horizon: object, exc: BaseException) -> dict:
     """The record of an instance whose worker failed (``exc``): inconclusive, ``"lost":
     true`` (a resumed run computes it again)."""
-    from verify.run._tasks import _error_result, new_record
 
     out = _error_result(f"{family}#{k}", family, seed, "the worker", exc, lost=True)
     record = new_record(claim, family, k, seed, precision, horizon)

@@ -31,8 +31,12 @@ from verify.claim import (
     judge_scope,
     recheck_record,
 )
-from verify.claim._plain import to_plain
 from verify.errors import OutOfScope, UserFunctionError
+from verify.exact.plain import to_plain
+from verify.flow.simulate import _growth_rate, choose_bits, scaled_checkpoints
+from verify.judge import judge_request
+from verify.model.instance_file import instance_to_toml
+from verify.numerics import bits_to_digits
 from verify.proof import prove_result
 from verify.run._budget import judge_within
 
@@ -73,9 +77,6 @@ def higher_precision(precision: object, *, mu: float, horizon: object) -> object
     if precision == "float64":
         return "auto"
     if precision == "auto":
-        from verify.numerics import bits_to_digits
-        from verify.simulate import choose_bits
-
         return int(math.ceil(bits_to_digits(choose_bits(mu, float(horizon))))) \
             + RECHECK_EXTRA_DIGITS
     return int(precision) + RECHECK_EXTRA_DIGITS
@@ -83,8 +84,7 @@ def higher_precision(precision: object, *, mu: float, horizon: object) -> object
 
 def longer_checkpoints(checkpoints: object) -> object:
     """Checkpoints for the re-check's horizon × 3/2
-    (:func:`verify.simulate.scaled_checkpoints`)."""
-    from verify.simulate import scaled_checkpoints
+    (:func:`verify.flow.simulate.scaled_checkpoints`)."""
 
     return scaled_checkpoints(checkpoints, RECHECK_HORIZON_FACTOR)
 
@@ -121,8 +121,6 @@ def _error_result(instance: str, family: str, seed, what: str, exc: BaseExceptio
 
 
 def _judge(request: CheckRequest) -> InstanceResult:
-    from verify.judge import judge_request
-
     return judge_request(request)
 
 
@@ -180,7 +178,6 @@ def new_record(claim, family: str, k: int, seed: int | None, precision: object,
 
 def instance_fields(claim, instance, horizon: object, precision: object) -> dict:
     """``inputs`` (exact strings) and ``instance_toml`` (a file reproducing the instance)."""
-    from verify.instance_file import instance_to_toml
 
     return {"inputs": exact_inputs(instance), "instance_toml": instance_to_toml(
         instance, {"horizon": str(horizon), "precision": precision},
@@ -231,11 +228,7 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
 
 def _recheck(result: InstanceResult, request: CheckRequest,
              instance) -> tuple[InstanceResult, dict]:
-    from verify.instance_file import instance_to_toml
-
     try:
-        from verify.simulate import _growth_rate
-
         mu = _growth_rate(instance.model)
     except Exception:  # noqa: BLE001 - only sizes the precision
         mu = 1.0

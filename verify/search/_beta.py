@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
+from verify.exact.plain import fail, suggest
+
 __all__ = ["BetaRange", "LAWS", "parse_beta_range", "LIMIT"]
 
 LAWS = ("log-uniform", "uniform")
@@ -121,7 +123,6 @@ def _four_digits(x: float, low, high) -> Fraction:
 def parse_beta_range(table: dict, where: str, source: str, number) -> BetaRange:
     """Validate ``{ distribution = ..., low = ..., high = ... }`` (``number`` reads an exact
     number, naming the field); errors read ``"<source>: <where>.<key>: ..."``."""
-    from verify.claim._plain import fail, suggest
 
     unknown = sorted(set(table) - {"distribution", "low", "high"})
     if unknown:

@@ -35,6 +35,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from verify.exact import exact_det
+from verify.exact.linalg import to_fmpq_mat
+
 __all__ = ["entries_in_class", "HYPOTHESIS_OF_CLASS"]
 
 #: Classes defined by a spectral property: the hypothesis that states it, per axis.
@@ -61,7 +64,6 @@ def _psd(M: np.ndarray) -> bool:
     """Symmetric positive semidefinite, exactly (every principal minor ≥ 0)."""
     from itertools import combinations
 
-    from verify.exact import exact_det
 
     d = M.shape[0]
     if any(M[i, j] != M[j, i] for i in range(d) for j in range(i)):
@@ -74,7 +76,6 @@ def _has_eigenvalues(M: np.ndarray, params: dict) -> bool:
     """The characteristic polynomial of ``M`` is ``∏ (x − λ_i)`` over the given eigenvalues."""
     import flint
 
-    from verify.exact.linalg import to_fmpq_mat
 
     wanted = flint.fmpq_poly([1])
     for value in params.get("eigenvalues") or []:

@@ -42,24 +42,19 @@ from fractions import Fraction
 
 import numpy as np
 
+from verify.claim import check_hypotheses
 from verify.claim._family import GeneratorSpec
-from verify.claim._family_file import (
-    _check_keys,
-    _checkpoints,
-    _generator,
-    _int,
-    _model_options,
-    _number,
-    _precision,
-)
+from verify.claim._family_fields import _check_keys, _checkpoints, _int, _number
+from verify.claim._family_file import _generator, _model_options, _precision
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
-from verify.claim._hypothesis_expressions import beta_excluded, pinned, size_bounds
-from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
-from verify.precision import BOUNDED_SCORES
-from verify.resources import check_horizon, check_memory
+from verify.exact.plain import fail, suggest
+from verify.flow.precision_policy import BOUNDED_SCORES
+from verify.model import Model
+from verify.model.resources import check_horizon, check_memory
 from verify.search._beta import BetaRange, parse_beta_range
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class
+from verify.vocabulary.hypothesis_expressions import beta_excluded, pinned, size_bounds
 
 __all__ = ["SearchSpace", "parse_search", "SEARCH_KEYS", "HYPOTHESIS_V_CLASSES",
            "HYPOTHESIS_QK_CLASSES", "REGISTRIES", "feasible", "spec_label"]
@@ -177,8 +172,6 @@ class SearchSpace:
         return None if None in reasons else reasons[0]
 
     def _in_some_class(self, axis: str, matrix, instance) -> bool:
-        from verify.claim import check_hypotheses
-
         for spec in getattr(self, axis):
             inside = entries_in_class(axis, spec.name, spec.params, matrix)
             hypothesis = HYPOTHESIS_OF_CLASS.get((axis, spec.name))
@@ -301,7 +294,6 @@ def _model_defaults() -> dict:
     defaults (read off its signature, not restated)."""
     import inspect
 
-    from verify.model import Model
 
     return {name: p.default for name, p in inspect.signature(Model.__init__).parameters.items()
             if name in ("form", "attention", "mask", "normalisation", "h", "mlp")}

@@ -45,8 +45,8 @@ from hypothesis import strategies as st
 
 from verify.claim._family import Family, GeneratorSpec
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
-from verify.claim._plain import to_plain
 from verify.errors import InvalidArgument
+from verify.exact.plain import to_plain
 from verify.model import Instance
 from verify.search._beta import BetaRange
 from verify.search._space import (

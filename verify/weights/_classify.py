@@ -34,7 +34,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from verify.errors import InvalidArgument
-from verify.weights._heads import SPACES, HeadWeights
+from verify.exact import spectral_class
+from verify.exact._common import fmt
+from verify.weights._heads import SPACES, HeadWeights, head_weights
 
 __all__ = ["HeadClass", "classify_head", "classify_heads", "count_classes"]
 
@@ -96,8 +98,6 @@ class HeadClass:
 
 
 def _leading_text(spec) -> tuple[str, float, float | None]:
-    from verify.exact._common import fmt
-
     group, _ = spec.leading()
     top = group[0]
     if len(group) == 2 and not top.is_real and not group[1].is_real:
@@ -121,7 +121,6 @@ def _float_of(value) -> float | None:
 
 def classify_head(weights: HeadWeights, space: str = "model") -> HeadClass:
     """Classify one head (see the module docstring); ``space`` is ``"model"`` or ``"head"``."""
-    from verify.exact import spectral_class
 
     if space not in SPACES:
         raise InvalidArgument(f"space={space!r} must be one of {SPACES}.")
@@ -171,7 +170,6 @@ def classify_heads(weights, space: str = "model", heads: list | None = None,
     """:func:`classify_head` for every head of a :class:`~verify.weights.Weights` (or the
     ``(layer, head)`` pairs in ``heads``), layer by layer; ``jobs > 1`` spreads the heads over
     that many processes (same answers: every step is exact or certified)."""
-    from verify.weights._heads import head_weights
 
     pairs = heads if heads is not None else [(L, h) for L in range(weights.n_layers)
                                              for h in range(weights.n_heads)]

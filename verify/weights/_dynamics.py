@@ -1,12 +1,12 @@
 r"""A real sentence under one head's fixed weights: leaders, hyperplanes, hardmax attention.
 
 :func:`sentence_dynamics` integrates a sentence's projected embeddings
-(:func:`verify.weights.sentence_instance`) with :func:`verify.simulate.simulate` (error
+(:func:`verify.weights.sentence_instance`) with :func:`verify.flow.simulate.simulate` (error
 estimate included) and reads, at the horizon:
 
 * the **leaders** and the **attention at t = T** rounded to its hardmax, from the certified
-  hardmax graph (:func:`verify.summary.attention_reading`: every score margin certified against
-  the error estimate, or the row is reported undecided) — a finite-time reading, called the
+  hardmax graph (:func:`verify.analysis.summary.attention_reading`: every score margin certified
+  against the error estimate, or the row is reported undecided) — a finite-time reading, called the
   limit of $P$ only where a certificate carries it to every later time (``boolean_is_limit``);
 * for a good triple in the plain model, the **predicted** hyperplanes of Theorem 4.2,
   $\{\varphi_1^* = c\}$ with $c \in \{a, 0, b\}$, $a, b$ the extreme values of
@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.analysis.summary import attention_reading
+from verify.exact import eigenpair, good_triple
+from verify.flow.simulate import simulate
 from verify.weights._heads import HeadWeights
 from verify.weights._sentence import sentence_instance
 
@@ -49,9 +52,6 @@ def sentence_dynamics(head: HeadWeights, x: np.ndarray, words: list[str], *,
     ``hyperplanes`` (``offsets`` a, 0, b; ``per_token`` value and distance; ``error``),
     ``digits`` (correct digits at the horizon) and ``status``.
     """
-    from verify.exact import eigenpair, good_triple
-    from verify.simulate import simulate
-    from verify.summary import attention_reading
 
     instance = sentence_instance(head, x, variant)
     traj = simulate(instance, horizon, checkpoints=checkpoints)

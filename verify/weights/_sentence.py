@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.model import Instance, Model
 from verify.weights._heads import HeadWeights
 from verify.weights._source import INSTALL_HINT, Weights, WeightsUnavailable
 
@@ -93,7 +94,6 @@ def sentence_instance(head: HeadWeights, x: np.ndarray, variant: str = "plain",
     projected tokens of ``x`` (``n × d_model``); ``variant`` is a key of :data:`VARIANTS`
     (``"sphere"`` normalises the tokens to the unit sphere first).  Tokens enter at their
     float64 binary value; the weights exactly."""
-    from verify.model import Instance, Model
 
     if variant not in VARIANTS:
         raise InvalidArgument(f"variant={variant!r} must be one of {sorted(VARIANTS)}.")

@@ -13,7 +13,7 @@ the judges the three things they share:
   from a registered prediction (``{ predict = "name" }``, :mod:`verify.predict`: computed once
   per run, at its first certified time), with its error and basis;
 * :meth:`Evaluation.certificate` — the certificate of the end state, when there is one
-  (:func:`verify.judge._certificates.certify_end`): the only ground on which a statement about
+  (:func:`verify.analysis.end_certificates.certify_end`): the only ground on which a statement about
   ``t → ∞`` may be *violated*.
 
 Examples
@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.claim import Basis
-from verify.claim._vocabulary import PREDICTIONS, ConclusionSpec, is_prediction
-from verify.judge._expressions import default_variable, evaluate, initial_namespace
+from verify.analysis.end_certificates import certify_end
+from verify.analysis.evidence import Basis
+from verify.errors import InvalidArgument
+from verify.predict._expressions import default_variable, evaluate, initial_namespace
+from verify.vocabulary.conclusions import PREDICTIONS, ConclusionSpec, is_prediction
 
-__all__ = ["Evaluation", "Value", "quantity_error"]
+__all__ = ["Evaluation", "Value", "quantity_error", "_functional", "projected_tokens"]
 
 
 def quantity_error(value: np.ndarray, reference: np.ndarray | None) -> np.ndarray:
@@ -66,7 +68,7 @@ class Evaluation:
     Attributes
     ----------
     request : verify.claim.CheckRequest
-    trajectory : verify.trajectory.Trajectory
+    trajectory : verify.flow.trajectory.Trajectory
         A successful run with an error estimate and its ``reference_run``.
     spec : ConclusionSpec
     cache : dict
@@ -124,9 +126,25 @@ class Evaluation:
 
     def certificate(self):
         """The end state's certificate (``None`` when there is none) and the reason, computed
-        once per run (:func:`verify.judge._certificates.certify_end`)."""
+        once per run (:func:`verify.analysis.end_certificates.certify_end`)."""
         if "certificate" not in self.cache:
-            from verify.judge._certificates import certify_end
-
             self.cache["certificate"] = certify_end(self.instance, self.trajectory)
         return self.cache["certificate"]
+
+
+def _functional(ev) -> Value | None:
+    if "functional" not in ev.parameters:
+        return None
+    W = ev.value("functional")
+    rows = np.atleast_2d(W.array)
+    if rows.ndim != 2 or rows.shape[1] != ev.instance.d or not np.all(np.isfinite(rows)):
+        raise InvalidArgument(f"functional: gives shape {W.array.shape}; it must be a finite "
+                              f"k×{ev.instance.d} matrix.")
+    return Value(rows, W.error, W.evidence, W.source, W.basis)
+
+
+def projected_tokens(ev, tokens: np.ndarray) -> np.ndarray:
+    """``W z_i`` for every token (rows of ``tokens``, any leading shape) with the conclusion's
+    functional ``W``, or the tokens themselves."""
+    W = _functional(ev)
+    return tokens if W is None else tokens @ W.array.T

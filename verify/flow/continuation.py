@@ -1,7 +1,7 @@
 r"""Certified hardmax continuation: the exact flow of the rescaled field once the attention is 0/1.
 
 In the rescaled form (3.1) the scores are ``S_ij = e^{L} S̃_ij`` with ``L = 2 μ t`` and
-``S̃_ij = <Ẽ(t) z_i, B Ẽ(t) z_j>`` (:mod:`verify.exponential`). When, for every row ``i``,
+``S̃_ij = <Ẽ(t) z_i, B Ẽ(t) z_j>`` (:mod:`verify.flow.exponential`). When, for every row ``i``,
 
 .. math:: e^{L}\,\big(\tilde S_{i l(i)} - \max_{j \ne l(i)} \tilde S_{ij} - r_{ij}\big) \ge 746,
 
@@ -24,7 +24,8 @@ where ``a_{l(i)} − a_{l(j)}`` is exactly 0 for two followers of the same leade
 of two large nearly equal numbers is ever formed, even when ``z`` has diverging coordinates along
 negative eigen-directions of ``V``. The leg is checked on a grid (every checkpoint and
 :data:`CHECKS_PER_UNIT` points per unit time); at the first grid time where a margin closes the
-run falls back to integration from the last time that passed (:func:`verify.simulate.simulate`).
+run falls back to integration from the last time that passed
+(:func:`verify.flow.simulate.simulate`).
 
 The state error used in the bound is ``δ = STATE_SAFETY·(rtol·max|z| + atol)`` per entry (an
 a-priori figure: the integrator's local tolerance, with a safety factor); ``simulate`` checks it
@@ -37,7 +38,7 @@ Examples
 >>> import numpy as np
 >>> from verify.model import Model
 >>> from verify.numerics import Float64
->>> from verify.dynamics import VectorField
+>>> from verify.flow.fields import VectorField
 >>> field = VectorField(Model(V=[[1, 0], [0, 1]]), 3, Float64())
 >>> cert = HardmaxCertifier(field, rtol=1e-10, atol=1e-12)
 >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [1.9, 0.1]])
@@ -121,7 +122,7 @@ class HardmaxCertifier:
                 eigen=None) -> HardmaxLeg | None:
         """The leg starting at ``(t, z)`` if every row's hardmax is certified there and the leader
         map is idempotent; else ``None``. Costs about one evaluation of the field. A run in
-        eigen-coordinates passes ``w`` and its :class:`~verify.dynamics.EigenRescaledField`
+        eigen-coordinates passes ``w`` and its :class:`~verify.flow.fields.EigenRescaledField`
         instead of ``z``: the quick test then needs no ``Ẽ(t)`` and no change of basis."""
         self.checks += 1
         if eigen is not None:
@@ -308,7 +309,7 @@ def log_arb_threshold(bits: int, n: int) -> float:
 
 def certify_arb(field, t, z, rtol: float, atol: float):
     """The :class:`ArbHardmaxLeg` starting at ``(t, z)`` of an ``arb`` run (``field`` its
-    :class:`~verify.dynamics.VectorField`, ``z`` an ``arb_mat``), or ``None``: the leaders are
+    :class:`~verify.flow.fields.VectorField`, ``z`` an ``arb_mat``), or ``None``: the leaders are
     read off the midpoint scores, the leader map must be idempotent and every gap, computed in
     balls from the state widened by the a-priori error ``STATE_SAFETY·(rtol·max|z| + atol)``,
     must pass :func:`log_arb_threshold`."""

@@ -42,6 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.exact.inputs import rational_array
+from verify.exact.reals import normalise_rows
 from verify.model import Instance, Model
 
 __all__ = ["InstanceFile", "load_instance_file", "parse_instance", "random_tokens",
@@ -56,7 +58,7 @@ SIMULATION_KEYS = {"horizon", "checkpoints", "precision", "rtol", "atol", "error
                    "symmetry", "cluster_tolerance", "max_steps", "continuation"}
 DISTRIBUTIONS = ("uniform", "gaussian", "sphere")
 #: At most this many random coordinates n·d are drawn (the memory of the dynamics is checked
-#: later, from n, d and the precision: :mod:`verify.resources`).
+#: later, from n, d and the precision: :mod:`verify.model.resources`).
 MAX_RANDOM_ENTRIES = 10**8
 
 
@@ -163,8 +165,6 @@ def random_tokens(spec: dict, d: int, source: str = "<instance>") -> np.ndarray:
 
 def _normalised(tokens: dict, x0, source: str):
     """``x0`` with every row divided by its norm, exactly (``normalise = true``)."""
-    from verify.exact.inputs import rational_array
-    from verify.exact.reals import normalise_rows
 
     if tokens["normalise"] is not True:
         raise InvalidArgument(f"{source}: tokens.normalise = {_describe(tokens['normalise'])}:"

@@ -1,7 +1,7 @@
 r"""Vector fields of the model family, all built on one score/attention kernel.
 
 Scores are handled as a pair ``(S̃, L)`` with ``S = e^{L} S̃``: for the rescaled form
-``S̃_ij = <Q Ẽ(t) z_i, K Ẽ(t) z_j>`` and ``L = 2 μ t`` (see :mod:`verify.exponential`), for the
+``S̃_ij = <Q Ẽ(t) z_i, K Ẽ(t) z_j>`` and ``L = 2 μ t`` (see :mod:`verify.flow.exponential`), for the
 token form ``S̃ = β <Q x_i, K x_j>`` and ``L = 0``. The kernel :func:`attention_weights` turns them
 into attention weights in log-sum-exp form,
 
@@ -40,7 +40,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 
 from verify.exact.inputs import as_float_array
-from verify.exponential import ValueExponential
+from verify.flow.exponential import ValueExponential
 from verify.model import Model
 from verify.numerics import Arb, Backend
 
@@ -291,7 +291,7 @@ class VectorField:
             # Ball radii are dropped on entry: an integrator's stages combine field values, and
             # the radii would compound through e^L-scaled exponents into meaningless (even NaN)
             # balls. The arithmetic stays at the working precision; accuracy is measured by
-            # re-running at a higher one (see verify.simulate).
+            # re-running at a higher one (see verify.flow.simulate).
             state = state.mid()
         if self.rescaled:
             Vt, _ = self._heads[0]
@@ -341,7 +341,7 @@ class EigenRescaledField:
 
     which costs two ``n×n×d`` products (one when ``B_P = I``) and one ``n×d×d`` product per call
     instead of rebuilding ``Ẽ(t)`` (a ``d³`` product) and mapping every token through it.
-    ``verify.simulate`` integrates ``w`` with it and maps back ``z = w Pᵀ`` at checkpoints
+    ``verify.flow.simulate`` integrates ``w`` with it and maps back ``z = w Pᵀ`` at checkpoints
     (:meth:`to_z`; :meth:`to_w` the other way).
 
     >>> from verify.model import Model

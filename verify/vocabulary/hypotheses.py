@@ -19,24 +19,28 @@ Examples
 >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1]])
 >>> HYPOTHESES["is_identity"](inst)
 PredicateResult(holds=True, explanation='V = I_2 exactly.')
+>>> from verify.vocabulary.hypothesis_expressions import check_hypotheses
 >>> check_hypotheses(["is_identity", "d == 1"], inst).holds
 False
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 
+import verify.exact as exact
 from verify.errors import InvalidArgument
 from verify.exact.escape import above_escape_threshold, escape_threshold_value
+from verify.exact.symmetry import find_symmetries
+from verify.flow.fields import VectorField
 from verify.model import Instance
+from verify.numerics import Arb
 
-__all__ = ["PredicateResult", "ScopeResult", "HYPOTHESES", "register_hypothesis",
-           "check_hypotheses"]
+__all__ = ["PredicateResult", "ScopeResult", "HYPOTHESES", "register_hypothesis"]
 
 
 class PredicateResult(NamedTuple):
@@ -80,36 +84,6 @@ def register_hypothesis(name: str) -> Callable[[Predicate], Predicate]:
     return decorator
 
 
-def check_hypotheses(names: Iterable[str], instance: Instance) -> ScopeResult:
-    """Evaluate every hypothesis on ``instance`` (``False`` wins over ``None``): a name in
-    :data:`HYPOTHESES`, or an expression such as ``"d == 2 and 0 < beta <= 4"``
-    (:mod:`verify.claim._hypothesis_expressions`).
-
-    Raises
-    ------
-    InvalidArgument
-        For a name that is neither registered nor a valid expression.
-    """
-    from verify.claim._hypothesis_expressions import evaluate_hypothesis
-    from verify.claim._plain import suggest
-
-    values, lines = [], []
-    for name in names:
-        if name in HYPOTHESES:
-            holds, explanation = HYPOTHESES[name](instance)  # plain 2-tuples are accepted
-        else:
-            try:
-                holds, explanation = evaluate_hypothesis(name, instance)
-            except ValueError:
-                raise InvalidArgument(f"hypothesis={name!r} is neither registered nor an "
-                                      f"expression.{suggest(name, HYPOTHESES)} Known: "
-                                      f"{', '.join(sorted(HYPOTHESES))}.") from None
-        values.append(holds)
-        lines.append(f"{name}: {explanation}")
-    holds = False if False in values else None if None in values else True
-    return ScopeResult(holds, tuple(lines), tuple(values))
-
-
 # -- the built-in predicates ---------------------------------------------------------------
 def _single(instance: Instance):
     """The one head of the model, or a ``PredicateResult`` saying why there is none."""
@@ -122,8 +96,6 @@ def _single(instance: Instance):
 
 def _spectral(name: str, uses_form: bool) -> Predicate:
     def predicate(instance: Instance) -> PredicateResult:
-        import verify.exact as exact
-
         head, failure = _single(instance)
         if failure:
             return failure
@@ -251,8 +223,6 @@ def _not_at_equilibrium(instance: Instance) -> PredicateResult:
     arithmetic (256 bits). Exactly zero balls decide ``False``; balls that all contain 0
     without being exactly 0 leave it undecided (an equilibrium up to 10^-70 cannot be told
     from one). Not for discrete layers."""
-    from verify.dynamics import VectorField
-    from verify.numerics import Arb
 
     model = instance.model
     if model.form == "discrete":
@@ -306,7 +276,6 @@ def _no_exact_symmetry(instance: Instance) -> PredicateResult:
     preserves ``βQᵀK`` and permutes the initial tokens — by a token permutation that also
     preserves the attention mask (causal, or a graph) — decided exactly, as the integrator's
     invariant-subspace search (one head, no MLP, ``d ≤ 6``)."""
-    from verify.exact.symmetry import find_symmetries
 
     model = instance.model
     if len(model.heads) != 1 or model.mlp is not None or instance.d > 6:

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.instance_file import InstanceFile
-from verify.trajectory import Trajectory
+from verify.analysis.end_certificates import leader_map_at
+from verify.analysis.graph import clusters, hardmax_graph, undecided_nodes
+from verify.exact import exact_rank
+from verify.exact.spectral import spectral_summary
+from verify.flow.trajectory import Trajectory
+from verify.model.instance_file import InstanceFile
 
 __all__ = ["position_clusters", "simulation_summary", "format_summary"]
 
@@ -33,7 +37,6 @@ def position_clusters(points: np.ndarray, tolerance: float) -> list[list[int]]:
 
 def spectral_reading(loaded: InstanceFile) -> str | None:
     """The spectral class of ``V`` (and ``QᵀK``) in one line, or ``None`` with several heads."""
-    from verify.exact.spectral import spectral_summary
 
     model = loaded.instance.model
     if len(model.heads) != 1:
@@ -70,11 +73,9 @@ def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -
     certified at each check on ``[t0, t_end]``; its leaders are read from it — the scores of a
     long continuation may be beyond what the reference run resolves), and, for the model (1.1)
     in the rescaled form with ``V = λI`` (``instance`` given), the leader-map lemma
-    (:func:`verify.judge._certificates.leader_map_at`), which carries the map to every
+    (:func:`verify.analysis.end_certificates.leader_map_at`), which carries the map to every
     ``t ≥ t_k`` on the estimate basis: only then is it called the limit (``"limit": True``).
     """
-    from verify.exact import exact_rank
-    from verify.graph import clusters, hardmax_graph, undecided_nodes
 
     time = float(traj.times[k])
     leg = _continuation_leg(traj, k)
@@ -107,8 +108,6 @@ def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -
         reading["boolean_matrix"] = matrix.tolist()
         reading["boolean_rank"] = int(exact_rank(matrix))
         if instance is not None and traj.form == "z":
-            from verify.judge._certificates import leader_map_at
-
             cert, _ = leader_map_at(instance, traj, k)
             if cert is not None and cert.kind == "hardmax-leader-map":
                 reading["limit"] = True

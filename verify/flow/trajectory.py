@@ -19,9 +19,9 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
     tighter tolerance and higher precision, and the number of decimal digits that agree;
 ``repeated_error``
     per checkpoint, how far (per entry) the exact tokens may be from a state the run *repeated*
-    after a certified consensus cap (:mod:`verify.consensus_cap`), 0 where nothing is repeated;
+    after a certified consensus cap (:mod:`verify.flow.consensus_cap`), 0 where nothing is repeated;
     ``None`` when no state is. A quantity's second route cannot see it (run and reference both
-    repeat their state), so :func:`~verify.judge._flow.quantity_series` adds it back;
+    repeat their state), so :func:`~verify.judge._quantities.quantity_series` adds it back;
 ``symmetry``
     the exact symmetry group used to keep the run on an invariant subspace, if any.
 ``continuation``
@@ -47,7 +47,7 @@ from verify.atomic import atomic_path
 from verify.errors import InvalidArgument
 from verify.numerics._coverage import estimate_bound
 
-__all__ = ["Trajectory", "load_trajectory", "agreeing_digits"]
+__all__ = ["Trajectory", "load_trajectory", "agreeing_digits", "token_array"]
 
 FORMAT_VERSION = 1
 
@@ -162,9 +162,9 @@ class Trajectory:
     def continuation(self) -> dict | None:
         """Where the run stopped integrating on a certificate: ``t_switch`` (first switch time
         or ``None``), the ``legs`` and the ``fallbacks`` to integration; ``None`` when the run
-        could not use one. A leg of ``kind`` ``"hardmax"`` (:mod:`verify.continuation`) has its
+        could not use one. A leg of ``kind`` ``"hardmax"`` (:mod:`verify.flow.continuation`) has its
         start ``t0``, last checked time, leaders, checks, smallest log scaled margin, assumed
-        and seen state error; one of ``kind`` ``"cap"`` (:mod:`verify.consensus_cap`) its start
+        and seen state error; one of ``kind`` ``"cap"`` (:mod:`verify.flow.consensus_cap`) its start
         and the chord ``bound`` added to the error estimate after it."""
         return self.stats.get("continuation") if self.stats else None
 
@@ -209,7 +209,7 @@ class Trajectory:
         run too): what a run stopped at ``time`` would have recorded.
 
         >>> from verify.model import Instance, Model
-        >>> from verify.simulate import simulate
+        >>> from verify.flow.simulate import simulate
         >>> traj = simulate(Instance(Model(V=[[1]]), [[1], [2]]), 2, checkpoints=5)
         >>> [str(t) for t in traj.until(1).times], traj.until(1).reference_run.state.shape[0]
         (['0', '1/2', '1'], 3)
@@ -287,3 +287,12 @@ def load_trajectory(path: str | Path) -> Trajectory:
         symmetry=header["symmetry"],
         **arrays,
     )
+
+
+def token_array(trajectory, variable: str) -> np.ndarray:
+    """The tokens ``(m, n, d)`` of ``variable``: ``z``, ``x`` or ``direction`` (``x/|x|``)."""
+    if variable == "direction":
+        x = np.asarray(trajectory.tokens("x"), dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return x / np.linalg.norm(x, axis=2, keepdims=True)
+    return np.asarray(trajectory.tokens(variable), dtype=float)

@@ -1,7 +1,7 @@
 r"""Hypotheses that read the initial data and the instance: sums, inner products, hulls,
 hemispheres, equiangularity, a fixed ``V`` or mask.
 
-Extends the expressions of :mod:`verify.claim._hypothesis_expressions` with
+Extends the expressions of :mod:`verify.vocabulary.hypothesis_expressions` with
 
 * the **data**, exactly as stated (an irrational entry by its expression,
   :mod:`verify.exact.reals`): ``x0`` (the initial tokens, ``n×d``), ``V``, ``Q``, ``K`` (the
@@ -25,7 +25,7 @@ instance out of scope, with the reason (:func:`verify.claim.judge_scope`).
 
 Examples
 --------
->>> from verify.claim._hypothesis_expressions import evaluate_hypothesis
+>>> from verify.vocabulary.hypothesis_expressions import evaluate_hypothesis
 >>> from verify.model import Instance, Model
 >>> square = Instance(Model(V=[[0, -1], [1, 0]]), [[1, 0], [0, 1], [-1, 0], [0, -1]])
 >>> evaluate_hypothesis("sum(x0) != 0", square).holds

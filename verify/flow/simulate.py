@@ -1,12 +1,12 @@
 r"""Simulate an instance: compose the vector field, a backend and an integrator into a
-:class:`~verify.trajectory.Trajectory` that carries its own error estimate.
+:class:`~verify.flow.trajectory.Trajectory` that carries its own error estimate.
 
 * float64: SciPy's DOP853 (order 8, embedded error control) with dense output at checkpoints;
 * arbitrary precision: Gragg–Bulirsch–Stoer extrapolation with exact rational coefficients
   (:class:`verify.numerics.GraggBulirschStoer`) in python-flint ``arb`` at a precision chosen
-  from what grows along the run (:func:`verify.precision.working_bits`: ``2 μ T / ln 2`` extra
-  bits where the scores grow like ``e^{2 μ t}``, constant in ``T`` on the sphere and with pre-LN)
-  or given;
+  from what grows along the run (:func:`verify.flow.precision_policy.working_bits`: ``2 μ T / ln 2``
+  extra bits where the scores grow like ``e^{2 μ t}``, constant in ``T`` on the sphere and with
+  pre-LN) or given;
 * discrete layers: the recursion itself, in the backend's arithmetic.
 
 **Error estimate.** Unless ``error_estimate=False``, the run is repeated at tighter tolerance and
@@ -18,9 +18,9 @@ it off). After every DOP853 step the scores are tested; once every row's scaled 
 error bound makes the float64 attention exactly 0/1 and the leader map ``l`` is idempotent, the
 run follows the exact flow of the linear field, ``z_i(t) = z_{l(i)} + e^{-(t-t0)V}(z_i(t0) -
 z_{l(i)})``, checks the leader map on a grid with cancellation-free gaps and falls back to DOP853
-where a margin closes (:mod:`verify.continuation`). The state error the switch assumed is checked
-against the reference run; if the reference contradicts it, the run is made again without the
-continuation (``stats["continuation_rejected"]``), and if that fails its error estimate is
+where a margin closes (:mod:`verify.flow.continuation`). The state error the switch assumed is
+checked against the reference run; if the reference contradicts it, the run is made again without
+the continuation (``stats["continuation_rejected"]``), and if that fails its error estimate is
 ``inf`` after the switch. ``arb`` runs do the same at every checkpoint,
 in balls, once the non-leader weights are below the working precision (without symmetry
 projection; a run of ``V`` with ``λ_1 ≈ 6.7`` to ``T = 15`` at 20 digits: 2.6 s instead of 10.5 s).
@@ -28,15 +28,15 @@ The run and its reference run switch on their own.
 
 **Certified consensus on the sphere** (``V = cI``, ``c ≥ 0``, tokens on the sphere; the same
 switch). Every cap of angle below ``π/2`` that holds all tokens holds them for all later time
-(:mod:`verify.consensus_cap`); once the tokens fit in a cap of chord ``≤ 100·atol`` (tested after
-every step, float64 and arb), the run stops integrating, repeats that state at the later
+(:mod:`verify.flow.consensus_cap`); once the tokens fit in a cap of chord ``≤ 100·atol`` (tested
+after every step, float64 and arb), the run stops integrating, repeats that state at the later
 checkpoints and adds to their error estimate the chord, widened by twice the state error there
 (the exact tokens' cap is the computed one widened by it). A long horizon then costs what reaching
 consensus costs (the explicit integrators are otherwise held to small steps by stability there).
 
 For ``V`` symmetric, or diagonalisable over
 ``R`` with a well-conditioned eigenvector matrix, the float64 run integrates in eigen-coordinates
-(:class:`~verify.dynamics.EigenRescaledField`).
+(:class:`~verify.flow.fields.EigenRescaledField`).
 
 **Exact invariant sets.** With ``symmetry="auto"`` the exact symmetries of the weights and the
 initial tokens are detected (:func:`verify.exact.symmetry.find_symmetries`); if there are any, the
@@ -62,29 +62,30 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.consensus_cap import CapCertifier, CapLeg, cap_bound, cap_unavailable, certify_cap
-from verify.continuation import (
+from verify.errors import IntegrationError, InvalidArgument
+from verify.exact.inputs import as_float_array, to_rational
+from verify.exact.symmetry import find_symmetries
+from verify.flow.consensus_cap import CapCertifier, CapLeg, cap_bound, cap_unavailable, certify_cap
+from verify.flow.continuation import (
     HardmaxCertifier,
     HardmaxLeg,
     certify_arb,
     continuation_unavailable,
 )
-from verify.dynamics import EigenRescaledField, VectorField, attention_weights
-from verify.errors import IntegrationError, InvalidArgument
-from verify.exact.inputs import as_float_array, to_rational
-from verify.exponential import ValueExponential
-from verify.model import Instance
-from verify.numerics import Arb, Backend, Float64
-from verify.numerics._monitor import RunMonitor, stderr_progress
-from verify.precision import (
+from verify.flow.exponential import ValueExponential
+from verify.flow.fields import EigenRescaledField, VectorField, attention_weights
+from verify.flow.precision_policy import (
     DEFAULT_DIGITS,
     choose_bits,
     reference_settings,
     score_growth_rate,
     working_bits,
 )
-from verify.roundoff import SPOT_CHECKS, accumulated, score_perturbation, spot_check
-from verify.trajectory import Trajectory
+from verify.flow.roundoff import SPOT_CHECKS, accumulated, score_perturbation, spot_check
+from verify.flow.trajectory import Trajectory
+from verify.model import Instance
+from verify.numerics import Arb, Backend, Float64, integrate_extrapolation
+from verify.numerics._monitor import RunMonitor, stderr_progress
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
            "scaled_checkpoints"]
@@ -149,10 +150,11 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     checkpoints : int or list, optional
         See :func:`checkpoint_times`.
     precision : "float64", "auto", int or Backend
-        ``"float64"`` (fast path), ``"auto"`` (arb at :func:`~verify.precision.working_bits`,
-        20 correct digits), an integer number ``D`` of correct decimal digits to aim at (arb at
-        ``working_bits(instance, horizon, D)``: ``D`` digits plus the growth of the scores
-        and guard bits; tolerance ``10^-(D+1)``), or a backend object.
+        ``"float64"`` (fast path), ``"auto"`` (arb at
+        :func:`~verify.flow.precision_policy.working_bits`, 20 correct digits), an integer number
+        ``D`` of correct decimal digits to aim at (arb at ``working_bits(instance, horizon, D)``:
+        ``D`` digits plus the growth of the scores and guard bits; tolerance ``10^-(D+1)``), or a
+        backend object.
     rtol, atol : float, optional
         Tolerances of the integrator (defaults: 1e-10/1e-12 in float64, ``10^-21`` for
         ``"auto"``, ``10^-(D+1)`` for ``D`` digits).
@@ -168,11 +170,11 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         Runs of the rescaled softmax form: once every scaled score margin minus its error bound
         certifies a 0/1 attention (float64: weights exactly 0 and 1, tested after every step;
         arb: weights below the working precision, gap balls tested at every checkpoint),
-        continue with the exact flow of the linear field (:mod:`verify.continuation`), checking
+        continue with the exact flow of the linear field (:mod:`verify.flow.continuation`), checking
         the leader map up to the horizon and falling back to integration if a margin closes.
         ``Trajectory.continuation`` records where it was used. Tokens on the sphere with
         ``V = cI`` (``c ≥ 0``): once they fit in a cap of chord ``≤ 100·atol`` the state is kept
-        from there on (certified consensus, :mod:`verify.consensus_cap`).
+        from there on (certified consensus, :mod:`verify.flow.consensus_cap`).
     progress : callable or True, optional
         Called with a line (``t`` reached, share of ``T``, steps, elapsed time, ETA) at most
         every 10 s of a long run; ``True`` writes the lines to standard error.
@@ -254,7 +256,7 @@ def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
                    backend: Backend, rtol: float, atol: float, group, max_steps: int,
                    continuation: bool, monitor: RunMonitor) -> Trajectory:
     """The reference run of the error estimate. When the run froze at a certified consensus
-    (a cap leg from ``t0``, :mod:`verify.consensus_cap`), the reference *inherits* that
+    (a cap leg from ``t0``, :mod:`verify.flow.consensus_cap`), the reference *inherits* that
     certificate instead of integrating on: it is integrated to ``t0`` only, and the lemma (any
     cap of angle below ``π/2`` holding every token is invariant) keeps its own state at ``t0``
     within its own cap's chord for all later time, a bound recorded as its cap leg (``"inherited":
@@ -297,10 +299,10 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     reference cannot see (recorded in ``traj.reference["field_roundoff"]``):
 
     * the round-off of the field itself, measured in ``arb`` at
-      :data:`~verify.roundoff.SPOT_CHECKS` checkpoints of the integrated part (up to the first
-      hardmax switch) and accumulated to first order (:mod:`verify.roundoff`), with its
+      :data:`~verify.flow.roundoff.SPOT_CHECKS` checkpoints of the integrated part (up to the first
+      hardmax switch) and accumulated to first order (:mod:`verify.flow.roundoff`), with its
       first-order effect on the scaled scores and margins
-      (:func:`~verify.roundoff.score_perturbation`);
+      (:func:`~verify.flow.roundoff.score_perturbation`);
     * the round-off of the scaled scores as both runs form them (float64 against ``arb`` at the
       same spot checks; the largest, at every checkpoint);
     * the reference's own error: its tolerance times the size of the state (a distance to a
@@ -331,8 +333,8 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
 
 def _add_state_error(instance: Instance, traj: Trajectory, added: np.ndarray) -> np.ndarray:
     """Widen the error estimate by ``added[k]`` per entry at checkpoint ``k``: the state errors,
-    and through :func:`~verify.roundoff.score_perturbation` the score and margin errors (returned:
-    the score part)."""
+    and through :func:`~verify.flow.roundoff.score_perturbation` the score and margin errors
+    (returned: the score part)."""
     t = [float(v) for v in traj.t]
     traj.entry_error = traj.entry_error + added[:, None, None]
     traj.error = np.max(traj.entry_error, axis=2)
@@ -344,7 +346,7 @@ def _add_state_error(instance: Instance, traj: Trajectory, added: np.ndarray) ->
 
 def _cap_bounds(run: Trajectory) -> np.ndarray:
     """Per checkpoint, how far the exact tokens may be from a state a consensus leg
-    (:mod:`verify.consensus_cap`) repeated: its chord bound after its ``t0``, else 0."""
+    (:mod:`verify.flow.consensus_cap`) repeated: its chord bound after its ``t0``, else 0."""
     out = np.zeros(len(run.t))
     for leg in (run.continuation or {}).get("legs", []):
         if leg.get("kind") == "cap":
@@ -461,7 +463,6 @@ def _symmetry_group(instance: Instance):
     if len(model.heads) > 1 or model.mlp is not None or not full_mask \
             or model.d > SYMMETRY_MAX_DIM:
         return None
-    from verify.exact.symmetry import find_symmetries
 
     group = find_symmetries(model.V, model.B, instance.x0, max_dim=SYMMETRY_MAX_DIM)
     return None if group.is_trivial else group
@@ -556,11 +557,11 @@ class _ReducedField:
 def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, eigen=None,
                 monitor=None):
     """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
-    (:class:`~verify.continuation.HardmaxCertifier`), every accepted step is tested for a
+    (:class:`~verify.flow.continuation.HardmaxCertifier`), every accepted step is tested for a
     certified hardmax and, once certified, the run continues on the closed-form
-    :class:`~verify.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853 from
-    the last time that passed if a margin closes. With ``eigen`` (then ``field`` itself, an
-    :class:`~verify.dynamics.EigenRescaledField`) the solver state is the eigen-coordinates
+    :class:`~verify.flow.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853
+    from the last time that passed if a margin closes. With ``eigen`` (then ``field`` itself, an
+    :class:`~verify.flow.fields.EigenRescaledField`) the solver state is the eigen-coordinates
     ``w``; checkpoints see ``z = eigen.to_z(w)``."""
     from scipy.integrate import DOP853
 
@@ -663,12 +664,11 @@ def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project
     """The extrapolation integrator (:func:`~verify.numerics.integrate_extrapolation`) through
     ``times``; with ``certify(t, y)`` every checkpoint is tested for a leg that ends the
     integration: a certified hardmax (an ``arb`` run of the rescaled softmax form,
-    :func:`~verify.continuation.certify_arb`: the closed form
-    :class:`~verify.continuation.ArbHardmaxLeg`, checked on its grid, falling back to
+    :func:`~verify.flow.continuation.certify_arb`: the closed form
+    :class:`~verify.flow.continuation.ArbHardmaxLeg`, checked on its grid, falling back to
     integration from the last time that passed if a margin closes) or certified consensus on the
-    sphere (:func:`~verify.consensus_cap.certify_cap`: the state stays put; cheap enough to
+    sphere (:func:`~verify.flow.consensus_cap.certify_cap`: the state stays put; cheap enough to
     be tested after every accepted step, ``each_step``)."""
-    from verify.numerics import integrate_extrapolation
 
     states, legs, fallbacks = [y0], [], []
     totals = {"steps": 0, "accepted": 0, "rejected": 0, "rhs_evals": 0, "columns_used": {}}

@@ -21,14 +21,14 @@ Examples
 {0: {0, 1}, 2: {2}}
 """
 
-from verify.graph._graphs import (
+from verify.analysis.graph._graphs import (
     ROW_SUM_TOLERANCE,
     attention_graph,
     hardmax_graph,
     hardmax_only,
     undecided_nodes,
 )
-from verify.graph._leaders import (
+from verify.analysis.graph._leaders import (
     LeaderHistory,
     boolean_limit,
     boolean_limit_rank,

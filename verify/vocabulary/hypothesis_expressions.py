@@ -8,7 +8,7 @@ A hypothesis that is not a registered name is one expression over
 * the registered predicates whose names are identifiers (``is_identity``, ``qk_identity``,
   ``good_triple``, ``distinct_tokens``, ...), each ``True``, ``False`` or *undecided*;
 
-* the **data** and functions of it (:mod:`verify.claim._data_hypotheses`): ``x0``, ``V``,
+* the **data** and functions of it (:mod:`verify.vocabulary.data_hypotheses`): ``x0``, ``V``,
   ``Q``, ``K``, ``B``, ``mask``, vector and matrix literals, ``sum(x0) != 0``,
   ``equiangular(x0, 1/3)``, ``convex_position(x0)``, ``V == [[0, -1], [1, 0]]``, ...;
 
@@ -37,9 +37,14 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Iterable
 from fractions import Fraction
 
-from verify.claim._data_hypotheses import (
+from verify.errors import InvalidArgument
+from verify.exact.plain import fail, suggest
+from verify.exact.reals import from_sympy, symbolic
+from verify.model import Instance
+from verify.vocabulary.data_hypotheses import (
     DATA_FUNCTIONS,
     DATA_NAMES,
     NotApplicable,
@@ -50,10 +55,10 @@ from verify.claim._data_hypotheses import (
     data_value,
     reads_data,
 )
-from verify.errors import InvalidArgument
+from verify.vocabulary.hypotheses import HYPOTHESES, PredicateResult, ScopeResult
 
-__all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "beta_excluded",
-           "QUANTITIES", "about_data", "pinned"]
+__all__ = ["check_hypothesis", "evaluate_hypothesis", "size_bounds", "beta_excluded", "QUANTITIES",
+           "about_data", "pinned", "check_hypotheses"]
 
 #: The numbers an expression may name, read exactly off the instance.
 QUANTITIES = {"n": lambda inst: inst.n, "d": lambda inst: inst.d,
@@ -66,14 +71,12 @@ _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 
 
 def _predicates() -> dict:
-    from verify.claim._hypotheses import HYPOTHESES
-
     return {name: f for name, f in HYPOTHESES.items() if name.isidentifier()}
 
 
 def _type(node: ast.AST) -> str:
     """``"number"`` or ``"truth"`` (or, for the data, ``"vector"``, ``"matrix"``:
-    :mod:`verify.claim._data_hypotheses`); ``ValueError`` where the expression mixes them."""
+    :mod:`verify.vocabulary.data_hypotheses`); ``ValueError`` where the expression mixes them."""
     kind = data_type(node, _type)
     if kind is not None:
         return kind
@@ -130,8 +133,6 @@ def _checked(tree: ast.Expression) -> ast.Expression:
             continue
         if isinstance(node, ast.Name):
             if node.id not in names:
-                from verify.claim._plain import suggest
-
                 known = [*names, *DATA_NAMES, *DATA_FUNCTIONS]
                 raise ValueError(f"unknown name {node.id!r}.{suggest(node.id, known)} Names: "
                                  f"{', '.join(QUANTITIES)}, the data "
@@ -155,8 +156,6 @@ def _checked(tree: ast.Expression) -> ast.Expression:
 def check_hypothesis(text: object, source: str, where: str) -> None:
     """Fail (naming ``where``) unless ``text`` is a registered hypothesis or a valid
     expression (module docstring)."""
-    from verify.claim._hypotheses import HYPOTHESES
-    from verify.claim._plain import fail, suggest
 
     if not isinstance(text, str):
         fail(source, where, f"{text!r} must be a string: a predicate name or an expression.")
@@ -229,9 +228,8 @@ def _show(value) -> str:
 
 def evaluate_hypothesis(text: str, instance):
     """The expression ``text`` on ``instance``, as a
-    :class:`~verify.claim._hypotheses.PredicateResult` whose explanation gives the values
+    :class:`~verify.vocabulary.hypotheses.PredicateResult` whose explanation gives the values
     that decided it."""
-    from verify.claim._hypotheses import PredicateResult
 
     seen: dict = {}
     try:
@@ -332,7 +330,6 @@ def pinned(texts) -> dict:
     {'V': ((Fraction(0, 1), Fraction(-1, 1)), (Fraction(1, 1), Fraction(0, 1))), 'rho': \
 Fraction(1, 2)}
     """
-    from verify.exact.reals import from_sympy, symbolic
 
     def entry(v):
         return from_sympy(symbolic(v)) if not isinstance(v, Fraction) else v
@@ -386,3 +383,31 @@ def _all_conjuncts(texts):
             continue
         for node in _conjuncts(tree.body):
             yield text, node
+
+
+def check_hypotheses(names: Iterable[str], instance: Instance) -> ScopeResult:
+    """Evaluate every hypothesis on ``instance`` (``False`` wins over ``None``): a name in
+    :data:`HYPOTHESES`, or an expression such as ``"d == 2 and 0 < beta <= 4"``
+    (:mod:`verify.vocabulary.hypothesis_expressions`).
+
+    Raises
+    ------
+    InvalidArgument
+        For a name that is neither registered nor a valid expression.
+    """
+
+    values, lines = [], []
+    for name in names:
+        if name in HYPOTHESES:
+            holds, explanation = HYPOTHESES[name](instance)  # plain 2-tuples are accepted
+        else:
+            try:
+                holds, explanation = evaluate_hypothesis(name, instance)
+            except ValueError:
+                raise InvalidArgument(f"hypothesis={name!r} is neither registered nor an "
+                                      f"expression.{suggest(name, HYPOTHESES)} Known: "
+                                      f"{', '.join(sorted(HYPOTHESES))}.") from None
+        values.append(holds)
+        lines.append(f"{name}: {explanation}")
+    holds = False if False in values else None if None in values else True
+    return ScopeResult(holds, tuple(lines), tuple(values))

@@ -58,13 +58,14 @@ from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 
-from verify.claim._plain import plain_float, to_plain
+from verify.analysis.evidence import Basis
 from verify.digits import exact, versus
 from verify.errors import InvalidArgument
+from verify.exact.plain import plain_float, to_plain
 from verify.numerics._coverage import ESTIMATE_SAFETY, estimate_bound
 
-__all__ = ["InstanceVerdict", "ClaimVerdict", "Basis", "InstanceResult", "EVIDENCE_KINDS",
-           "judge_instance", "judge_comparison", "recheck_record", "effective_verdict"]
+__all__ = ["InstanceVerdict", "ClaimVerdict", "InstanceResult", "EVIDENCE_KINDS", "judge_instance",
+           "judge_comparison", "recheck_record", "effective_verdict"]
 
 EVIDENCE_KINDS = ("conjecture", "open-problem")  # kinds that can only gather evidence
 _RELATIONS = ("<=", "<", ">=", ">", "==")
@@ -87,52 +88,6 @@ class ClaimVerdict(StrEnum):
     SUPPORTED = "supported"
     REFUTED = "refuted"
     INCONCLUSIVE = "inconclusive"
-
-
-class Basis(StrEnum):
-    """What a decision rests on (design.md, "Basis and grades"), strongest first.
-
-    * ``exact``: rational or algebraic arithmetic; the only basis printed as "exact";
-    * ``enclosure``: a rigorous ball from interval/arb arithmetic (it contains the truth);
-    * ``certificate``: a rigorous criterion from the theory, evaluated in balls;
-    * ``estimate``: a run against an independent reference, with the safety factor measured on
-      the coverage benchmark;
-    * ``fit``: a trend or a regression over checkpoints;
-    * ``evidence``: anything else.
-
-    Only ``exact``, ``enclosure`` and ``certificate`` are rigorous: a claim is refuted only by
-    violations on one of those.
-    """
-
-    EXACT = "exact"
-    ENCLOSURE = "enclosure"
-    CERTIFICATE = "certificate"
-    ESTIMATE = "estimate"
-    FIT = "fit"
-    EVIDENCE = "evidence"
-
-    @property
-    def rigorous(self) -> bool:
-        """Whether a decision on this basis is a proof (exact, enclosure or certificate)."""
-        return self in (Basis.EXACT, Basis.ENCLOSURE, Basis.CERTIFICATE)
-
-    @property
-    def estimated(self) -> bool:
-        """Whether the error of a decision on this basis is an estimate, compared only after the
-        safety factor κ (:data:`~verify.numerics.ESTIMATE_SAFETY`): estimate and evidence."""
-        return self in (Basis.ESTIMATE, Basis.EVIDENCE)
-
-    @staticmethod
-    def weakest(*bases: Basis | str | None) -> Basis:
-        """The weakest of ``bases`` (a decision is as strong as its weakest input; ``None``
-        counts as evidence).
-
-        >>> Basis.weakest("exact", "estimate", Basis.CERTIFICATE).value
-        'estimate'
-        """
-        order = list(Basis)
-        return max((Basis(b) if b is not None else Basis.EVIDENCE for b in bases),
-                   key=order.index, default=Basis.EVIDENCE)
 
 
 def _finite(x: float | None) -> bool:

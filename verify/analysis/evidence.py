@@ -13,9 +13,11 @@ Examples
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import numpy as np
 
-__all__ = ["sig6", "plain6", "FIGURE_POINTS", "figure_convergence"]
+__all__ = ["sig6", "plain6", "FIGURE_POINTS", "figure_convergence", "Basis"]
 
 
 def sig6(x) -> float:
@@ -62,3 +64,49 @@ def figure_convergence(t, distances, errors, rate: float, tail_start: float,
         fit = fit if None not in fit else None
     return {"times": [plain6(x) for x in t[keep]], "distances": [plain6(x) for x in d[keep]],
             "errors": [plain6(x) for x in e[keep]], "fit": fit, "label": label}
+
+
+class Basis(StrEnum):
+    """What a decision rests on (design.md, "Basis and grades"), strongest first.
+
+    * ``exact``: rational or algebraic arithmetic; the only basis printed as "exact";
+    * ``enclosure``: a rigorous ball from interval/arb arithmetic (it contains the truth);
+    * ``certificate``: a rigorous criterion from the theory, evaluated in balls;
+    * ``estimate``: a run against an independent reference, with the safety factor measured on
+      the coverage benchmark;
+    * ``fit``: a trend or a regression over checkpoints;
+    * ``evidence``: anything else.
+
+    Only ``exact``, ``enclosure`` and ``certificate`` are rigorous: a claim is refuted only by
+    violations on one of those.
+    """
+
+    EXACT = "exact"
+    ENCLOSURE = "enclosure"
+    CERTIFICATE = "certificate"
+    ESTIMATE = "estimate"
+    FIT = "fit"
+    EVIDENCE = "evidence"
+
+    @property
+    def rigorous(self) -> bool:
+        """Whether a decision on this basis is a proof (exact, enclosure or certificate)."""
+        return self in (Basis.EXACT, Basis.ENCLOSURE, Basis.CERTIFICATE)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the error of a decision on this basis is an estimate, compared only after the
+        safety factor κ (:data:`~verify.numerics.ESTIMATE_SAFETY`): estimate and evidence."""
+        return self in (Basis.ESTIMATE, Basis.EVIDENCE)
+
+    @staticmethod
+    def weakest(*bases: Basis | str | None) -> Basis:
+        """The weakest of ``bases`` (a decision is as strong as its weakest input; ``None``
+        counts as evidence).
+
+        >>> Basis.weakest("exact", "estimate", Basis.CERTIFICATE).value
+        'estimate'
+        """
+        order = list(Basis)
+        return max((Basis(b) if b is not None else Basis.EVIDENCE for b in bases),
+                   key=order.index, default=Basis.EVIDENCE)

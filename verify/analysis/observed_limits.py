@@ -382,7 +382,7 @@ def token_limits(traj, *, variable: str = "z", tail_fraction: float = 0.5) -> li
     (Without ``error_estimate`` the bars only know float64 rounding, and the reasons say so.)
 
     >>> from verify.model import Instance, Model
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], [1, "1/2"]])
     >>> fits = token_limits(simulate(inst, 6, checkpoints=13, error_estimate=False))
     >>> [f.kind for f in fits], round(fits[2].rate, 6)

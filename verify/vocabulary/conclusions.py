@@ -40,9 +40,9 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from verify.claim._hypothesis_expressions import check_hypothesis
-from verify.claim._plain import fail, suggest, to_plain
 from verify.errors import InvalidArgument
+from verify.exact.plain import fail, suggest, to_plain
+from verify.vocabulary.hypothesis_expressions import check_hypothesis
 
 __all__ = ["ConclusionType", "ConclusionSpec", "PredictionType", "CONCLUSIONS", "PREDICTIONS",
            "register_conclusion", "register_prediction", "parse_conclusions",

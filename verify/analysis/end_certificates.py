@@ -44,7 +44,7 @@ successful run and returns a :class:`Certificate` when one of these arguments ap
     margin. Each token's limit is its leader's position at :math:`T` within the leader's
     error estimate plus :math:`R`. Basis *estimate*: the lemma is rigorous, but its hypotheses
     are checked on the run's scores within their estimated error (times the measured safety
-    factor, :meth:`~verify.trajectory.Trajectory.score_radius`), not on an enclosure.
+    factor, :meth:`~verify.flow.trajectory.Trajectory.score_radius`), not on an enclosure.
 
 Two more arguments bear on specific statements: :func:`degenerate_equilibrium` (the approach
 looks algebraic: no exponential rate; basis *evidence*, a two-window rate fit) and
@@ -64,7 +64,7 @@ Examples
 An exactly antipodal pair on the circle, kept on its invariant set, cannot move:
 
 >>> from verify.model import Instance, Model
->>> from verify.simulate import simulate
+>>> from verify.flow.simulate import simulate
 >>> m = Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere")
 >>> inst = Instance(m, [[1, 0], [-1, 0]])
 >>> cert, why = certify_end(inst, simulate(inst, 5, checkpoints=6))
@@ -88,8 +88,19 @@ from fractions import Fraction
 
 import numpy as np
 
-from verify.claim import Basis
+from verify.analysis.equilibria import (
+    NEWTON_TOL,
+    autonomous_field,
+    coordinate_basis,
+    enforced_group,
+    find_equilibrium,
+    linearisation,
+    retract,
+)
+from verify.analysis.evidence import Basis
+from verify.analysis.observed_limits import fit_exponential_convergence
 from verify.digits import upper
+from verify.exact.eigenvalues import spectrum
 from verify.exact.inputs import as_float_array
 
 __all__ = ["Certificate", "certify_end", "leader_map_at", "degenerate_equilibrium",
@@ -165,12 +176,11 @@ def pinned_subspaces(instance, trajectory) -> list[np.ndarray] | None:
     Examples
     --------
     >>> from verify.model import Instance, Model
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 1], [-1, 1], [-1, -1], [1, -1], [0, 0]])
     >>> [A.shape[1] for A in pinned_subspaces(inst, simulate(inst, 1, checkpoints=2))]
     [1, 1, 1, 1, 0]
     """
-    from verify.equilibria import enforced_group
 
     group = enforced_group(instance, trajectory)
     if group is None:
@@ -306,13 +316,6 @@ class _Linearised:
 
 
 def _linearise(instance, traj) -> tuple[_Linearised | None, str]:
-    from verify.equilibria import (
-        coordinate_basis,
-        enforced_group,
-        find_equilibrium,
-        linearisation,
-    )
-
     x_T = np.asarray(traj.state[-1], dtype=float)
     if not np.all(np.isfinite(x_T)):
         return None, "the last state is not finite."
@@ -349,7 +352,6 @@ def _is_family(instance, x_star, B, direction, group) -> bool:
     coordinates must bring ``|Bᵀ f|`` down to Newton's tolerance. Along a family it does; along
     a centre manifold (``f ~ c s³`` in the direction itself, which no transverse move cancels)
     the residual stays and grows with ``s``."""
-    from verify.equilibria import NEWTON_TOL, autonomous_field, retract
 
     f = autonomous_field(instance)
     v = direction / np.linalg.norm(direction)
@@ -374,8 +376,6 @@ def _is_family(instance, x_star, B, direction, group) -> bool:
 
 
 def _equilibrium(instance, traj) -> tuple[Certificate | None, str]:
-    from verify.equilibria import autonomous_field
-
     lin, why = _linearise(instance, traj)
     if lin is None:
         return None, why
@@ -435,7 +435,6 @@ def _invariant_point(instance, traj, text: str) -> tuple[Certificate | None, str
     """The ``invariant-point`` certificate, decided at the exact initial tokens: when the
     allowed coordinates there (the sphere's tangent space and the fixed subspace of the exact
     symmetries) are ``{0}``, the exact solution is the initial configuration forever."""
-    from verify.equilibria import coordinate_basis, enforced_group
 
     x0 = instance.x0_float()
     B, _ = coordinate_basis(instance, x0, enforced_group(instance, traj))
@@ -475,13 +474,11 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     :math:`V = -I`: the tokens collapse to 0 like :math:`t^{-1/2}`.
 
     >>> from verify.model import Instance, Model
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> inst = Instance(Model(V=[[-1, 0], [0, -1]], form="x"), [[1, 0], [0, 1], [-1, "1/2"]])
     >>> degenerate_equilibrium(inst, simulate(inst, 40, checkpoints=41))["kind"]
     'degenerate-equilibrium'
     """
-    from verify.equilibria import coordinate_basis, enforced_group
-    from verify.limits import fit_exponential_convergence
 
     if instance.model.form == "z" or traj.error is None:
         return None
@@ -557,7 +554,7 @@ def linear_flow(instance, traj) -> dict | None:
     Examples
     --------
     >>> from verify.model import Instance, Model
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> inst = Instance(Model(V=[[0, -1], [1, 0]], form="x"), [[1, 0]])
     >>> linear_flow(inst, simulate(inst, 6, checkpoints=7))["kind"]
     'linear-flow'
@@ -590,7 +587,6 @@ def _non_decaying_root(V, x0) -> tuple[str, str] | None:
     converges, or a sign is undecided)."""
     import sympy
 
-    from verify.exact.eigenvalues import spectrum
 
     V = sympy.Matrix(V.tolist())
     krylov = [sympy.Matrix(list(x0))]

@@ -1,7 +1,7 @@
 r"""Leaders, followers, clusters and the Boolean limit of a certified hardmax graph.
 
-Part of :mod:`verify.graph` (import from there).  A **leader** is a token whose hardmax target
-is itself (a self-loop in an attracting component); each token follows the leader(s) it
+Part of :mod:`verify.analysis.graph` (import from there).  A **leader** is a token whose hardmax
+target is itself (a self-loop in an attracting component); each token follows the leader(s) it
 reaches along hardmax edges, and in the limit $P(t)$ tends to the Boolean matrix with ones at
 $(i, \mathrm{leader}(i))$.  Readings that need every row decided raise on undecided nodes.
 
@@ -22,13 +22,13 @@ from itertools import pairwise
 import networkx as nx
 import numpy as np
 
-from verify.errors import InvalidArgument
-from verify.exact.linalg import exact_rank
-from verify.graph._graphs import (
-    hardmax_graph,  # noqa: F401 (used by the doctests)
+from verify.analysis.graph._graphs import (  # noqa: F401 (used by the doctests)
+    hardmax_graph,
     hardmax_only,
     undecided_nodes,
 )
+from verify.errors import InvalidArgument
+from verify.exact.linalg import exact_rank
 
 __all__ = [
     "leaders", "followers", "clusters", "number_clusters", "boolean_limit",

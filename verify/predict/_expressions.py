@@ -41,8 +41,9 @@ import ast
 
 import numpy as np
 
-from verify.claim._plain import fail, suggest
 from verify.errors import InvalidArgument
+from verify.exact import eigenpair, hull_vertices
+from verify.exact.plain import fail, suggest
 
 __all__ = ["FUNCTIONS", "CONTEXT_NAMES", "check_expression", "evaluate", "initial_namespace",
            "state_namespace", "default_variable", "diameter", "norm"]
@@ -61,7 +62,6 @@ def hull(points) -> np.ndarray:
     >>> hull([[0, 0], [2, 0], [0, 2], [0.5, 0.5]]).tolist()
     [[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]]
     """
-    from verify.exact import hull_vertices
 
     rows = np.asarray(points, dtype=object)
     rows = rows.reshape(len(rows), -1)
@@ -274,8 +274,6 @@ class _Names(dict):
         if name == "hull_x0" and name not in self.computed:
             self.computed[name] = hull(self.instance.x0)
         if name not in self.computed:
-            from verify.exact import eigenpair
-
             try:
                 pair = eigenpair(self.instance.model.heads[0].V)
             except Exception as exc:  # noqa: BLE001 - reported with the formula

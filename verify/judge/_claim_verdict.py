@@ -1,11 +1,11 @@
 """The claim-level verdict: :class:`ClaimResult`, :func:`judge_claim`, :func:`exit_code`.
 
-The rules are stated in :mod:`verify.claim._verdicts` (design.md, "Verdicts").
+The rules are stated in :mod:`verify.judge._verdicts` (design.md, "Verdicts").
 
 Examples
 --------
 >>> from types import SimpleNamespace
->>> from verify.claim._verdicts import InstanceResult
+>>> from verify.judge._verdicts import InstanceResult
 >>> claim = SimpleNamespace(id="codimension", kind="conjecture", expected="open")
 >>> ok = InstanceResult("f#0", "f", 0, "holds", "three planes seen.", margin=0.5, error=1e-9,
 ...                     basis="estimate")
@@ -19,7 +19,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from verify.analysis.evidence import Basis
 from verify.errors import InvalidArgument
+from verify.judge._verdicts import ClaimVerdict, InstanceResult, InstanceVerdict, effective_verdict
 
 __all__ = ["ClaimResult", "judge_claim", "exit_code", "EXIT_ERROR"]
 
@@ -60,8 +62,6 @@ class ClaimResult:
     instances: tuple = ()
 
     def __post_init__(self) -> None:
-        from verify.claim._verdicts import ClaimVerdict, InstanceResult
-
         object.__setattr__(self, "verdict", ClaimVerdict(self.verdict))
         object.__setattr__(self, "instances", tuple(
             r if isinstance(r, InstanceResult) else InstanceResult.from_json(r)
@@ -73,7 +73,6 @@ class ClaimResult:
     @property
     def counts(self) -> dict[str, int]:
         """Number of instances per *effective* verdict (see :func:`effective_verdict`)."""
-        from verify.claim._verdicts import effective_verdict
 
         return dict(Counter(effective_verdict(r)[0].value for r in self.instances))
 
@@ -85,8 +84,7 @@ class ClaimResult:
         that refutes), ``estimate`` — holds within an error estimate, ``evidence`` — a fit or
         other evidence, ``unstated`` — a decision that does not state its basis, ``undecided``
         — inconclusive, which includes a violation on a non-rigorous basis
-        (:func:`~verify.claim._verdicts.effective_verdict`)."""
-        from verify.claim._verdicts import Basis, InstanceVerdict, effective_verdict
+        (:func:`~verify.judge._verdicts.effective_verdict`)."""
 
         out = {"proved": 0, "violated": 0, "estimate": 0, "evidence": 0, "unstated": 0,
                "undecided": 0}
@@ -159,7 +157,6 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
         holds rest on); inconclusive otherwise, with the reason (violations on a weaker basis
         are named: "violated (evidence)").
     """
-    from verify.claim._verdicts import ClaimVerdict, InstanceVerdict, effective_verdict
 
     results = tuple(results)
     kind, evidence_only = str(claim.kind), str(claim.kind) in ("conjecture", "open-problem")
@@ -225,7 +222,6 @@ def judge_claim(claim, results: Iterable) -> ClaimResult:
 
 def _bases(results) -> str:
     """How many decisions rest on each basis, strongest first: "10 estimate, 2 fit"."""
-    from verify.claim._verdicts import Basis
 
     counts = Counter((r.basis or Basis.EVIDENCE) for r in results)
     return ", ".join(f"{counts[b]} {b.value}" for b in Basis if counts[b])

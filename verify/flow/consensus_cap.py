@@ -23,7 +23,7 @@ A run of such a model (:func:`cap_unavailable` is ``None``) tests this bound aft
 accepted step (float64 and arb: it costs ``O(nd)``). Once ``2ρ ≤ CAP_FACTOR · atol`` (the size
 of the integrator's own error, which near consensus keeps the tokens jittering at that level),
 the run stops integrating and every later checkpoint repeats the state at ``t_0``. The bound is
-recorded (``describe()``) and :func:`verify.simulate.simulate` adds it to the error estimate of
+recorded (``describe()``) and :func:`verify.flow.simulate.simulate` adds it to the error estimate of
 every later checkpoint, with twice the state error ``e`` estimated there: the exact tokens at
 ``t_0`` lie in the computed cap widened by ``e``, so they stay within ``2ρ + 2e`` of where they
 were, and within ``2ρ + 3e`` of the repeated state (whose own error ``e`` the estimate has).
@@ -122,7 +122,7 @@ def certify_cap(t, x, atol: float) -> CapLeg | None:
 class CapLeg:
     """The rest of a run after :func:`certify_cap`: the state at ``t0`` at every later time,
     exact to within ``bound`` per token (2-norm) by the lemma of the module docstring. The same
-    interface as :class:`~verify.continuation.HardmaxLeg` (``grid``, ``check``, ``state``,
+    interface as :class:`~verify.flow.continuation.HardmaxLeg` (``grid``, ``check``, ``state``,
     ``t_last``, ``describe``); ``check`` has nothing to test (the lemma holds for all time)."""
 
     def __init__(self, t0, x0, bound: float) -> None:
@@ -148,7 +148,7 @@ class CapLeg:
 
 class CapCertifier:
     """:func:`certify_cap` behind the interface of
-    :class:`~verify.continuation.HardmaxCertifier` (``certify(t, x)`` and a ``checks`` count),
+    :class:`~verify.flow.continuation.HardmaxCertifier` (``certify(t, x)`` and a ``checks`` count),
     for the float64 run loop."""
 
     def __init__(self, atol: float) -> None:

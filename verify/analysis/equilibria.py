@@ -34,7 +34,7 @@ eigensolver's :math:`r\,\epsilon\,|J|`); (c) the Newton residual's effect: :math
 :math:`x^*` minus :math:`\rho` one more Newton step away.
 
 ``form="z"`` (rescaled tokens) has a time-dependent field: its end state is ``"not-autonomous"``
-(trend fits decide there, :mod:`verify.limits`).
+(trend fits decide there, :mod:`verify.analysis.observed_limits`).
 
 Examples
 --------
@@ -43,7 +43,7 @@ Two tokens on the circle, antipodal, slightly perturbed: a saddle with rate
 
 >>> import numpy as np
 >>> from verify.model import Model, Instance
->>> from verify.simulate import simulate
+>>> from verify.flow.simulate import simulate
 >>> m = Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere")
 >>> inst = Instance(m, [[np.cos(1e-6), np.sin(1e-6)], [-1, 0]])
 >>> end = classify_end_state(inst, simulate(inst, 10, checkpoints=11))
@@ -60,7 +60,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.exact.symmetry_group import SymmetryGroup
+from verify.flow.fields import VectorField
 from verify.model import Instance
+from verify.numerics import Float64
 
 __all__ = ["NEAR_FRACTION", "FD_STEP", "JACOBIAN_RELIABLE", "EndState", "autonomous_field",
            "coordinate_basis", "find_equilibrium", "jacobian", "linearisation", "enforced_group",
@@ -130,7 +133,7 @@ class EndState:
 
 def autonomous_field(instance: Instance) -> Callable[[np.ndarray], np.ndarray]:
     """``x ↦ f(x)`` (``n×d`` float64) with ``ẋ = f(x)`` (``form="x"``) or ``Φ(x) = x + h f(x)``
-    (``form="discrete"``), from :class:`verify.dynamics.VectorField`.
+    (``form="discrete"``), from :class:`verify.flow.fields.VectorField`.
 
     Raises
     ------
@@ -144,14 +147,12 @@ def autonomous_field(instance: Instance) -> Callable[[np.ndarray], np.ndarray]:
     >>> f(np.array([[1.5]]))          # one token: ẋ = V x
     array([[3.]])
     """
-    from verify.dynamics import VectorField
-    from verify.numerics import Float64
 
     model = instance.model
     if model.form == "z":
         raise InvalidArgument(f"form={model.form!r} (str): the rescaled field depends on t, so "
                               "it has no equilibria; use form='x' or 'discrete', or judge the "
-                              "z-run by its trend fits (verify.limits).")
+                              "z-run by its trend fits (verify.analysis.observed_limits).")
     field = VectorField(model, instance.n, Float64())
 
     def f(x: np.ndarray) -> np.ndarray:
@@ -210,8 +211,6 @@ def retract(instance: Instance, x: np.ndarray, group) -> np.ndarray:
     if instance.model.normalisation == "sphere":
         x = x / np.linalg.norm(x, axis=1, keepdims=True)
     if group is not None:
-        from verify.numerics import Float64
-
         x = group.project(x, Float64())
     return x
 
@@ -383,7 +382,6 @@ def enforced_group(instance: Instance, trajectory):
     info = getattr(trajectory, "symmetry", None)
     if not info or not info.get("enforced"):
         return None
-    from verify.exact.symmetry_group import SymmetryGroup
 
     group = SymmetryGroup.from_dict(info["group"])
     return group if (group.n, group.d) == (instance.n, instance.d) else None
@@ -403,7 +401,7 @@ def classify_end_state(instance: Instance, trajectory) -> EndState:
     Examples
     --------
     >>> from verify.model import Model, Instance
-    >>> from verify.simulate import simulate
+    >>> from verify.flow.simulate import simulate
     >>> inst = Instance(Model(V=[[1]]), [[1], [2]])         # form "z": time-dependent field
     >>> classify_end_state(inst, simulate(inst, 1, checkpoints=2)).kind
     'not-autonomous'

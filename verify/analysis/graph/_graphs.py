@@ -1,9 +1,9 @@
 r"""The attention graph of $P$ and the certified hardmax graph of the scores (construction).
 
-Part of :mod:`verify.graph` (import from there).  Also the precondition decorator
+Part of :mod:`verify.analysis.graph` (import from there).  Also the precondition decorator
 :func:`hardmax_only` and :func:`undecided_nodes`, which say what a hardmax graph is and where
 it is not certified; the readings (leaders, clusters, Boolean limit) are in
-:mod:`verify.graph._leaders`.
+:mod:`verify.analysis.graph._leaders`.
 
 Examples
 --------

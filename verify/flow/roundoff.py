@@ -1,14 +1,15 @@
 r"""Round-off a float64 reference run cannot see: a higher-precision spot check of the field.
 
-The error estimate of :func:`verify.simulate.simulate` is the distance to an independent re-run
+The error estimate of :func:`verify.flow.simulate.simulate` is the distance to an independent re-run
 at a tighter tolerance. For large systems (``n²d`` above
-:data:`~verify.precision.ARB_REFERENCE_LIMIT`) that re-run is float64 too, so it is blind to
-whatever both runs get wrong in the same way: the round-off of the field evaluation itself
+:data:`~verify.flow.precision_policy.ARB_REFERENCE_LIMIT`) that re-run is float64 too, so it is
+blind to whatever both runs get wrong in the same way: the round-off of the field evaluation itself
 (float64 products of ``n×n×d`` sums, softmax weights, and — for symmetric ``V`` — the float64
 eigen-decomposition both runs integrate in). This module measures it directly: at a few
 checkpoints ``t_k`` of the integrated part of the run it evaluates the field at the run's own
 state ``z(t_k)`` twice, as the float64 run does (:func:`float64_field`) and in ``arb`` ball
-arithmetic at :func:`~verify.precision.working_bits` from the exact model data, and records
+arithmetic at :func:`~verify.flow.precision_policy.working_bits` from the exact model data, and
+records
 
 .. math:: δ_k = \max_{i,a} \big|f^{\,64}(t_k, z(t_k)) - f(t_k, z(t_k))\big|_{ia}.
 
@@ -41,10 +42,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.dynamics import EigenRescaledField, VectorField
+from verify.flow.continuation import _norm_bound
+from verify.flow.exponential import ValueExponential
+from verify.flow.fields import EigenRescaledField, VectorField
+from verify.flow.precision_policy import working_bits
 from verify.model import Instance
 from verify.numerics import Arb, Float64
-from verify.precision import working_bits
 
 __all__ = ["float64_field", "spot_check", "accumulated", "score_perturbation", "SPOT_CHECKS"]
 
@@ -53,8 +56,8 @@ SPOT_CHECKS = 3  # field evaluations in arb per run (the first one also decompos
 
 def float64_field(instance: Instance):
     """The field ``(t, z) ↦ ż`` exactly as a float64 run evaluates it: in eigen-coordinates
-    for ``V`` diagonalisable over ``R`` (:class:`~verify.dynamics.EigenRescaledField`, mapped
-    back), else :class:`~verify.dynamics.VectorField`."""
+    for ``V`` diagonalisable over ``R`` (:class:`~verify.flow.fields.EigenRescaledField`, mapped
+    back), else :class:`~verify.flow.fields.VectorField`."""
     model = instance.model
     if EigenRescaledField.applies(model):
         eigen = EigenRescaledField(model, instance.n)
@@ -65,8 +68,8 @@ def float64_field(instance: Instance):
 
 def spot_check(instance: Instance, times: list[float], states: list[np.ndarray]) -> dict:
     """``δ_k`` (absolute, largest entry) and ``δ_k / max|f|`` at each ``(times[k], states[k])``,
-    and the bits of the ``arb`` evaluations (:func:`~verify.precision.working_bits` up to the
-    last of ``times``: the scores there need no more)."""
+    and the bits of the ``arb`` evaluations (:func:`~verify.flow.precision_policy.working_bits` up
+    to the last of ``times``: the scores there need no more)."""
     fast = float64_field(instance)
     bits = working_bits(instance, max(max((float(t) for t in times), default=0.0), 1e-9))
     backend = Arb(bits=bits)
@@ -138,8 +141,6 @@ def score_perturbation(model, times: list[float], states: np.ndarray,
     >>> bool(np.all(change <= bound[0]))
     True
     """
-    from verify.continuation import _norm_bound
-    from verify.exponential import ValueExponential
 
     _, B = model.float_heads()[0]
     B_norm = float(np.linalg.norm(B, 2))

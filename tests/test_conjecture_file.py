@@ -100,9 +100,6 @@ def test_a_missing_file_and_bad_options_exit_2(tmp_path, capsys):
 def test_the_help_lists_exactly_the_registered_conclusions():
     from verify.claim import CONCLUSIONS, PREDICTIONS
     from verify.cli import CONCLUSION_HELP
-    from verify.vocabulary.conclusions import load_vocabulary
-
-    load_vocabulary()
     listed = {line.split()[0] for line in CONCLUSION_HELP.splitlines()
               if line.startswith("  ") and not line.startswith("   ")}  # not continuations
     # the library's own words (tests register toy conclusions of their own)

@@ -27,6 +27,7 @@ from enum import StrEnum
 from fractions import Fraction
 from pathlib import Path
 
+import verify.judge  # noqa: F401  (registers the conclusions and predictions a file names)
 from verify.claim._family import Family
 from verify.claim._family_file import parse_family
 from verify.errors import InvalidArgument

@@ -21,10 +21,13 @@ to the instances where these hypotheses hold (e.g. an observation the paper make
 activation of an MLP); elsewhere it is not judged and says so.
 
 The registries live here, below both the code that registers (:mod:`verify.judge`,
-:mod:`verify.predict`) and the code that looks up (the claim loader, the runner).
+:mod:`verify.predict`) and the code that looks up (the claim loader, the runner). They are
+filled by the registering packages' own import: ``import verify.judge`` registers every
+conclusion and prediction (:mod:`verify.claim` does it, so a claim file can always be read).
 
 Examples
 --------
+>>> import verify.judge  # registers the conclusions and predictions
 >>> specs = parse_conclusions([{"type": "consensus"}], "f.toml")
 >>> specs[0].type, specs[0].where, specs[0].kind.asymptotic
 ('consensus', 'conclusion', True)
@@ -36,7 +39,6 @@ verify.errors.InvalidArgument: f.toml: conclusion.type: unknown conclusion 'cons
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,7 +48,7 @@ from verify.vocabulary.hypothesis_expressions import check_hypothesis
 
 __all__ = ["ConclusionType", "ConclusionSpec", "PredictionType", "CONCLUSIONS", "PREDICTIONS",
            "register_conclusion", "register_prediction", "parse_conclusions",
-           "check_prediction", "is_prediction", "load_vocabulary"]
+           "check_prediction", "is_prediction"]
 
 CONCLUSIONS: dict[str, ConclusionType] = {}
 PREDICTIONS: dict[str, PredictionType] = {}
@@ -54,11 +56,6 @@ PREDICTIONS: dict[str, PredictionType] = {}
 #: Keys every conclusion table may have besides its type's own keys.
 COMMON_KEYS = {"when": "hypotheses (names) under which this conclusion applies; elsewhere it "
                        "is not judged"}
-
-
-def load_vocabulary() -> None:
-    """Import the modules that register the conclusions and predictions (idempotent)."""
-    importlib.import_module("verify.judge")
 
 
 @dataclass(frozen=True)
@@ -171,7 +168,6 @@ def is_prediction(value: object) -> bool:
 
 def check_prediction(value: dict, gives: tuple, source: str, where: str) -> None:
     """Validate ``{ predict = "name" }``: a registered prediction that gives one of ``gives``."""
-    load_vocabulary()
     extra = sorted(set(value) - {"predict"})
     if extra:
         fail(source, f"{where}.{extra[0]}", "a prediction table has the single key 'predict'.")
@@ -195,7 +191,6 @@ def parse_conclusions(value: object, source: str) -> tuple[ConclusionSpec, ...]:
         suggestion), an unknown hypothesis in ``when``, or whatever the type's validator
         rejects.
     """
-    load_vocabulary()
     tables = [value] if isinstance(value, dict) else value
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         fail(source, "conclusion", "must be a table [conclusion] or tables [[conclusion]] with "

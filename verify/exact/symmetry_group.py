@@ -27,7 +27,7 @@ from verify.errors import InvalidArgument
 from verify.exact._common import arb_to_fraction
 from verify.exact._orbits import orbit_arrays
 from verify.exact.inputs import rational_array
-from verify.numerics._backends import Arb, Backend, Float64
+from verify.exact.precision import working_precision
 
 __all__ = ["Symmetry", "SymmetryGroup"]
 
@@ -247,15 +247,17 @@ class SymmetryGroup:
         return int((~self._zero).sum())
 
     # ---- projection ----------------------------------------------------------------------
-    def project(self, state, backend: Backend | None = None):
+    def project(self, state, backend=None):
         """A state exactly on the fixed subspace: the orthogonal projection, rounded per orbit.
 
         Parameters
         ----------
         state : ndarray, shape (n, d), or flint.arb_mat
             Float64 state, or Arb state (balls; ± the same ball is written to an orbit).
-        backend : Float64 or Arb, optional
+        backend : verify.numerics.Float64 or Arb, optional
             Inferred from the type of ``state`` when omitted (Arb at the current ``ctx.prec``).
+            Read by its ``name`` and ``bits`` only (the exact layer does not import the
+            numerics above it).
 
         Returns
         -------
@@ -263,9 +265,9 @@ class SymmetryGroup:
             Satisfies :math:`S Z_{\\pi^{-1}(i)} = Z_i` bitwise (midpoints and radii) for every
             element; a state already on the subspace is returned unchanged (idempotent).
         """
-        backend = self._check(state, backend)
-        if isinstance(backend, Arb):
-            return self._project_arb(state, backend)
+        bits = self._check(state, backend)
+        if bits is not None:
+            return self._project_arb(state, bits)
         ids, reps, m = self._ids, self._reps, len(self._reps)
         w = self._sign * np.asarray(state, dtype=float).reshape(-1)
         same = np.bincount(ids, weights=(w != w[reps][ids]).astype(float), minlength=m) == 0
@@ -274,13 +276,13 @@ class SymmetryGroup:
         mean[self._zero] = 0.0
         return (self._sign * mean[ids]).reshape(self.n, self.d)
 
-    def _project_arb(self, state, backend: Arb):
+    def _project_arb(self, state, bits: int):
         from flint import arb, arb_mat
 
         values = state.entries()
         out = list(values)
         d = self.d
-        with backend.working_precision():
+        with working_precision(bits):
             for members, zero in self.orbits():
                 if len(members) == 1 and not zero:  # a free entry: nothing to average
                     continue
@@ -297,32 +299,36 @@ class SymmetryGroup:
 
     def _deviations(self, state, backend) -> np.ndarray:
         """:math:`\\sigma_m Z_m - Z_r` per entry (:math:`Z_m` on 0-orbits); Arb: exact on mids."""
-        backend = self._check(state, backend)
-        if isinstance(backend, Arb):
+        if self._check(state, backend) is not None:
             w = np.array([arb_to_fraction(v.mid()) for v in state.entries()], dtype=object)
         else:
             w = np.asarray(state, dtype=float).reshape(-1)
         w = np.where(self._sign > 0, w, -w)
         return w - np.where(self._zero[self._ids], 0 * w, w[self._reps][self._ids])
 
-    def max_deviation(self, state, backend: Backend | None = None) -> float:
+    def max_deviation(self, state, backend=None) -> float:
         """:math:`\\max_m |\\sigma_m Z_m - Z_r|` (:math:`|Z_m|` on 0-orbits): 0 iff on F."""
         dev = self._deviations(state, backend)
         return float(np.max(np.abs(dev))) if dev.size else 0.0
 
-    def is_on_fixed_subspace(self, state, backend: Backend | None = None) -> bool:
+    def is_on_fixed_subspace(self, state, backend=None) -> bool:
         """Exact test (Arb: on midpoints) that the state satisfies every symmetry."""
         return bool(np.all(self._deviations(state, backend) == 0))
 
-    def _check(self, state, backend):
+    def _check(self, state, backend) -> int | None:
+        """The working precision in bits of an Arb state, ``None`` for a float64 one (checking
+        that the state fits the backend: ``backend.name`` is ``"float64"`` or ``"arb"``)."""
+        from flint import arb_mat, ctx
+
         if backend is None:
-            from flint import arb_mat, ctx
-            backend = Arb(bits=max(53, ctx.prec)) if isinstance(state, arb_mat) else Float64()
-        if isinstance(backend, Arb):
-            from flint import arb_mat
+            name, bits = ("arb", max(53, ctx.prec)) if isinstance(state, arb_mat) else \
+                ("float64", 53)
+        else:
+            name, bits = getattr(backend, "name", None), getattr(backend, "bits", None)
+        if name == "arb":
             ok = isinstance(state, arb_mat) and (state.nrows(), state.ncols()) == (self.n, self.d)
             shape = (state.nrows(), state.ncols()) if isinstance(state, arb_mat) else None
-        elif isinstance(backend, Float64):
+        elif name == "float64":
             shape = np.shape(state)
             ok = isinstance(state, np.ndarray) and shape == (self.n, self.d)
         else:
@@ -331,9 +337,9 @@ class SymmetryGroup:
         if not ok:
             raise InvalidArgument(
                 f"state of type {type(state).__name__} and shape {shape} does not fit: expected "
-                f"a {self.n}×{self.d} {'arb_mat' if isinstance(backend, Arb) else 'ndarray'} "
+                f"a {self.n}×{self.d} {'arb_mat' if name == 'arb' else 'ndarray'} "
                 f"for backend {backend!r}.")
-        return backend
+        return int(bits) if name == "arb" else None
 
 
 def _signed(value, sign):

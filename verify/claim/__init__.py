@@ -27,6 +27,9 @@ True
 """
 
 from verify.analysis.evidence import Basis
+
+# the structured token distributions register themselves into TOKEN_DISTRIBUTIONS
+from verify.claim import _distributions  # noqa: F401
 from verify.claim._claim import (
     Claim,
     ClaimKind,

@@ -1,7 +1,8 @@
 r"""Structured token distributions: clusters, near ties, exactly symmetric configurations.
 
 These register into :data:`verify.claim._generators.TOKEN_DISTRIBUTIONS` (this module is
-imported at the end of :mod:`verify.claim._generators`), with the same conventions: float64
+imported by :mod:`verify.claim` itself, so importing any part of the package registers them),
+with the same conventions: float64
 draws enter exactly at their binary value, and each distribution's promise holds exactly where
 it says so.
 

@@ -164,7 +164,8 @@ class Family:
         return [self.instance(k, seed) for k in range(count)]
 
     def to_json(self) -> dict:
-        """The family as a plain dict in the file's own form (:func:`from_json` reads it back)."""
+        """The family as a plain dict in the file's own form
+        (:func:`verify.claim._family_file.parse_family` reads it back)."""
         out = {"name": self.name, "kind": self.kind, "description": self.description,
                "count": self.count, "seed": self.seed, "n": self.n, "d": self.d,
                "V": _spec_plain(self.V), "Q": to_plain(self.Q), "K": to_plain(self.K),
@@ -174,13 +175,6 @@ class Family:
         key = "x0" if not isinstance(self.tokens, GeneratorSpec) else "tokens"
         out[key] = _spec_plain(self.tokens, "distribution")
         return {k: v for k, v in out.items() if v is not None}
-
-    @classmethod
-    def from_json(cls, data: dict, index: int = 0, source: str = "<json>") -> Family:
-        """Inverse of :meth:`to_json`."""
-        from verify.claim._family_file import parse_family
-
-        return parse_family(data, index, source)
 
 
 def _spec_plain(spec, key: str = "generator"):

@@ -71,8 +71,6 @@ class WeightsFamily:
 
     @property
     def model(self) -> dict:
-        from verify.weights import VARIANTS
-
         return dict(VARIANTS[self.variant])
 
     def seed_of(self, k: int, seed: int | None = None) -> None:

@@ -313,8 +313,3 @@ def _tokens_distinct_1d(rng, n, d, params):
             return exact_array(np.sort(values).reshape(n, 1))
     raise InvalidArgument(f"tokens 'distinct-1d': no {n} distinct floats in [low, high] after "
                           f"{MAX_TRIES} draws; widen the interval.")
-
-
-# The structured token distributions (clustered, nearly-tied, cross-polytope, hypercube,
-# antipodal, lattice, regular-polygon) register themselves into TOKEN_DISTRIBUTIONS.
-from verify.claim import _distributions  # noqa: E402, F401

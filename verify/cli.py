@@ -45,7 +45,28 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from verify import __version__
+from verify.atomic import write_atomic
 from verify.errors import Interrupted, InvalidArgument, VerifyError
+from verify.exact.inputs import to_rational
+from verify.exact.plain import suggest
+from verify.flow.precision_policy import BOUNDED_SCORES
+from verify.model.instance_file import load_instance_file
+from verify.model.resources import (
+    check_digits,
+    check_growth,
+    check_horizon,
+    check_instances,
+    check_memory,
+    lifted_limits,
+)
+from verify.numerics._monitor import stop_on_signals
+
+# Start-up: the modules above need NumPy and python-flint only (~0.3 s), so `verify --help` and
+# every bad-usage error answer before the judges, SciPy, SymPy, networkx and matplotlib load
+# (~2 s more, measured with `python -X importtime -c "import verify.run"`). The imports inside
+# the command functions below are those heavy ones, made once the input is known to be good;
+# each is marked "start-up" (or "matplotlib") and they are the only function-level imports
+# from verify in the command line (issue 25).
 
 __all__ = ["main", "build_parser", "default_claims_dir"]
 
@@ -133,7 +154,7 @@ def _add_cluster_options(parser) -> None:
 
 def _cluster_settings(args: argparse.Namespace):
     """The per-instance :class:`~verify.run.Budget` of ``args`` (``None``: no limit)."""
-    from verify.run import Budget, parse_memory
+    from verify.run import Budget, parse_memory  # start-up
 
     proof = getattr(args, "proof_seconds", None)
     if args.instance_budget is None and args.instance_memory is None and proof is None:
@@ -159,7 +180,7 @@ def _executor(args: argparse.Namespace):
     """A :class:`~verify.run.ClusterPool` on ``--scheduler``, or ``None`` (the local pool)."""
     if not args.scheduler:
         return None
-    from verify.run import connect
+    from verify.run import connect  # start-up
 
     return connect(args.scheduler)
 
@@ -246,23 +267,25 @@ def _check(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget > MAX_BUDGET and not args.allow_large:
         raise InvalidArgument(f"--budget={args.budget} seconds is more than a day; add "
                               "--allow-large if you mean it.")
-    from verify.model.resources import check_instances
-
     if args.instances is not None:
         check_instances(args.instances, "--instances", args.allow_large)
     _check_seed(args.seed)
-    from verify.run import check_conjecture, judge_instance_file, load_conjecture, new_run_id
+    from verify.run import (  # start-up
+        check_conjecture,
+        judge_instance_file,
+        load_conjecture,
+        new_run_id,
+    )
 
     conjecture = load_conjecture(args.file)
     _check_predicates(conjecture, args.file)
     _check_families_memory([conjecture.claim], None, args.allow_large)
     space = conjecture.search
     if space is not None:
-        from verify.model.resources import check_memory
-
         check_memory(space.n[1], space.d[1], "float64", f"{args.file}: [search] n, d",
                      args.allow_large)
     _prepare_out_dir(args.out, "--out")
+    from verify.report.markdown import check_lines  # start-up
     from verify.report.results import build_results, write_reports  # matplotlib: after the checks
 
     out_dir = Path(args.out) / new_run_id({"file": args.file, "seed": args.seed})
@@ -300,8 +323,6 @@ def _check(args: argparse.Namespace) -> int:
                           "grades": verdict.grades,
                           "report": str(paths["report.html"])}, indent=2))
         return run.exit_code
-    from verify.report.markdown import check_lines
-
     print(f"{conjecture.claim.id}: {verdict.text}{_bases_text(verdict)}")
     print(f"  {verdict.reason}")
     if verdict.grades_text:
@@ -316,9 +337,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from verify.model.instance_file import load_instance_file
-    from verify.model.resources import check_memory
-
     if args.save:
         _check_save_path(args.save, "--save")
     if args.cluster_tolerance is not None and not args.cluster_tolerance > 0:
@@ -354,10 +372,8 @@ def _simulate(args: argparse.Namespace) -> int:
     checked = _positive_horizon(horizon, what, args.allow_large, bounded)
     if not bounded:
         _check_growth(loaded.instance, checked, precision, args.file, args.allow_large)
-    # heavy imports after the input is known to be good
-    from verify.analysis.summary import format_summary, simulation_summary
-    from verify.flow.simulate import simulate
-    from verify.numerics._monitor import stop_on_signals
+    from verify.analysis.summary import format_summary, simulation_summary  # start-up
+    from verify.flow.simulate import simulate  # start-up
 
     settings.setdefault("progress", True)  # a line on stderr every 10 s of a long run
     try:
@@ -427,8 +443,6 @@ def _add_claim_commands(sub) -> None:
 
 
 def _select(claims: list, ids: list[str]) -> list:
-    from verify.exact.plain import suggest
-
     by_id = {c.id: c for c in claims}
     for cid in ids:
         if cid not in by_id:
@@ -455,21 +469,19 @@ def default_claims_dir(cwd: str | os.PathLike | None = None) -> Path:
 
 
 def _load_claims(directory):
-    from verify.claim import load_claims
+    from verify.claim import load_claims  # start-up
 
     return load_claims(default_claims_dir() if directory is None else directory)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from verify.model.resources import check_instances
-
     if args.instances is not None:
         check_instances(args.instances, "--instances", args.allow_large)
     _check_seed(args.seed)
     _check_precision(args.precision)
     if args.horizon is not None:
         _positive_horizon(args.horizon, "--horizon", args.allow_large)
-    from verify.run import ResultStore, new_run_id, run_claims
+    from verify.run import ResultStore, new_run_id, run_claims  # start-up
 
     claims = _load_claims(args.claims_dir)
     ids = list(args.ids)
@@ -541,7 +553,7 @@ def _check_predicates(conjecture, source: str) -> None:
     instance after the budget is spent."""
     for spec in conjecture.conclusions:
         if spec.type == "predicate":
-            from verify.judge._predicate import load_function
+            from verify.judge._predicate import load_function  # start-up
 
             try:
                 load_function(spec.parameters["function"], source)
@@ -555,8 +567,6 @@ def _check_seed(seed: int | None) -> None:
 
 
 def _check_precision(precision: object, what: str = "--precision") -> None:
-    from verify.model.resources import check_digits
-
     if precision is not None:
         check_digits(precision, what)
 
@@ -564,9 +574,6 @@ def _check_precision(precision: object, what: str = "--precision") -> None:
 def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = False) -> float:
     """The horizon as a number, checked positive and at most the limit (higher when the scores
     stay ``bounded``); ``what`` names it."""
-    from verify.exact.inputs import to_rational
-    from verify.model.resources import check_horizon
-
     value = to_rational(text, what)[0]
     check_horizon(value, what, allow, bounded)
     return float(value)
@@ -575,23 +582,17 @@ def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = Fals
 def _bounded_scores(instance) -> bool:
     """Whether the scores of ``instance`` stay bounded for all time (tokens on the sphere,
     pre-LN): the precision is then constant in ``T`` and no ``e^{tV}`` is ever formed."""
-    from verify.flow.precision_policy import BOUNDED_SCORES
-
     return instance.model.normalisation in BOUNDED_SCORES
 
 
 def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:
     """Refuse T·‖V‖∞ beyond what the precision can carry
     (:func:`verify.model.resources.check_growth`; every head's V)."""
-    from verify.model.resources import check_growth
-
     for head in instance.model.heads:
         check_growth(head.V, horizon, precision, what, allow)
 
 
 def _check_families_memory(claims: list, precision: object, allow: bool) -> None:
-    from verify.model.resources import check_memory
-
     for claim in claims:
         for family in claim.families:
             check_memory(family.n, family.d, precision or family.precision,
@@ -640,7 +641,7 @@ def _resume_hint(out_dir, args: argparse.Namespace) -> str:
     """``"; 3 instances are stored in DIR. Finish the run with: verify run --resume DIR"``."""
     import shlex
 
-    from verify.run import ResultStore
+    from verify.run import ResultStore  # start-up
 
     try:
         stored = len(ResultStore(out_dir).load())
@@ -751,16 +752,17 @@ def _weights(args: argparse.Namespace) -> int:
             raise InvalidArgument(f"--figure={args.figure!r} is a directory; give a file name "
                                   "ending in .png.")
         _prepare_out_dir(str(Path(args.figure).parent or "."), "--figure")
-    from verify.weights import classify_heads, count_classes, load_weights
-    from verify.weights._text import head_table
+    from verify.weights import _text, classify_heads, count_classes, load_weights  # start-up
 
     if args.sentence is not None:
         return _weights_sentence(args)
     weights = load_weights(args.source)
     classes = classify_heads(weights, args.space, jobs=args.jobs)
     if args.figure:
-        from verify.atomic import write_atomic
-        from verify.report.figures import figure_to_png_bytes, weights_spectra_figure
+        from verify.report.figures import (  # matplotlib
+            figure_to_png_bytes,
+            weights_spectra_figure,
+        )
 
         write_atomic(args.figure, figure_to_png_bytes(weights_spectra_figure(classes)))
     if args.json:
@@ -770,7 +772,7 @@ def _weights(args: argparse.Namespace) -> int:
     else:
         print(f"{weights.source}: {weights.n_layers} layers × {weights.n_heads} heads, "
               f"d_model = {weights.d_model}, d_head = {weights.d_head}\n")
-        print(head_table(classes))
+        print(_text.head_table(classes))
         if args.figure:
             print(f"\nspectra figure: {args.figure}")
     return 0
@@ -779,9 +781,14 @@ def _weights(args: argparse.Namespace) -> int:
 def _weights_sentence(args: argparse.Namespace) -> int:
     import re
 
-    from verify.weights import embed, head_weights, load_weights, tokenize
-    from verify.weights._dynamics import sentence_dynamics
-    from verify.weights._text import dynamics_lines, sphere_line
+    from verify.weights import (  # start-up
+        _dynamics,
+        _text,
+        embed,
+        head_weights,
+        load_weights,
+        tokenize,
+    )
 
     args.head = "3.9" if args.head is None else args.head
     args.variant = args.variant or "plain"
@@ -795,12 +802,12 @@ def _weights_sentence(args: argparse.Namespace) -> int:
     weights = load_weights(args.source)
     head = head_weights(weights, int(match[1]), int(match[2]))
     words, ids = tokenize(weights, args.sentence)
-    out = sentence_dynamics(head, embed(weights, ids), words, variant=args.variant,
+    out = _dynamics.sentence_dynamics(head, embed(weights, ids), words, variant=args.variant,
                             horizon=args.horizon)
     if args.json:
         print(json.dumps(out, indent=1))
     else:
-        lines = dynamics_lines(out) if args.variant == "plain" else sphere_line(out)
+        lines = _text.dynamics_lines(out) if args.variant == "plain" else _text.sphere_line(out)
         print("\n".join(lines).replace("`", ""))
     return 0
 
@@ -871,8 +878,6 @@ def main(argv: list[str] | None = None) -> int:
     # The default action would kill the whole process, without a word, when a pool writes to
     # the pipe of a worker that has gone away (a check's deadline stops its pool).
     previous = _interrupt_handlers()
-    from verify.model.resources import lifted_limits
-
     try:
         with lifted_limits(getattr(args, "allow_large", False)):  # files read the same limits
             return _COMMANDS[args.command](args)

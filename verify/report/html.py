@@ -474,7 +474,6 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
     take half the time of a report and never change with the run). ``run_dir``: the run's
     folder, where the saved counterexample files are read (a refutation is shown from its
     file)."""
-    import verify.report.paper_figures  # noqa: F401  (fills PAPER_FIGURES)
     e = html.escape
     run_dir = None if run_dir is None else Path(run_dir)
     p = data["parameters"]

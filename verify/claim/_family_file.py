@@ -26,8 +26,7 @@ from verify.errors import InvalidArgument
 from verify.exact.inputs import rational_array
 from verify.exact.plain import fail, suggest
 from verify.exact.reals import normalise_rows
-from verify.flow.precision_policy import BOUNDED_SCORES
-from verify.model import Model
+from verify.model import BOUNDED_SCORES, Model
 from verify.model.resources import (
     check_digits,
     check_growth,

@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from verify.exact.inputs import as_float_array
-from verify.model import Instance, Model
+from verify.model import BOUNDED_SCORES, Instance, Model
 from verify.numerics import Arb, Backend, Float64, digits_to_bits
 
 __all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "score_growth_rate", "score_scale", "choose_bits",
@@ -48,7 +48,6 @@ __all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "score_growth_rate", "score_scale", "
 DEFAULT_DIGITS = 20
 GUARD_BITS = 32  # round-off of the integrator itself (GBS: lebesgue(30) ≈ 2^22), with a margin
 ARB_REFERENCE_LIMIT = 20_000  # n·n·d above which a float64 run is checked in float64 only
-BOUNDED_SCORES = ("sphere", "pre-ln")  # normalisations whose attention reads unit vectors
 
 
 def score_growth_rate(model: Model) -> float:

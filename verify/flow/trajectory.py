@@ -113,14 +113,21 @@ class Trajectory:
         return self.status == "success"
 
     @property
+    def rescaled(self) -> bool:
+        """The run integrated the rescaled tokens ``z`` (its model's ``form`` is ``"z"``; a
+        trajectory keeps the form as a string, so that a saved run reads back without its
+        model)."""
+        return self.form == "z"
+
+    @property
     def z(self) -> np.ndarray | None:
         """Rescaled tokens ``z(t_k)`` (``None`` where the variant has no rescaled form)."""
-        return self.state if self.form == "z" else self.z_state
+        return self.state if self.rescaled else self.z_state
 
     @property
     def x(self) -> np.ndarray | None:
         """Tokens ``x(t_k)`` (entries may be ``inf`` when ``e^{tV}`` overflows float64)."""
-        return self.state if self.form != "z" else self.x_state
+        return self.state if not self.rescaled else self.x_state
 
     def tokens(self, variable: str) -> np.ndarray:
         """The array of ``variable`` (``"z"`` or ``"x"``), shape ``(m, n, d)``.

@@ -9,6 +9,7 @@ r"""The model family and its instances (the second floor).
 from verify.model._model import (
     ACTIVATIONS,
     ATTENTIONS,
+    BOUNDED_SCORES,
     FORMS,
     MLP,
     NORMALISATIONS,
@@ -17,5 +18,5 @@ from verify.model._model import (
     Model,
 )
 
-__all__ = ["FORMS", "ATTENTIONS", "NORMALISATIONS", "ACTIVATIONS", "Head", "MLP", "Model",
-           "Instance"]
+__all__ = ["FORMS", "ATTENTIONS", "NORMALISATIONS", "ACTIVATIONS", "BOUNDED_SCORES", "Head", "MLP",
+           "Model", "Instance"]

@@ -26,6 +26,13 @@ also names the *variant* (design.md, "The model family"):
     ``W σ(·) (+ b)`` applied to the attention output, ``σ`` in ``relu``, ``tanh``, ``identity``;
     in the rescaled form this is the paper's §12 model ``ż_i = W σ(V Σ_j P_ij (z_j − z_i))``.
 
+**Which variant?** Code outside this module never compares these strings: it asks the model
+(:attr:`Model.rescaled`, :attr:`~Model.discrete`, :attr:`~Model.continuous_tokens`,
+:attr:`~Model.softmax`, :attr:`~Model.full_mask`, :attr:`~Model.on_sphere`,
+:attr:`~Model.pre_ln`, :attr:`~Model.normalised`, :attr:`~Model.bounded_scores`,
+:attr:`~Model.single_head`, :attr:`~Model.has_mlp`, :meth:`~Model.departures`), so that a new
+variant is answered here once.
+
 Every matrix is kept **exactly** (an object array of :class:`~fractions.Fraction`, see
 :mod:`verify.exact.inputs`) together with its float64 rounding.
 
@@ -51,6 +58,7 @@ from verify.exact.inputs import as_float_array, rational_array, to_rational
 from verify.exact.linalg import exact_det, from_fmpq_mat, to_fmpq_mat
 
 __all__ = [
+    "BOUNDED_SCORES",
     "FORMS",
     "ATTENTIONS",
     "NORMALISATIONS",
@@ -66,6 +74,8 @@ ATTENTIONS = ("softmax", "hardmax", "unnormalised")
 NORMALISATIONS = ("none", "sphere", "pre-ln")
 ACTIVATIONS = ("relu", "tanh", "identity")
 MASKS = ("full", "causal")
+#: Normalisations whose attention reads unit vectors: the scores stay bounded for all time.
+BOUNDED_SCORES = ("sphere", "pre-ln")
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
@@ -336,6 +346,63 @@ class Model:
             return np.tril(np.ones((n, n), dtype=bool))
         return None
 
+    # -- which variant? (the one place; design.md "The model family", style guide 16) ----
+    @property
+    def rescaled(self) -> bool:
+        """Rescaled tokens ``z = e^{-tV} x`` (``form="z"``)."""
+        return self.form == "z"
+
+    @property
+    def continuous_tokens(self) -> bool:
+        """The tokens themselves in continuous time (``form="x"``)."""
+        return self.form == "x"
+
+    @property
+    def discrete(self) -> bool:
+        """Residual layers with step ``h`` (``form="discrete"``)."""
+        return self.form == "discrete"
+
+    @property
+    def softmax(self) -> bool:
+        """Softmax attention (not hardmax, not unnormalised)."""
+        return self.attention == "softmax"
+
+    @property
+    def full_mask(self) -> bool:
+        """Every token attends to every token (no causal mask, no adjacency)."""
+        return isinstance(self.mask, str) and self.mask == "full"
+
+    @property
+    def on_sphere(self) -> bool:
+        """Post-LN: tokens on the unit sphere, the velocity projected on its tangent space."""
+        return self.normalisation == "sphere"
+
+    @property
+    def pre_ln(self) -> bool:
+        """Pre-LN: attention and values read ``x/|x|``."""
+        return self.normalisation == "pre-ln"
+
+    @property
+    def normalised(self) -> bool:
+        """A layer norm of either kind (``on_sphere`` or ``pre_ln``)."""
+        return self.normalisation != "none"
+
+    @property
+    def bounded_scores(self) -> bool:
+        """The attention reads unit vectors, so the scores stay bounded by ``β‖QᵀK‖₂`` for all
+        time (the precision a run needs is then constant in ``T``)."""
+        return self.normalisation in BOUNDED_SCORES
+
+    @property
+    def single_head(self) -> bool:
+        """One ``(Q, K, V)`` head."""
+        return len(self.heads) == 1
+
+    @property
+    def has_mlp(self) -> bool:
+        """An MLP ``W σ(·) (+ b)`` after the attention."""
+        return self.mlp is not None
+
     def departures(self) -> list[str]:
         """How this variant departs from the paper's model (1.1) — one softmax head, full
         attention, no normalisation, no MLP, continuous time (in ``x`` or rescaled ``z``) —
@@ -346,17 +413,17 @@ class Model:
         ([], ['a mask'])
         """
         bad = []
-        if len(self.heads) != 1:
+        if not self.single_head:
             bad.append(f"{len(self.heads)} heads")
-        if self.form not in ("x", "z"):
+        if self.discrete:
             bad.append(f"form={self.form!r}")
-        if self.attention != "softmax":
+        if not self.softmax:
             bad.append(f"attention={self.attention!r}")
-        if not (isinstance(self.mask, str) and self.mask == "full"):
+        if not self.full_mask:
             bad.append("a mask")
-        if self.normalisation != "none":
+        if self.normalised:
             bad.append(f"normalisation={self.normalisation!r}")
-        if self.mlp is not None:
+        if self.has_mlp:
             bad.append("an MLP")
         return bad
 

@@ -49,8 +49,7 @@ from verify.claim._family_file import _generator, _model_options, _precision
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS
 from verify.errors import InvalidArgument
 from verify.exact.plain import fail, suggest
-from verify.flow.precision_policy import BOUNDED_SCORES
-from verify.model import Model
+from verify.model import BOUNDED_SCORES, Model
 from verify.model.resources import check_horizon, check_memory
 from verify.search._beta import BetaRange, parse_beta_range
 from verify.search._membership import HYPOTHESIS_OF_CLASS, entries_in_class

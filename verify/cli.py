@@ -49,7 +49,6 @@ from verify.atomic import write_atomic
 from verify.errors import Interrupted, InvalidArgument, VerifyError
 from verify.exact.inputs import to_rational
 from verify.exact.plain import suggest
-from verify.flow.precision_policy import BOUNDED_SCORES
 from verify.model.instance_file import load_instance_file
 from verify.model.resources import (
     check_digits,
@@ -582,7 +581,7 @@ def _positive_horizon(text: object, what: str, allow: bool, bounded: bool = Fals
 def _bounded_scores(instance) -> bool:
     """Whether the scores of ``instance`` stay bounded for all time (tokens on the sphere,
     pre-LN): the precision is then constant in ``T`` and no ``e^{tV}`` is ever formed."""
-    return instance.model.normalisation in BOUNDED_SCORES
+    return instance.model.bounded_scores
 
 
 def _check_growth(instance, horizon: float, precision: object, what: str, allow: bool) -> None:

@@ -162,7 +162,7 @@ def certify_end(instance, trajectory) -> tuple[Certificate | None, str]:
     if trajectory.error is None or not trajectory.success:
         return None, "the run has no error estimate."
     model = instance.model
-    if model.form == "z":
+    if model.rescaled:
         return leader_map_at(instance, trajectory)
     return _equilibrium(instance, trajectory)
 
@@ -330,7 +330,7 @@ def _linearise(instance, traj) -> tuple[_Linearised | None, str]:
         return _Linearised(x_T, x_star, residual, B, text, empty, math.nan, 0.0, np.zeros(0),
                            np.zeros(0, dtype=bool), empty, []), ""
     model = instance.model
-    h_layer = float(model.h) if model.form == "discrete" else None
+    h_layer = float(model.h) if model.discrete else None
     J, _, rho, err, eig, text = linearisation(instance, x_star, group, h_layer)
     _, vectors = np.linalg.eig(J)
     with np.errstate(divide="ignore"):
@@ -480,7 +480,7 @@ def degenerate_equilibrium(instance, traj) -> dict | None:
     'degenerate-equilibrium'
     """
 
-    if instance.model.form == "z" or traj.error is None:
+    if instance.model.rescaled or traj.error is None:
         return None
     lin, _ = _linearise(instance, traj)
     if lin is None or lin.basis.shape[1] == 0 or lin.rho > lin.rate_error:
@@ -564,8 +564,8 @@ def linear_flow(instance, traj) -> dict | None:
     True
     """
     model = instance.model
-    if model.form != "x" or len(model.heads) != 1 or model.normalisation != "none" \
-            or model.mlp is not None:
+    if not model.continuous_tokens or not model.single_head or model.normalised \
+            or model.has_mlp:
         return None
     if np.any(instance.x0 != instance.x0[0]):
         return None

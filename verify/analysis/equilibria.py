@@ -149,7 +149,7 @@ def autonomous_field(instance: Instance) -> Callable[[np.ndarray], np.ndarray]:
     """
 
     model = instance.model
-    if model.form == "z":
+    if model.rescaled:
         raise InvalidArgument(f"form={model.form!r} (str): the rescaled field depends on t, so "
                               "it has no equilibria; use form='x' or 'discrete', or judge the "
                               "z-run by its trend fits (verify.analysis.observed_limits).")
@@ -174,7 +174,7 @@ def coordinate_basis(instance: Instance, x: np.ndarray, group=None) -> tuple[np.
     ([0.0, 1.0], 'tangent space of (S^1)^1')
     """
     n, d = instance.n, instance.d
-    sphere = instance.model.normalisation == "sphere"
+    sphere = instance.model.on_sphere
     x = np.asarray(x, dtype=float).reshape(n, d)
     if group is None:
         if not sphere:
@@ -208,7 +208,7 @@ def coordinate_basis(instance: Instance, x: np.ndarray, group=None) -> tuple[np.
 def retract(instance: Instance, x: np.ndarray, group) -> np.ndarray:
     """``x`` put back on the allowed set: tokens normalised on the sphere (post-LN), then
     projected onto the fixed subspace of ``group`` (if any)."""
-    if instance.model.normalisation == "sphere":
+    if instance.model.on_sphere:
         x = x / np.linalg.norm(x, axis=1, keepdims=True)
     if group is not None:
         x = group.project(x, Float64())
@@ -408,7 +408,7 @@ def classify_end_state(instance: Instance, trajectory) -> EndState:
     """
     time = float(trajectory.times[-1])
     model = instance.model
-    if model.form == "z":
+    if model.rescaled:
         return EndState("not-autonomous", time, reason="the rescaled field depends on t, so "
                         "there are no equilibria to classify; the trend fits decide.")
     x_T = np.asarray(trajectory.state[-1], dtype=float)
@@ -428,7 +428,7 @@ def classify_end_state(instance: Instance, trajectory) -> EndState:
         return EndState("moving", time, distance=distance, equilibrium=x_star, **common,
                         reason=f"the nearest equilibrium found is at distance {distance:.3g} > "
                         f"{NEAR_FRACTION} × {scale:.3g}.")
-    h_layer = float(model.h) if model.form == "discrete" else None
+    h_layer = float(model.h) if model.discrete else None
     J, jac_err, rho, err, eig, text = linearisation(instance, x_star, group, h_layer)
     with np.errstate(divide="ignore"):
         key = np.log(np.abs(eig)) / h_layer if h_layer else eig.real

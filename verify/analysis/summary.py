@@ -39,7 +39,7 @@ def spectral_reading(loaded: InstanceFile) -> str | None:
     """The spectral class of ``V`` (and ``QᵀK``) in one line, or ``None`` with several heads."""
 
     model = loaded.instance.model
-    if len(model.heads) != 1:
+    if not model.single_head:
         return None
     return spectral_summary(model.beta * model.Q, model.K, model.V)
 
@@ -107,7 +107,7 @@ def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -
                                          for ell in found)
         reading["boolean_matrix"] = matrix.tolist()
         reading["boolean_rank"] = int(exact_rank(matrix))
-        if instance is not None and traj.form == "z":
+        if instance is not None and traj.rescaled:
             cert, _ = leader_map_at(instance, traj, k)
             if cert is not None and cert.kind == "hardmax-leader-map":
                 reading["limit"] = True

@@ -59,7 +59,7 @@ MAX_SIZE = 64
 
 def _initial_balls(instance) -> arb_mat:
     rows = [[arb(fmpq(v.numerator, v.denominator)) for v in row] for row in instance.x0]
-    if instance.model.normalisation == "sphere":
+    if instance.model.on_sphere:
         rows = [[v / sum((u * u for u in row), arb(0)).sqrt() for v in row] for row in rows]
     return arb_mat(rows)
 
@@ -72,7 +72,7 @@ def _pseudo_inverse(A: arb_mat) -> arb_mat:
 
 def _symmetry_group(instance):
     model = instance.model
-    if len(model.heads) != 1 or model.mask_for(instance.n) is not None:
+    if not model.single_head or model.mask_for(instance.n) is not None:
         return None
 
     try:

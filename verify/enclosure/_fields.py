@@ -55,11 +55,11 @@ __all__ = ["unsupported", "FieldSpec", "exact_matrix"]
 
 def unsupported(model) -> str | None:
     """Why ``model`` has no enclosure (``None`` when it has one)."""
-    if model.form == "discrete":
+    if model.discrete:
         return "discrete layers are a map, not a flow (form='discrete')."
     if model.attention == "hardmax":
         return "hardmax attention is discontinuous: no Taylor enclosure."
-    if model.mlp is not None:
+    if model.has_mlp:
         return "an MLP after attention is not supported by the enclosures."
     return None
 
@@ -93,7 +93,7 @@ class FieldSpec:
 
     def __init__(self, model, n: int) -> None:
         self.model, self.n, d = model, n, model.d
-        self.rescaled = model.form == "z"
+        self.rescaled = model.rescaled
         mask = model.mask_for(n)
         self.mask = mask
         self.allowed = None if mask is None else [bool(v) for v in mask.reshape(-1)]
@@ -184,7 +184,7 @@ class FieldSpec:
         return [node.coef(0).tolist() for node in nodes]
 
     def _inputs(self, X: Node) -> Node:
-        if self.model.normalisation != "pre-ln":
+        if not self.model.pre_ln:
             return X
         norms = MatMul(Hadamard(X, X), self.ones_d)
         return RowScale(ElementPower(norms, Fraction(-1, 2)), X)
@@ -210,7 +210,7 @@ class FieldSpec:
             record.append(A)
             term = MatMul(AU, Const(V.transpose()))
             total = term if total is None else Add(total, term)
-        if model.normalisation != "sphere":
+        if not model.on_sphere:
             return total
         radial = MatMul(Hadamard(total, X), self.ones_d)
         squares = MatMul(Hadamard(X, X), self.ones_d)
@@ -226,7 +226,7 @@ class FieldSpec:
             if self.rescaled:
                 E = (V * arb(fmpq(t0.numerator, t0.denominator))).exp().mid()
                 Y = mids * E.transpose()
-            elif self.model.normalisation == "pre-ln":
+            elif self.model.pre_ln:
                 Y = arb_mat([[v / sum((u * u for u in row), arb(0)).sqrt() for v in row]
                              for row in mids.tolist()])
             else:

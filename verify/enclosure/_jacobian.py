@@ -119,7 +119,7 @@ def _core(spec, rows: list[list], A_heads: list, G_heads: list, zero) -> list[li
                 if blk is not None:
                     add(i, k, _times(V, blk, zero))
         return blocks
-    if model.normalisation == "pre-ln":
+    if model.pre_ln:
         norms = [sum((v * v for v in row), zero).sqrt() for row in rows]
         U = [[v / s for v in row] for row, s in zip(rows, norms, strict=True)]
         Du = [[[((1 if a == b else 0) - U[k][a] * U[k][b]) / norms[k] for b in range(d)]
@@ -133,7 +133,7 @@ def _core(spec, rows: list[list], A_heads: list, G_heads: list, zero) -> list[li
                 if M[i][k] is not None:
                     blk = _times(V, M[i][k], zero)
                     add(i, k, blk if Du is None else _mul(blk, Du[k], zero))
-    if model.normalisation == "sphere":
+    if model.on_sphere:
         for i in range(n):
             m = [zero] * d
             for (_, V), A in zip(spec.heads, A_heads, strict=True):

@@ -60,9 +60,9 @@ def cap_unavailable(model) -> str | None:
     """Why the cap certificate does not apply to ``model`` (``None`` when it does): tokens on
     the sphere (``form="x"``, ``normalisation="sphere"``), no MLP, every ``V_h = c_h I`` with
     ``c_h ≥ 0``."""
-    if model.form != "x" or model.normalisation != "sphere":
+    if not model.continuous_tokens or not model.on_sphere:
         return "the tokens are not on the sphere (form='x', normalisation='sphere')."
-    if model.mlp is not None:
+    if model.has_mlp:
         return "an MLP: caps are not known to be invariant."
     for head in model.heads:
         V = head.V

@@ -81,11 +81,11 @@ def continuation_unavailable(model) -> str | None:
     >>> continuation_unavailable(Model(V=[[1]], form="x"))
     "form='x': the continuation works on the rescaled tokens z (form='z')."
     """
-    if model.form != "z":
+    if not model.rescaled:
         return f"form={model.form!r}: the continuation works on the rescaled tokens z (form='z')."
-    if len(model.heads) != 1 or model.mlp is not None or model.normalisation != "none":
+    if not model.single_head or model.has_mlp or model.normalised:
         return "several heads, an MLP or a normalisation: the hardmax field is not linear."
-    if model.attention != "softmax":
+    if not model.softmax:
         return f"attention={model.attention!r}: only softmax attention is continued."
     return None
 

@@ -237,20 +237,20 @@ class VectorField:
         self.backend = backend
         self.mask = model.mask_for(n)
         self.arb = isinstance(backend, Arb)
-        self.rescaled = model.form == "z"
+        self.rescaled = model.rescaled
         self.exponential = ValueExponential(model.V) if self.rescaled else None
         self.nfev = 0
         if self.arb:
             with backend.working_precision():
                 self._heads = [(backend.from_exact(h.V).transpose(),
                                 backend.from_exact(model.beta * h.B)) for h in model.heads]
-                if model.mlp is not None:
+                if model.has_mlp:
                     self._mlp = (backend.from_exact(model.mlp.W).transpose(),
                                  None if model.mlp.bias is None
                                  else backend.from_exact(np.array([model.mlp.bias])))
         else:
             self._heads = [(Vf.T.copy(), Bf) for Vf, Bf in model.float_heads()]
-            if model.mlp is not None:
+            if model.has_mlp:
                 self._mlp = (as_float_array(model.mlp.W).T.copy(),
                              None if model.mlp.bias is None else as_float_array(model.mlp.bias))
 
@@ -278,7 +278,7 @@ class VectorField:
         return attention_weights(scaled, log_scale, self.model.attention, self.mask)
 
     def _attention_input(self, X):
-        if self.model.normalisation != "pre-ln":
+        if not self.model.pre_ln:
             return X
         if self.arb:
             return _row_normalise_arb(X)
@@ -307,7 +307,7 @@ class VectorField:
             term = A * (values * Vt) if self.arb else A @ (values @ Vt)
             total = term if total is None else total + term
         total = self._mlp_apply(total)
-        if self.model.normalisation == "sphere":
+        if self.model.on_sphere:
             if self.arb:
                 return _tangent_arb(state, total)
             radial = np.sum(total * state, axis=1, keepdims=True) / np.sum(
@@ -316,7 +316,7 @@ class VectorField:
         return total
 
     def _mlp_apply(self, y):
-        if self.model.mlp is None:
+        if not self.model.has_mlp:
             return y
         Wt, bias = self._mlp
         name = self.model.mlp.activation
@@ -378,7 +378,7 @@ class EigenRescaledField:
     def applies(model: Model) -> bool:
         """One head without MLP or normalisation in form ``z``, with ``V`` exactly symmetric or
         diagonalisable over ``R`` with a well-conditioned eigenvector matrix."""
-        if model.form != "z" or len(model.heads) != 1 or model.mlp is not None:
+        if not model.rescaled or not model.single_head or model.has_mlp:
             return False
         return _real_eigen_decomposition(model.V, model.float_heads()[0][0]) is not None
 

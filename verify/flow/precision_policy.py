@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from verify.exact.inputs import as_float_array
-from verify.model import BOUNDED_SCORES, Instance, Model
+from verify.model import Instance, Model
 from verify.numerics import Arb, Backend, Float64, digits_to_bits
 
 __all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "score_growth_rate", "score_scale", "choose_bits",
@@ -57,7 +57,7 @@ def score_growth_rate(model: Model) -> float:
     ``z``, ``x`` and ``discrete`` without normalisation); ``0`` when it reads unit vectors
     (``normalisation="sphere"`` or ``"pre-ln"``), whatever ``V``.
     """
-    if model.normalisation in BOUNDED_SCORES:
+    if model.bounded_scores:
         return 0.0
     return max(0.0, *(float(np.max(np.linalg.eigvals(as_float_array(h.V)).real))
                       for h in model.heads))
@@ -68,7 +68,7 @@ def score_scale(instance: Instance) -> float:
     normalised tokens and ``R = max_i |x_i(0)|`` otherwise."""
     model = instance.model
     norm = max(float(np.linalg.norm(B, 2)) for _, B in model.float_heads())
-    if model.normalisation in BOUNDED_SCORES:
+    if model.bounded_scores:
         return norm
     return norm * float(np.max(np.sum(instance.x0_float() ** 2, axis=1)))
 

@@ -144,7 +144,7 @@ def score_perturbation(model, times: list[float], states: np.ndarray,
 
     _, B = model.float_heads()[0]
     B_norm = float(np.linalg.norm(B, 2))
-    exponential = ValueExponential(model.V) if model.form == "z" else None
+    exponential = ValueExponential(model.V) if model.rescaled else None
     out = np.zeros((len(times), states.shape[1], states.shape[1]))
     for k, (t, state, e) in enumerate(zip(times, states, entry_error, strict=True)):
         if not e > 0:
@@ -153,7 +153,7 @@ def score_perturbation(model, times: list[float], states: np.ndarray,
         if exponential is not None:
             E, _ = exponential.scaled_float(float(t))
             Y, c = state @ E.T, _norm_bound(E)
-        elif model.normalisation == "pre-ln":
+        elif model.pre_ln:
             Y, c = state / row_norms[:, None], 2.0 / row_norms
         else:
             Y, c = state, 1.0

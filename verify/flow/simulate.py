@@ -310,7 +310,7 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
 
     ``benchmarks/error_coverage.py`` measured the need for the last two (true/estimated error
     up to 13 for the scores, 3.6 for the state, without them)."""
-    if instance.model.form == "discrete":
+    if instance.model.discrete:
         return
     t = [float(v) for v in traj.t]
     info = traj.continuation or {}
@@ -459,8 +459,8 @@ def _symmetry_group(instance: Instance):
     several heads, an MLP (ReLU does not commute with sign changes), a mask, or
     ``d > SYMMETRY_MAX_DIM`` (the search is over the ``d!·2^d`` signed permutations)."""
     model = instance.model
-    full_mask = isinstance(model.mask, str) and model.mask == "full"
-    if len(model.heads) > 1 or model.mlp is not None or not full_mask \
+    full_mask = model.full_mask
+    if not model.single_head or model.has_mlp or not full_mask \
             or model.d > SYMMETRY_MAX_DIM:
         return None
 
@@ -492,7 +492,7 @@ def _integrate(instance: Instance, times: list[Fraction], backend: Backend, rtol
             # subspace. Round-off transverse to it would otherwise grow at the (often huge,
             # ~e^{2μt}) rate of the unstable direction and make the step-size control crawl.
             field = _ReducedField(field, project)
-        if model.form == "discrete":
+        if model.discrete:
             states, status, message, stats = _run_discrete(field, times, y0, backend, project)
         elif isinstance(backend, Float64) and project is None:
             certifier = None
@@ -816,15 +816,15 @@ def _derived_forms(field: VectorField, traj: Trajectory) -> None:
     """x from z (rescaled runs) and z from x (single-head runs without extras), in float64."""
     model = field.model
     t = traj.t
-    if model.form == "z":
+    if model.rescaled:
         with np.errstate(over="ignore", invalid="ignore"):
             traj.x_state = np.array([z @ field.exponential.exp_float(tk).T
                                      for tk, z in zip(t, traj.state, strict=True)])
         return
-    if len(model.heads) > 1 or model.normalisation != "none" or model.mlp is not None:
+    if not model.single_head or model.normalised or model.has_mlp:
         return
     V = as_float_array(model.V)
-    if model.form == "discrete":
+    if model.discrete:
         R = np.eye(model.d) + float(model.h) * V
         zs, inv_power, previous = [], np.eye(model.d), Fraction(0)
         for tk, x in zip(traj.times, traj.state, strict=True):

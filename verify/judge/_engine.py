@@ -185,7 +185,7 @@ def _twice(request, at_T: InstanceResult, at_R: InstanceResult, T: Fraction,
 def _end_state(request, traj):
     """The classification of an autonomous run's end (for the record and to aim the next
     horizon), or ``None``."""
-    if request.instance.model.form == "z":
+    if request.instance.model.rescaled:
         return None
 
     try:
@@ -220,7 +220,7 @@ def _extension_pointless(request) -> str | None:
     third of the suite and stalled in the non-smooth sliding without changing a verdict.
     """
     model = request.instance.model
-    if "max_horizon" in request.parameters or model.form != "z" or not model.departures():
+    if "max_horizon" in request.parameters or not model.rescaled or not model.departures():
         return None
     return (f"no certificate that the end will not change exists for this variant "
             f"({', '.join(model.departures())}): a longer run could never refute, and a hold "

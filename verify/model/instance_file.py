@@ -258,7 +258,7 @@ def instance_to_toml(instance: Instance, simulation: dict | None = None,
     if description:
         lines.append(f"description = {_toml_value(description)}")
     lines.append("\n[model]")
-    if len(model.heads) == 1:
+    if model.single_head:
         for name in ("V", "Q", "K"):
             lines.append(f"{name} = {_toml_value(getattr(model, name))}")
     for key, value in model.describe().items():
@@ -267,11 +267,11 @@ def instance_to_toml(instance: Instance, simulation: dict | None = None,
         if key == "mask" and value == "adjacency":
             value = model.mask.astype(int)
         lines.append(f"{key} = {_toml_value(value)}")
-    for head in model.heads if len(model.heads) > 1 else ():
+    for head in model.heads if not model.single_head else ():
         lines.append("\n[[model.heads]]")
         for name in ("V", "Q", "K"):
             lines.append(f"{name} = {_toml_value(getattr(head, name))}")
-    if model.mlp is not None:
+    if model.has_mlp:
         lines.append("\n[model.mlp]")
         lines.append(f"W = {_toml_value(model.mlp.W)}")
         lines.append(f"activation = {_toml_value(model.mlp.activation)}")

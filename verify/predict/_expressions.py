@@ -257,7 +257,7 @@ def _float(matrix) -> np.ndarray:
 def default_variable(trajectory) -> str:
     """The tokens a conclusion reads by default: the variable the run integrates — ``"z"`` in
     the rescaled form, ``"x"`` otherwise."""
-    return "z" if trajectory.form == "z" else "x"
+    return "z" if trajectory.rescaled else "x"
 
 
 class _Names(dict):

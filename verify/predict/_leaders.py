@@ -142,7 +142,7 @@ def _scalar_rescaled(instance) -> bool:
     """Model (1.1) in the rescaled form with ``V = λI``, ``λ > 0``: the leader-map lemma."""
 
     model = instance.model
-    return model.form == "z" and not model.departures() and \
+    return model.rescaled and not model.departures() and \
         _scalar_value_matrix(model) is not None
 
 

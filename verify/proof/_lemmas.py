@@ -37,9 +37,9 @@ def instance_text(instance) -> dict:
             "model": {"form": model.form, "attention": model.attention,
                       "mask": model.mask if isinstance(model.mask, str) else "adjacency",
                       "normalisation": model.normalisation, "heads": len(model.heads),
-                      "beta": str(model.beta), "mlp": None if model.mlp is None else "mlp"},
+                      "beta": str(model.beta), "mlp": None if not model.has_mlp else "mlp"},
             "initial_tokens": ("x_i(0) = x0_i / |x0_i| (tokens on the unit sphere)"
-                               if model.normalisation == "sphere" else "x_i(0) = x0_i")}
+                               if model.on_sphere else "x_i(0) = x0_i")}
 
 
 def symmetry_text(group) -> list[dict]:
@@ -60,16 +60,16 @@ def symmetry_text(group) -> list[dict]:
 
 def lemma_for(model) -> str | None:
     """The lemma that can trap this model's dynamics, or ``None``."""
-    if model.form == "z" and not model.departures():
+    if model.rescaled and not model.departures():
         V = model.V
         lam = V[0, 0]
         if lam > 0 and all(V[a, b] == (lam if a == b else 0) for a in range(model.d)
                            for b in range(model.d)):
             return leader_map.ID
         return good_triple.ID
-    if model.form == "x" and model.normalisation == "sphere" and len(model.heads) == 1 \
-            and model.attention in ("softmax", "unnormalised") and model.mlp is None \
-            and isinstance(model.mask, str) and model.mask == "full":
+    if model.continuous_tokens and model.on_sphere and model.single_head \
+            and model.attention in ("softmax", "unnormalised") and not model.has_mlp \
+            and model.full_mask:
         V = model.V
         c = V[0, 0]
         if c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(model.d)

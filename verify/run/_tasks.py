@@ -98,7 +98,7 @@ def exact_inputs(instance) -> dict:
     model = instance.model
     heads = [{"V": _strings(h.V), "Q": _strings(h.Q), "K": _strings(h.K)} for h in model.heads]
     out = {"heads": heads, "x0": _strings(instance.x0), "model": to_plain(model.describe())}
-    if model.mlp is not None:
+    if model.has_mlp:
         out["mlp"] = {"W": _strings(model.mlp.W), "activation": model.mlp.activation}
     return out
 

@@ -79,7 +79,7 @@ def _entries(instance: Instance) -> Iterator[Fraction]:
         yield from head.Q.flat
         yield from head.K.flat
     yield model.beta
-    if model.mlp is not None:
+    if model.has_mlp:
         yield from model.mlp.W.flat
         if model.mlp.bias is not None:
             yield from model.mlp.bias.flat
@@ -198,7 +198,7 @@ def _tokens(parts: _Parts, instance: Instance, rows: np.ndarray, D: int | None) 
     """Tokens ``rows`` (of ``parts.x0``) rounded at ``D``, kept on the sphere if need be."""
     x0 = parts.x0.copy()
     for i in rows:
-        if instance.model.normalisation == "sphere":
+        if instance.model.on_sphere:
             x0[i] = _to_sphere(x0[i], D)
         elif D is not None:
             x0[i] = _round(x0[i], D)
@@ -247,7 +247,7 @@ def _drop_coordinates(parts: _Parts, instance: Instance, block: tuple[int, ...])
         heads=tuple((V[square], Q[:, keep], K[:, keep]) for V, Q, K in parts.heads),
         W=None if parts.W is None else parts.W[square],
         bias=None if parts.bias is None else parts.bias[keep])
-    if instance.model.normalisation == "sphere":
+    if instance.model.on_sphere:
         smaller = replace(smaller, x0=_tokens(smaller, instance, range(smaller.x0.shape[0]),
                                               None))
     return smaller

@@ -304,7 +304,7 @@ def _options_differ(options: dict, model) -> str | None:
     for key, value in {**_model_defaults(), **options}.items():
         if key == "mlp":
             given = (value or {}).get("activation", "relu") if value else None
-            have = None if model.mlp is None else model.mlp.activation
+            have = None if not model.has_mlp else model.mlp.activation
             if given != have:
                 return f"the MLP activation {have} is not the space's {given}"
             continue

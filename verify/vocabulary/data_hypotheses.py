@@ -329,7 +329,7 @@ def _name(instance, name: str):
         one, zero = Fraction(1), Fraction(0)
         return tuple(tuple(one if mask is None or mask[i, j] else zero
                            for j in range(instance.n)) for i in range(instance.n))
-    if len(model.heads) != 1:
+    if not model.single_head:
         raise NotApplicable(f"the model has {len(model.heads)} heads; {name} names a single "
                             "head's matrix")
     head = model.heads[0]

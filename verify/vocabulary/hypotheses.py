@@ -225,7 +225,7 @@ def _not_at_equilibrium(instance: Instance) -> PredicateResult:
     from one). Not for discrete layers."""
 
     model = instance.model
-    if model.form == "discrete":
+    if model.discrete:
         return PredicateResult(None, "discrete layers have no vector field at a point.")
     backend = Arb(bits=256)
     field = VectorField(model, instance.n, backend)
@@ -278,7 +278,7 @@ def _no_exact_symmetry(instance: Instance) -> PredicateResult:
     invariant-subspace search (one head, no MLP, ``d ≤ 6``)."""
 
     model = instance.model
-    if len(model.heads) != 1 or model.mlp is not None or instance.d > 6:
+    if not model.single_head or model.has_mlp or instance.d > 6:
         return PredicateResult(None, "symmetries are searched for one head, no MLP and d ≤ 6 "
                                "only.")
     group = find_symmetries(model.V, model.B, instance.x0, max_dim=6)

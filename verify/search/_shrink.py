@@ -121,9 +121,9 @@ class _Parts:
 
 def _parts(instance: Instance) -> _Parts:
     model = instance.model
-    mlp = model.mlp
+    W, bias = (model.mlp.W, model.mlp.bias) if model.has_mlp else (None, None)
     return _Parts(instance.x0, tuple((h.V, h.Q, h.K) for h in model.heads), model.beta,
-                  model.mask, None if mlp is None else mlp.W, None if mlp is None else mlp.bias)
+                  model.mask, W, bias)
 
 
 def _build(parts: _Parts, instance: Instance) -> Instance:

@@ -87,11 +87,11 @@ def register_hypothesis(name: str) -> Callable[[Predicate], Predicate]:
 # -- the built-in predicates ---------------------------------------------------------------
 def _single(instance: Instance):
     """The one head of the model, or a ``PredicateResult`` saying why there is none."""
-    heads = instance.model.heads
-    if len(heads) != 1:
-        return None, PredicateResult(False, f"the model has {len(heads)} heads; this hypothesis "
-                                     "is about a single (Q, K, V).")
-    return heads[0], None
+    model = instance.model
+    if not model.single_head:
+        return None, PredicateResult(False, f"the model has {len(model.heads)} heads; this "
+                                     "hypothesis is about a single (Q, K, V).")
+    return model.heads[0], None
 
 
 def _spectral(name: str, uses_form: bool) -> Predicate:
@@ -347,9 +347,9 @@ def _above_threshold(instance) -> PredicateResult:
 
 def _mlp_kind(instance) -> tuple[str | None, bool]:
     """The MLP's activation (None without one) and whether ``W = I`` with no bias, exactly."""
-    mlp = instance.model.mlp
-    if mlp is None:
+    if not instance.model.has_mlp:
         return None, False
+    mlp = instance.model.mlp
     W = mlp.W
     identity = all(W[a, b] == (1 if a == b else 0) for a in range(W.shape[0])
                    for b in range(W.shape[1]))
@@ -371,8 +371,8 @@ def _mlp_collapse_regime(instance) -> PredicateResult:
     """An MLP for which §12 reports a collapse: tanh with ``W = I``, or ReLU with ``W ≠ I``
     (no bias)."""
     activation, identity = _mlp_kind(instance)
-    mlp = instance.model.mlp
-    if mlp is not None and mlp.bias is None and (
+    model = instance.model
+    if model.has_mlp and model.mlp.bias is None and (
             (activation == "tanh" and identity) or (activation == "relu" and not identity)):
         return PredicateResult(True, f"MLP: {activation} with W {'=' if identity else '≠'} I.")
     return PredicateResult(False, f"MLP: {activation or 'none'}: §12 reports no collapse for "

@@ -98,7 +98,8 @@ from verify.analysis.equilibria import (
     retract,
 )
 from verify.analysis.evidence import Basis
-from verify.analysis.observed_limits import fit_exponential_convergence
+from verify.analysis.graph import certified_argmax, score_bounds
+from verify.analysis.observed_limits import coincide, fit_exponential_convergence
 from verify.digits import upper
 from verify.exact.eigenvalues import spectrum
 from verify.exact.inputs import as_float_array
@@ -247,9 +248,10 @@ def leader_map_at(instance, traj, k: int = -1) -> tuple[Certificate | None, str]
     z = np.asarray(traj.z[k], dtype=float)
     error = np.asarray(traj.error[k], dtype=float)
     # tokens within their errors of each other sit at one point (merged): never competitors
-    same = np.max(np.abs(z[:, None] - z[None]), axis=2) <= error[:, None] + error[None, :]
+    same = coincide(z, error)
     pinned = pinned_subspaces(instance, traj)
     fixed = {i for i in range(n) if pinned is not None and pinned[i].shape[1] == 0}
+    lo, hi = score_bounds(S, radius)
     argmax, gaps = {}, {}
     for i in range(n):
         if i in fixed:
@@ -260,7 +262,9 @@ def leader_map_at(instance, traj, k: int = -1) -> tuple[Certificate | None, str]
             argmax[i], gaps[i] = top, math.inf
             continue
         gap = min(S[i, top] - S[i, j] - radius[i, top] - radius[i, j] for j in others)
-        if not gap > 0:
+        # the one leader-map rule decides; the margin (it sizes the residual below) must be > 0
+        certain, _ = certified_argmax(lo[i], hi[i], same)
+        if top not in certain or not gap > 0:
             return None, (f"the argmax of row {i + 1} is not certified at t = "
                           f"{float(traj.times[k]):.4g} (score margin within its error).")
         argmax[i], gaps[i] = top, gap

@@ -60,6 +60,7 @@ from verify.numerics._fits import (
 )
 
 __all__ = [
+    "coincide",
     "CONFIDENCE",
     "MIN_DIFFERENCES",
     "KINDS",
@@ -80,6 +81,23 @@ __all__ = [
 MIN_DIFFERENCES = 3
 #: The values :attr:`LimitFit.kind` takes.
 KINDS = ("exponential", "converged-to-error", "power-law", "stalled", "diverging", "inconclusive")
+
+
+def coincide(points: np.ndarray, errors: np.ndarray) -> np.ndarray:
+    """``same[i, j]``: points ``i`` and ``j`` may be one point, their max-norm distance being at
+    most the sum of their error bars. The library's one test of "points within their errors
+    are one point" (merged limits, tokens that are never competitors of each other).
+
+    >>> coincide(np.array([[0.0], [1e-9], [1.0]]), np.array([1e-9, 1e-9, 1e-9])).astype(int)
+    array([[1, 1, 0],
+           [1, 1, 0],
+           [0, 0, 1]])
+    """
+    P = np.asarray(points, dtype=float).reshape(len(points), -1)
+    E = np.asarray(errors, dtype=float)
+    if not len(P):
+        return np.zeros((0, 0), dtype=bool)
+    return np.max(np.abs(P[:, None, :] - P[None, :, :]), axis=2) <= E[:, None] + E[None, :]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from verify.analysis.end_certificates import leader_map_at
-from verify.analysis.graph import clusters, hardmax_graph, undecided_nodes
+from verify.analysis.graph import clusters, undecided_nodes
+from verify.analysis.leader_map import hardmax_at
 from verify.exact import exact_rank
 from verify.exact.spectral import spectral_summary
 from verify.flow.trajectory import Trajectory
@@ -89,7 +90,7 @@ def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -
         if np.isscalar(radius) and not np.isfinite(radius):
             return {"decided": False,
                     "reason": "no error estimate: " + _why_no_estimate(traj.status)}
-        G = hardmax_graph(traj.scaled_scores[k], radius, mask)
+        G = hardmax_at(traj, k, mask)
         undecided = sorted(undecided_nodes(G))
         targets = {i: set(G.successors(i)) for i in G if i not in undecided}
         certified_by = None

@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from verify.analysis.evidence import Basis
+from verify.analysis.observed_limits import coincide
 from verify.exact.plain import fail
 from verify.flow.trajectory import token_array
 from verify.judge._decision import decide, inconclusive
@@ -54,11 +55,9 @@ def certified_clusters(points: np.ndarray, errors: np.ndarray):
     (each cluster a clique of compatible points; different clusters are separated by
     construction, being different connected components).
     """
-    P = np.asarray(points, dtype=float).reshape(len(points), -1)
     E = np.asarray(errors, dtype=float)
-    n = len(P)
-    dist = np.max(np.abs(P[:, None, :] - P[None, :, :]), axis=2) if n else np.zeros((0, 0))
-    close = dist <= E[:, None] + E[None, :]
+    n = len(points)
+    close = coincide(points, E)
     labels = -np.ones(n, dtype=int)
     count = 0
     for i in range(n):

@@ -24,8 +24,10 @@ Examples
 from verify.analysis.graph._graphs import (
     ROW_SUM_TOLERANCE,
     attention_graph,
+    certified_argmax,
     hardmax_graph,
     hardmax_only,
+    score_bounds,
     undecided_nodes,
 )
 from verify.analysis.graph._leaders import (
@@ -42,5 +44,5 @@ from verify.analysis.graph._leaders import (
 __all__ = [
     "attention_graph", "hardmax_graph", "hardmax_only", "leaders", "followers", "clusters",
     "number_clusters", "undecided_nodes", "boolean_limit", "boolean_limit_rank",
-    "LeaderHistory", "leader_history", "ROW_SUM_TOLERANCE",
+    "LeaderHistory", "leader_history", "ROW_SUM_TOLERANCE", "certified_argmax", "score_bounds",
 ]

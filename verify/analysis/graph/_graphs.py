@@ -28,7 +28,7 @@ from verify.errors import InvalidArgument
 from verify.exact.inputs import as_float_array, rational_array
 
 __all__ = ["ROW_SUM_TOLERANCE", "attention_graph", "hardmax_graph", "hardmax_only",
-           "undecided_nodes"]
+           "undecided_nodes", "certified_argmax", "score_bounds"]
 
 ROW_SUM_TOLERANCE = 1e-8
 _NODE_KEYS = ("undecided", "margin", "margin_error")
@@ -196,6 +196,66 @@ def _outward(a: np.ndarray, b: np.ndarray, direction: float) -> np.ndarray:
     return np.where(off | ~np.isfinite(err), np.nextafter(x, direction), x)
 
 
+def score_bounds(scores: np.ndarray, radius: np.ndarray, exact: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds ``S ∓ r`` on scores known to within ``r``, rounded outward
+    (exact scores stay exact).
+
+    >>> lo, hi = score_bounds(np.array([[1.0, 0.1]]), np.array([[0.0, 1e-17]]))
+    >>> bool(hi[0, 1] > 0.1), float(lo[0, 0])
+    (True, 1.0)
+    """
+    if exact:
+        return scores - radius, scores + radius
+    return _outward(scores, -radius, -np.inf), _outward(scores, radius, np.inf)
+
+
+def certified_argmax(lo: np.ndarray, hi: np.ndarray, same: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    r"""The certified argmax of one row of scores known within $\ell_j \le S_j \le u_j$: the
+    one leader-map rule of the library.
+
+    Column $j$ is *certainly* in the argmax set when $\ell_j \ge u_l$ for every competitor
+    $l$, and *possibly* in it when $u_j \ge \max_l \ell_l$; the row is *decided* when the two
+    sets agree. The competitors of $j$ are the other columns, except, when ``same`` is given,
+    those at the same point as $j$ (``same[j, l]``: points within their errors of each other
+    are one point, so attending to either is attending to it).
+
+    Parameters
+    ----------
+    lo, hi : ndarray, shape (m,)
+        Bounds on the row's scores (float64 rounded outward, see :func:`score_bounds`, or
+        exact).
+    same : ndarray of bool, shape (m, m), optional
+
+    Returns
+    -------
+    certain, possible : ndarray of int
+        Positions in the row.
+
+    Examples
+    --------
+    >>> certified_argmax(np.array([0.9, 0.0]), np.array([1.1, 0.2]))
+    (array([0]), array([0]))
+    >>> certified_argmax(np.array([0.9, 0.95]), np.array([1.1, 1.05]))[0]
+    array([], dtype=int64)
+    >>> certified_argmax(np.array([0.9, 0.95]), np.array([1.1, 1.05]), np.ones((2, 2), bool))[0]
+    array([0, 1])
+    """
+    possible = np.flatnonzero(hi >= lo.max())
+    m = lo.size
+    if m == 1:
+        return np.arange(1), possible
+    if same is None:
+        k = int(np.argmax(hi))
+        others = np.full(m, hi[k], dtype=hi.dtype)
+        others[k] = np.delete(hi, k).max()
+        return np.flatnonzero(lo >= others), possible
+    certain = [j for j in range(m)
+               if all(lo[j] >= hi[k] for k in range(m) if k != j and not same[j, k])]
+    return np.array(certain, dtype=int), possible
+
+
 def hardmax_graph(scores: Any, radius: Any = 0.0, mask: Any = None) -> nx.DiGraph:
     r"""Return the certified hardmax graph of the attention scores.
 
@@ -244,22 +304,11 @@ def hardmax_graph(scores: Any, radius: Any = 0.0, mask: Any = None) -> nx.DiGrap
     s, exact = _square("scores", scores, exact_ok=True)
     n = s.shape[0]
     r, allowed = _radius(radius, n, exact), _mask(mask, n)
-    if exact:
-        lo, hi = s - r, s + r
-    else:
-        lo, hi = _outward(s, -r, -np.inf), _outward(s, r, np.inf)
+    lo, hi = score_bounds(s, r, exact)
     G = nx.DiGraph(hardmax=True)
     for i in range(n):
         a = np.flatnonzero(allowed[i])
-        lo_a, hi_a = lo[i, a], hi[i, a]
-        possible = a[hi_a >= lo_a.max()]
-        if a.size == 1:
-            certain = a
-        else:
-            k = int(np.argmax(hi_a))
-            others = np.full(a.size, hi_a[k], dtype=hi_a.dtype)
-            others[k] = np.delete(hi_a, k).max()
-            certain = a[lo_a >= others]
+        certain, possible = (a[p] for p in certified_argmax(lo[i, a], hi[i, a]))
         decided = set(certain.tolist()) == set(possible.tolist())
         margin, error = _margin(s[i, a], r[i, a], exact)
         G.add_node(i, undecided=not decided, margin=margin, margin_error=error)

@@ -64,7 +64,7 @@ from verify.judge._shared import (
     token_fits,
     validate_common,
 )
-from verify.judge._trend import tends_to_zero
+from verify.judge._trend import resolved_rate, tends_to_zero
 from verify.judge._verdicts import InstanceResult
 from verify.predict._evaluation import Value, _functional, projected_tokens, quantity_error
 from verify.predict._expressions import diameter, evaluate, initial_namespace
@@ -242,10 +242,10 @@ def judge_converges(ev) -> InstanceResult:
     Z, R = _tokens(ev)
     rates = []
     for i, f in enumerate(fits):
-        rate = _resolved_rate(f)
+        rate = resolved_rate(f)
         if rate is None:  # at the error floor over the tail: the rate of its earlier decay
             err = np.max(quantity_error(Z[:, i], R[:, i]), axis=1)
-            rate = _resolved_rate(fit_exponential_convergence(ev.trajectory.t, Z[:, i], err,
+            rate = resolved_rate(fit_exponential_convergence(ev.trajectory.t, Z[:, i], err,
                                                               tail=1.0))
         if rate is not None:
             rates.append((i, rate))
@@ -258,14 +258,6 @@ def judge_converges(ev) -> InstanceResult:
     return decide(ev.request, rate, half, f"every token converges (all limits stabilised; "
                   f"slowest: token {i + 1} at rate {plus_minus(rate, half)})",
                   unit="rate (1/time)", evidence=evidence, basis=Basis.FIT)
-
-
-def _resolved_rate(fit) -> tuple[float, float] | None:
-    """``(rate, κσ)`` when the fit resolved a decay (rate > κσ), else None."""
-    if not math.isfinite(fit.rate) or not math.isfinite(fit.coverage):
-        return None
-    half = fit.coverage * fit.rate_error
-    return (fit.rate, half) if fit.rate > half else None
 
 
 def _diameter(z: np.ndarray) -> tuple[float, float]:

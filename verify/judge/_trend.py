@@ -32,7 +32,7 @@ from verify.judge._verdicts import InstanceResult
 from verify.numerics._coverage import estimate_bound
 from verify.numerics._fits import tail_count
 
-__all__ = ["Trend", "tends_to_zero"]
+__all__ = ["Trend", "tends_to_zero", "resolved_rate"]
 
 # --------------------------------------------------------------------------- the central rule
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Trend:
                       evidence=record, basis=self.basis)
 
 
-def _rate(fit) -> tuple[float, float] | None:
+def resolved_rate(fit) -> tuple[float, float] | None:
     """``(rate, κσ)`` when the fit resolved a decay (rate > κσ), else None."""
     if not math.isfinite(fit.rate) or not math.isfinite(fit.coverage):
         return None
@@ -251,9 +251,9 @@ def tends_to_zero(times: object, series: object, errors: object, *, tail: float 
         return Trend(math.nan, math.inf, f"{name}(t) → 0 is undecided: the extrapolated limit "
                      f"{plus_minus(L, bar)} is no smaller than {name} itself over the tail "
                      f"({start:.3g}): the fit says nothing about the limit yet.", ev)
-    rate = _rate(fit)
+    rate = resolved_rate(fit)
     if rate is None:
-        rate = _rate(fit_exponential_convergence(t, D, e, tail=1.0))
+        rate = resolved_rate(fit_exponential_convergence(t, D, e, tail=1.0))
         ev["rate_from"] = "whole run"
     if rate is not None:
         ev.update(rate=sig6(rate[0]), rate_bar=sig6(rate[1]))

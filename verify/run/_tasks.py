@@ -34,7 +34,7 @@ from verify.claim import (
 from verify.errors import OutOfScope, UserFunctionError
 from verify.exact.plain import to_plain
 from verify.flow.simulate import _growth_rate, choose_bits, scaled_checkpoints
-from verify.judge import judge_request
+from verify.judge import RECHECK_FACTOR, judge_request
 from verify.model.instance_file import instance_to_toml
 from verify.numerics import bits_to_digits
 from verify.proof import prove_result
@@ -44,7 +44,8 @@ __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fiel
            "higher_precision", "longer_checkpoints", "exact_inputs", "RECHECK_HORIZON_FACTOR",
            "RECHECK_EXTRA_DIGITS"]
 
-RECHECK_HORIZON_FACTOR = Fraction(3, 2)
+#: A violation is re-checked at the horizon × 3/2: the factor the engine re-checks with.
+RECHECK_HORIZON_FACTOR = RECHECK_FACTOR
 RECHECK_EXTRA_DIGITS = 20
 
 

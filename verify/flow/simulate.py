@@ -616,22 +616,15 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, eigen=N
         if leg is None:
             break
         legs.append(leg)
-        failed_at = None
-        for t, k in leg.grid(t_float):
-            if not leg.check(t):
-                failed_at = t
-                break
-            if k is not None:
-                z = leg.state(t)
-                if not np.all(np.isfinite(z)):
-                    status, message = "nonfinite", f"non-finite state at t={t:.6g} (closed form)."
-                    failed_at = None
-                    break
-                states.append(z)
-                if isinstance(leg, HardmaxLeg):  # its scores come in cancellation-free form
-                    on_leg[k] = leg
-                index = k + 1
-        if status != "success":
+        last, failed_at, nonfinite_at = _follow_leg(
+            leg, t_float, states, finite=lambda z: bool(np.all(np.isfinite(z))),
+            # a hardmax leg's scores come in cancellation-free form: the record reads them
+            on_leg=on_leg if isinstance(leg, HardmaxLeg) else None)
+        if last is not None:
+            index = last + 1
+        if nonfinite_at is not None:
+            status = "nonfinite"
+            message = f"non-finite state at t={nonfinite_at:.6g} (closed form)."
             break
         if failed_at is not None:  # a margin closed: integrate again from the last good time
             fallbacks.append({"at": failed_at, "restart": leg.t_last})
@@ -646,6 +639,34 @@ def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, eigen=N
                                  "fallbacks": fallbacks,
                                  "t_switch": legs[0].t0 if legs else None}
     return states, status, message, stats, on_leg
+
+
+def _follow_leg(leg, times, states: list, *, finite=None, on_leg: dict | None = None):
+    """Follow a certified leg (hardmax continuation or consensus cap, float64 or ``arb``) over
+    the checkpoints ``times``: the one leg loop of both integrators.
+
+    The leg's own grid (``leg.grid(times)``, the checkpoints it reaches and the times between
+    them where it re-checks itself) is walked until a check fails; at every checkpoint ``k``
+    reached, the closed-form state is appended to ``states`` (and ``on_leg[k] = leg`` when
+    ``on_leg`` is given). ``finite(state)`` (float64 runs) stops the walk at a non-finite state.
+
+    Returns ``(last, failed_at, nonfinite_at)``: the last checkpoint index appended (``None``:
+    none), the time at which a check failed (``None``: the leg held to its end) and the time of
+    a non-finite state (``None``: none).
+    """
+    last = None
+    for t, k in leg.grid(times):
+        if not leg.check(t):
+            return last, t, None
+        if k is not None:
+            state = leg.state(t)
+            if finite is not None and not finite(state):
+                return last, None, t
+            states.append(state)
+            if on_leg is not None:
+                on_leg[k] = leg
+            last = k
+    return last, None, None
 
 
 class _OffsetMonitor:
@@ -696,16 +717,12 @@ def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project
         status, message = result.status, result.message
         if status != "switched":
             break
-        leg, failed_at = result.switch, None
+        leg = result.switch
         legs.append(leg)
         with backend.working_precision():
-            for t, k in leg.grid(times):
-                if not leg.check(t):
-                    failed_at = t
-                    break
-                if k is not None:
-                    states.append(leg.state(t))
-                    index = k + 1
+            last, failed_at, _ = _follow_leg(leg, times, states)
+            if last is not None:
+                index = last + 1
             status, message = "success", "reached the horizon"
             if failed_at is None:
                 break

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import verify.flow.simulate
+import verify.judge._engine
 from verify.claim import CheckRequest, parse_claim
 from verify.judge import judge_request
 from verify.predict._leaders import _first_certified
@@ -55,7 +56,7 @@ def _moved_after_t1(monkeypatch):
                 run.x_state[after] = np.nan  # x is not judged here
         return traj
 
-    monkeypatch.setattr(verify.flow.simulate, "simulate", moved)
+    monkeypatch.setattr(verify.judge._engine, "simulate", moved)  # where the engine reads it
     return seen
 
 

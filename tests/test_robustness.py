@@ -286,7 +286,7 @@ def test_figure_workers_are_started_to_die_with_their_parent(monkeypatch):
         made.append(workers)
         return original(workers)
 
-    monkeypatch.setattr(_workers, "new_pool", recording)
+    monkeypatch.setattr(html, "new_pool", recording)  # where the report reads it
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     jobs = {("graph", i): (html.dependency_figures, ({"a": []}, {"a": "supported"}))
             for i in range(2)}

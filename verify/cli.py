@@ -812,7 +812,7 @@ def _weights_sentence(args: argparse.Namespace) -> int:
 
 
 def _certificate(args: argparse.Namespace) -> int:
-    from verify.lemmas import check_file
+    from verify.lemmas import check_file  # start-up
 
     worst, out = 0, []
     for name in args.files:

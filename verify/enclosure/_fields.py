@@ -57,8 +57,10 @@ def unsupported(model) -> str | None:
     """Why ``model`` has no enclosure (``None`` when it has one)."""
     if model.discrete:
         return "discrete layers are a map, not a flow (form='discrete')."
-    if model.attention == "hardmax":
+    if model.hardmax:
         return "hardmax attention is discontinuous: no Taylor enclosure."
+    if not (model.softmax or model.unnormalised_attention):  # a variant added later
+        return f"{model.attention} attention has no Taylor enclosure (not implemented)."
     if model.has_mlp:
         return "an MLP after attention is not supported by the enclosures."
     return None
@@ -148,7 +150,7 @@ class FieldSpec:
         if factor is not None:
             scale = None
         Y = U if scale is None else MatMul(U, scale)
-        if self.model.attention == "unnormalised":
+        if self.model.unnormalised_attention:
             S = MatMul(MatMul(Y, Const(B)), Transpose(Y))
             if factor is not None:
                 S = ScalarTimes(S, factor)

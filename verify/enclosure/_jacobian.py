@@ -52,7 +52,7 @@ def _blocks(spec, A: list[list], U: list[list], G: list[list], zero) -> list[lis
     n, d = len(U), len(U[0])
     Gt = [[G[b][a] for b in range(d)] for a in range(d)]
     allowed = spec.allowed
-    unnormalised = spec.model.attention == "unnormalised"
+    unnormalised = spec.model.unnormalised_attention
     out = []
     for i in range(n):
         seen = [q for q in range(n) if allowed is None or allowed[i * n + q]]

@@ -368,6 +368,16 @@ class Model:
         return self.attention == "softmax"
 
     @property
+    def hardmax(self) -> bool:
+        """Hardmax attention: each token attends to the argmax of its scores (ties split)."""
+        return self.attention == "hardmax"
+
+    @property
+    def unnormalised_attention(self) -> bool:
+        """Unnormalised attention ``(1/n) e^{S_ij}`` (no row sums; not a layer norm)."""
+        return self.attention == "unnormalised"
+
+    @property
     def full_mask(self) -> bool:
         """Every token attends to every token (no causal mask, no adjacency)."""
         return isinstance(self.mask, str) and self.mask == "full"

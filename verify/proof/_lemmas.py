@@ -32,12 +32,12 @@ def instance_text(instance) -> dict:
     """The exact instance as a certificate writes it (rationals as ``"p/q"``)."""
     model = instance.model
     head = model.heads[0]
+    variant = model.describe()  # the model's own plain summary (the mask: "adjacency")
     return {"name": instance.name, "V": _strings(head.V), "Q": _strings(head.Q),
             "K": _strings(head.K), "x0": _strings(instance.x0),
-            "model": {"form": model.form, "attention": model.attention,
-                      "mask": model.mask if isinstance(model.mask, str) else "adjacency",
-                      "normalisation": model.normalisation, "heads": len(model.heads),
-                      "beta": str(model.beta), "mlp": None if not model.has_mlp else "mlp"},
+            "model": {**{key: variant[key] for key in ("form", "attention", "mask",
+                                                        "normalisation", "heads", "beta")},
+                      "mlp": None if not model.has_mlp else "mlp"},
             "initial_tokens": ("x_i(0) = x0_i / |x0_i| (tokens on the unit sphere)"
                                if model.on_sphere else "x_i(0) = x0_i")}
 
@@ -68,7 +68,7 @@ def lemma_for(model) -> str | None:
             return leader_map.ID
         return good_triple.ID
     if model.continuous_tokens and model.on_sphere and model.single_head \
-            and model.attention in ("softmax", "unnormalised") and not model.has_mlp \
+            and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
             and model.full_mask:
         V = model.V
         c = V[0, 0]

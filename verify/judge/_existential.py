@@ -68,7 +68,7 @@ from verify.errors import InvalidArgument
 from verify.exact.inputs import to_rational
 from verify.exact.plain import fail
 from verify.judge._decision import inconclusive
-from verify.judge._quantities import _number, check_quantity, quantity_columns
+from verify.judge._quantities import _number, check_quantity, check_tail, scalar_quantity
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.predict._expressions import (
     CONTEXT_NAMES,
@@ -129,10 +129,7 @@ def _validate_exists(p: dict, source: str, where: str) -> None:
     for key in ("from_time",):
         if key in p:
             _number(p, key, source, where, nonnegative=True)
-    if "tail" in p:
-        _number(p, "tail", source, where, positive=True)
-        if not p["tail"] <= 1:
-            fail(source, f"{where}.tail", f"{p['tail']!r} must be a fraction in (0, 1].")
+    check_tail(p, source, where)
 
 
 class _Law:
@@ -292,13 +289,9 @@ def judge_exists(evaluation):
     """Judge ``exists`` (module docstring)."""
     p, request = evaluation.parameters, evaluation.request
     upper = p.get("relation", "<=") == "<="
-    t, values, errors, reason = quantity_columns(evaluation, p["quantity"], p.get("variable"))
+    t, q, e, reason = scalar_quantity(evaluation, p["quantity"], p.get("variable"), "exists")
     if reason:
         return inconclusive(request, reason)
-    if values.shape[1] != 1:
-        return inconclusive(request, f"the quantity {p['quantity']!r} is a vector; exists "
-                            "needs one number per checkpoint (wrap it in max(...)).")
-    q, e = values[:, 0], errors[:, 0]
     t0 = float(p.get("from_time", 0))
     law = _Law(evaluation, p["bound"], p["constants"])
     what = f"{p['quantity']} {p.get('relation', '<=')} {p['bound']}"
@@ -369,10 +362,7 @@ def _validate_theta(p: dict, source: str, where: str) -> None:
     check_expression(p.get("of"), "initial", source, f"{where}.of", extra_names=("t",))
     if "from_time" in p:
         _number(p, "from_time", source, where, nonnegative=True)
-    if "tail" in p:
-        _number(p, "tail", source, where, positive=True)
-        if not p["tail"] <= 1:
-            fail(source, f"{where}.tail", f"{p['tail']!r} must be a fraction in (0, 1].")
+    check_tail(p, source, where)
 
 
 @register_conclusion(
@@ -391,13 +381,9 @@ def _validate_theta(p: dict, source: str, where: str) -> None:
 def judge_theta(evaluation):
     """Judge ``theta`` (module docstring)."""
     p, request = evaluation.parameters, evaluation.request
-    t, values, errors, reason = quantity_columns(evaluation, p["quantity"], p.get("variable"))
+    t, q, e, reason = scalar_quantity(evaluation, p["quantity"], p.get("variable"), "theta")
     if reason:
         return inconclusive(request, reason)
-    if values.shape[1] != 1:
-        return inconclusive(request, f"the quantity {p['quantity']!r} is a vector; theta needs "
-                            "one number per checkpoint.")
-    q, e = values[:, 0], errors[:, 0]
     names = dict(initial_namespace(evaluation.instance), t=t)
     names.pop("phi1", None)
     try:

@@ -88,6 +88,7 @@ from verify.judge._quantities import (
     _choice,
     _number,
     check_quantity,
+    check_tail,
     check_window,
     checkpoint_window,
     quantity_columns,
@@ -260,10 +261,7 @@ def _validate_rate(p: dict, source: str, where: str) -> None:
                  "|fitted − value|, e.g. tolerance = 0.05.")
     if "tolerance" in p:
         _number(p, "tolerance", source, where, nonnegative=True)
-    if "tail" in p:
-        _number(p, "tail", source, where, positive=True)
-        if not p["tail"] <= 1:
-            fail(source, f"{where}.tail", f"{p['tail']!r} must be a fraction in (0, 1].")
+    check_tail(p, source, where)
 
 
 def _fit_rate(evaluation, law: str, quantity: str | None, variable: str | None, tail: float):

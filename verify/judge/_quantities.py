@@ -27,8 +27,8 @@ from verify.predict._expressions import (
 )
 
 __all__ = ["LOG_QUANTITIES", "ATTENTION_QUANTITIES", "NAMED_QUANTITIES", "quantity_series",
-           "quantity_or_reason", "check_quantity", "check_window", "quantity_columns",
-           "checkpoint_window"]
+           "quantity_or_reason", "check_quantity", "check_window", "check_tail",
+           "quantity_columns", "scalar_quantity", "checkpoint_window"]
 
 
 _EPS = float(np.finfo(float).eps)
@@ -264,6 +264,18 @@ def quantity_columns(evaluation, quantity, variable):
     return t, values.reshape(len(t), -1), errors.reshape(len(t), -1), None
 
 
+def scalar_quantity(evaluation, quantity, variable, conclusion: str):
+    """``(t, q, e, None)`` for a quantity that is one number per checkpoint, or
+    ``(None, None, None, reason)`` (unresolved, or a vector quantity)."""
+    t, values, errors, reason = quantity_columns(evaluation, quantity, variable)
+    if reason:
+        return None, None, None, reason
+    if values.shape[1] != 1:
+        return None, None, None, (f"the quantity {quantity!r} is a vector; {conclusion} needs "
+                                  "one number per checkpoint (wrap it in max(...)).")
+    return t, values[:, 0], errors[:, 0], None
+
+
 def checkpoint_window(t: np.ndarray, p: dict) -> np.ndarray:
     """The checkpoints with ``from_time ≤ t ≤ until`` (defaults: 0 and the horizon)."""
     until = float(p["until"]) if "until" in p else math.inf
@@ -323,6 +335,14 @@ def check_quantity(p: dict, source: str, where: str, required: bool = True) -> N
                                   f"quantities {', '.join(NAMED_QUANTITIES)}."
                                   f"{suggest(str(q), NAMED_QUANTITIES)}") from None
     _choice(p, "variable", ("z", "x"), source, where)
+
+
+def check_tail(p: dict, source: str, where: str) -> None:
+    """``tail``: the fraction of the checkpoints a fit uses, in ``(0, 1]``."""
+    if "tail" in p:
+        _number(p, "tail", source, where, positive=True)
+        if not p["tail"] <= 1:
+            fail(source, f"{where}.tail", f"{p['tail']!r} must be a fraction in (0, 1].")
 
 
 def check_window(p: dict, source: str, where: str) -> None:

@@ -207,28 +207,26 @@ def quantity_series(evaluation, quantity: str, variable: str | None = None
     for name in _token_names(quantity, variable):  # cancellation in differences of tokens
         errors = errors + _token_rounding(traj, name).reshape((-1,) + (1,) * (errors.ndim - 1))
     if traj.repeated_error is not None:  # a repeated state: both routes repeat it
-        moved = _repeated_change(quantity, traj.repeated_error, traj.d)
+        moved = _repeated_change(quantity, traj.repeated_error)
         errors = errors + moved.reshape((-1,) + (1,) * (errors.ndim - 1))
     evaluation.cache[key] = (values, errors)
     return values, errors
 
 
-#: A named quantity's Lipschitz constant in the per-entry change of the tokens, over ``sqrt(d)``
-#: where a token's norm enters (a token moving by ``δ`` per entry moves by ``sqrt(d) δ``).
-_LIPSCHITZ = {"diameter": (2, True), "spread": (2, True), "max-norm": (1, True),
-              "pairwise-distances": (2, True), "consecutive-gaps": (2, False),
-              "coordinates": (1, False)}
+#: A named quantity's Lipschitz constant in the tokens: how much it changes when every token
+#: moves by at most ``δ`` (Euclidean); every coordinate then moves by at most ``δ`` too.
+_LIPSCHITZ = {"diameter": 2, "spread": 2, "max-norm": 1, "pairwise-distances": 2,
+              "consecutive-gaps": 2, "coordinates": 1}
 
 
-def _repeated_change(quantity: str, repeated_error: np.ndarray, d: int) -> np.ndarray:
+def _repeated_change(quantity: str, repeated_error: np.ndarray) -> np.ndarray:
     """Per checkpoint, how much ``quantity`` may differ from its value on a repeated state whose
-    tokens are within ``repeated_error`` per entry of the exact ones (0 where nothing is
+    tokens are each within ``repeated_error`` (Euclidean) of the exact ones (0 where nothing is
     repeated): ``L · repeated_error`` for a named quantity of Lipschitz constant ``L``, ``inf``
     for any other (a formula, an attention quantity: not resolved on a repeated state)."""
-    lipschitz, norm = _LIPSCHITZ.get(quantity, (math.inf, False))
-    scale = lipschitz * (math.sqrt(d) if norm else 1.0)
+    lipschitz = _LIPSCHITZ.get(quantity, math.inf)
     with np.errstate(invalid="ignore"):  # inf · 0 where nothing is repeated
-        return np.where(repeated_error > 0, scale * repeated_error, 0.0)
+        return np.where(repeated_error > 0, lipschitz * repeated_error, 0.0)
 
 
 def _token_names(quantity: str, variable: str) -> list[str]:

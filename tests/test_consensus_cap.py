@@ -8,15 +8,19 @@ frozen run against direct integration, to its own error estimate."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import mpmath
 import numpy as np
 import pytest
 
+from verify.claim import CheckRequest, ConclusionSpec
 from verify.flow.consensus_cap import CAP_FACTOR, cap_bound, cap_unavailable, certify_cap
 from verify.flow.simulate import simulate
+from verify.judge import Evaluation
+from verify.judge._quantities import quantity_or_reason, quantity_series
 from verify.model import Instance, Model
-from verify.numerics import Arb, integrate_extrapolation
+from verify.numerics import Arb, estimate_bound, integrate_extrapolation
 
 
 def tokens_in_cap(n: int, d: int, radius: float, seed: int) -> np.ndarray:
@@ -151,3 +155,29 @@ def test_certify_cap_only_below_the_threshold():
     leg = certify_cap(2.0, x, atol=1e-8)
     assert leg is not None and leg.describe()["kind"] == "cap"
     assert [k for _, k in leg.grid([0.0, 1.0, 2.0, 3.0, 4.0])] == [3, 4]
+
+
+def test_a_quantity_read_on_a_repeated_state_carries_the_cap_bound():
+    """The second route cannot see a repeated state (run and reference both repeat theirs): the
+    diameter's error after the switch must still cover the diameter of a 25-digit run that never
+    switches, and a formula quantity (no known Lipschitz constant) has no error bound there."""
+    x0 = tokens_in_cap(3, 2, 1.0, seed=1)
+    inst = Instance(sphere_model([[1, 0], [0, 1]]), x0, name="f#0")
+    frozen = simulate(inst, 60, checkpoints=13)
+    direct = simulate(inst, 60, checkpoints=13, continuation=False, precision=25,
+                      error_estimate=False)
+    (leg,) = frozen.continuation["legs"]
+    after = [k for k, t in enumerate(frozen.t) if float(t) > leg["t0"]]
+    assert after
+    request = CheckRequest(claim=None, family=SimpleNamespace(name="f"), instance=inst,
+                           seed=None, horizon=60, checkpoints=13, precision="float64",
+                           parameters={})
+    evaluation = Evaluation(request, frozen, ConclusionSpec("monotone", {}))
+    values, errors = quantity_series(evaluation, "diameter", "x")
+    truth = [max(np.linalg.norm(a - b) for a in p for b in p)
+             for p in direct.state.astype(float)]
+    assert np.all(np.abs(values - truth) <= estimate_bound(errors))  # an estimate, after κ
+    assert np.all(np.abs(values - truth)[after] <= errors[after])  # the cap bound alone
+    assert np.all(errors[after] >= 2 * frozen.repeated_error[after])  # the bound is carried
+    _, _, reason = quantity_or_reason(evaluation, "max(x)", "x")
+    assert "no error bound where the run repeats its state" in reason

@@ -50,6 +50,8 @@ import math
 
 import numpy as np
 
+from verify.flow.legs import Certifier, Leg
+
 __all__ = ["cap_unavailable", "cap_bound", "certify_cap", "CapLeg", "CapCertifier", "CAP_FACTOR"]
 
 CAP_FACTOR = 100.0  # freeze once the cap's chord diameter is at most CAP_FACTOR · atol
@@ -119,11 +121,11 @@ def certify_cap(t, x, atol: float) -> CapLeg | None:
     return CapLeg(t, x, bound) if bound <= CAP_FACTOR * atol else None
 
 
-class CapLeg:
+class CapLeg(Leg):
     """The rest of a run after :func:`certify_cap`: the state at ``t0`` at every later time,
-    exact to within ``bound`` per token (2-norm) by the lemma of the module docstring. The same
-    interface as :class:`~verify.flow.continuation.HardmaxLeg` (``grid``, ``check``, ``state``,
-    ``t_last``, ``describe``); ``check`` has nothing to test (the lemma holds for all time)."""
+    exact to within ``bound`` per token (2-norm) by the lemma of the module docstring. A
+    :class:`~verify.flow.legs.Leg` whose ``check`` has nothing to test (the lemma holds for all
+    time)."""
 
     def __init__(self, t0, x0, bound: float) -> None:
         self.t0, self.bound = t0, float(bound)
@@ -146,14 +148,15 @@ class CapLeg:
                 "bound": self.bound}
 
 
-class CapCertifier:
-    """:func:`certify_cap` behind the interface of
-    :class:`~verify.flow.continuation.HardmaxCertifier` (``certify(t, x)`` and a ``checks`` count),
-    for the float64 run loop."""
+class CapCertifier(Certifier):
+    """:func:`certify_cap` as a :class:`~verify.flow.legs.Certifier` (float64 and ``arb`` runs;
+    it costs ``O(nd)``, so it is asked after every accepted step)."""
+
+    every_step = True
 
     def __init__(self, atol: float) -> None:
         self.atol, self.checks = atol, 0
 
-    def certify(self, t: float, x: np.ndarray) -> CapLeg | None:
+    def certify(self, t, y, *, eigen=None) -> CapLeg | None:
         self.checks += 1
-        return certify_cap(t, x, self.atol)
+        return certify_cap(t, y, self.atol)

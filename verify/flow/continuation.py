@@ -59,8 +59,9 @@ from fractions import Fraction
 import numpy as np
 
 from verify.exact.inputs import as_float_array
+from verify.flow.legs import Certifier, Leg, ScoredLeg
 
-__all__ = ["HardmaxCertifier", "HardmaxLeg", "ArbHardmaxLeg", "certify_arb",
+__all__ = ["HardmaxCertifier", "HardmaxLeg", "ArbHardmaxCertifier", "ArbHardmaxLeg", "certify_arb",
            "log_arb_threshold", "check_grid", "continuation_unavailable", "LOG_HARDMAX",
            "STATE_SAFETY", "CHECKS_PER_UNIT"]
 
@@ -90,9 +91,10 @@ def continuation_unavailable(model) -> str | None:
     return None
 
 
-class HardmaxCertifier:
+class HardmaxCertifier(Certifier):
     """Decides, at a state ``(t, z)`` of a float64 run, whether the hardmax is certified, and
-    then returns the :class:`HardmaxLeg` that continues it.
+    then returns the :class:`HardmaxLeg` that continues it (a
+    :class:`~verify.flow.legs.Certifier`).
 
     Parameters
     ----------
@@ -118,13 +120,14 @@ class HardmaxCertifier:
         entry = STATE_SAFETY * (self.rtol * float(np.max(np.abs(z))) + self.atol)
         return math.sqrt(z.shape[1]) * entry
 
-    def certify(self, t: float, z: np.ndarray | None = None, *, w: np.ndarray | None = None,
-                eigen=None) -> HardmaxLeg | None:
-        """The leg starting at ``(t, z)`` if every row's hardmax is certified there and the leader
-        map is idempotent; else ``None``. Costs about one evaluation of the field. A run in
-        eigen-coordinates passes ``w`` and its :class:`~verify.flow.fields.EigenRescaledField`
-        instead of ``z``: the quick test then needs no ``Ẽ(t)`` and no change of basis."""
+    def certify(self, t: float, y: np.ndarray, *, eigen=None) -> HardmaxLeg | None:
+        """The leg starting at ``(t, z)`` (``z = y``) if every row's hardmax is certified there
+        and the leader map is idempotent; else ``None``. Costs about one evaluation of the field.
+        A run in eigen-coordinates passes ``y = w`` and its
+        :class:`~verify.flow.fields.EigenRescaledField` as ``eigen``: the quick test then needs
+        no ``Ẽ(t)`` and no change of basis."""
         self.checks += 1
+        z, w = (None, y) if eigen is not None else (y, None)
         if eigen is not None:
             S, L = eigen.scores(t, w)
         else:
@@ -149,9 +152,10 @@ class HardmaxCertifier:
         return leg if leg.check(t) else None
 
 
-class HardmaxLeg:
+class HardmaxLeg(ScoredLeg):
     """The closed-form flow from ``(t0, z0)`` under the leader map ``leaders`` (see the module
-    docstring), with a state error ``delta`` (2-norm per row) at ``t0``."""
+    docstring), with a state error ``delta`` (2-norm per row) at ``t0``: a
+    :class:`~verify.flow.legs.ScoredLeg` (its scores, margins and ``x`` are cancellation-free)."""
 
     def __init__(self, certifier: HardmaxCertifier, t0: float, z0: np.ndarray,
                  leaders: np.ndarray, delta: float) -> None:
@@ -334,7 +338,22 @@ def certify_arb(field, t, z, rtol: float, atol: float):
     return leg if leg.check(t) else None
 
 
-class ArbHardmaxLeg:
+class ArbHardmaxCertifier(Certifier):
+    """:func:`certify_arb` as a :class:`~verify.flow.legs.Certifier` of an ``arb`` run (``field``
+    its :class:`~verify.flow.fields.VectorField`; ``rtol``, ``atol`` size the a-priori state
+    error). A test forms the scores in balls: asked at checkpoints only (``every_step`` false)."""
+
+    every_step = False
+
+    def __init__(self, field, rtol: float, atol: float) -> None:
+        self.field, self.rtol, self.atol, self.checks = field, rtol, atol, 0
+
+    def certify(self, t, y, *, eigen=None) -> ArbHardmaxLeg | None:
+        self.checks += 1
+        return certify_arb(self.field, t, y, self.rtol, self.atol)
+
+
+class ArbHardmaxLeg(Leg):
     """:class:`HardmaxLeg` in ``arb`` balls: the closed form
     ``z_i(t) = z_{l(i)} + e^{-(t − t0)V}(z_i(t0) − z_{l(i)})`` and its leader-map check.
 

@@ -1,5 +1,7 @@
-r"""Simulate an instance: compose the vector field, a backend and an integrator into a
-:class:`~verify.flow.trajectory.Trajectory` that carries its own error estimate.
+r"""Simulate an instance: compose the vector field, a backend, a solver and a step-size
+controller (:mod:`verify.flow.solvers`) into a :class:`~verify.flow.trajectory.Trajectory` that
+carries its own error estimate. Certified legs (:mod:`verify.flow.legs`) take over from the solver
+in the one leg loop, ``_solve``.
 
 * float64: SciPy's DOP853 (order 8, embedded error control) with dense output at checkpoints;
 * arbitrary precision: Gragg–Bulirsch–Stoer extrapolation with exact rational coefficients
@@ -9,9 +11,11 @@ r"""Simulate an instance: compose the vector field, a backend and an integrator 
   pre-LN) or given;
 * discrete layers: the recursion itself, in the backend's arithmetic.
 
-**Error estimate.** Unless ``error_estimate=False``, the run is repeated at tighter tolerance and
-higher precision (:func:`reference_settings`) and every checkpoint records how far the two runs
-are apart (``Trajectory.error``) and on how many digits they agree (``Trajectory.digits``).
+**Error estimate.** Unless ``error_estimate=False``, the run is repeated by the same call with a
+tighter controller and more bits (:func:`reference_settings`,
+:meth:`~verify.flow.solvers.StepController.tighter`) and every checkpoint records how far the
+two runs are apart (``Trajectory.error``) and on how many digits they agree
+(``Trajectory.digits``).
 
 **Certified hardmax continuation** (rescaled softmax form; ``continuation=False`` turns
 it off). After every DOP853 step the scores are tested; once every row's scaled margin minus its
@@ -65,15 +69,15 @@ import numpy as np
 from verify.errors import IntegrationError, InvalidArgument
 from verify.exact.inputs import as_float_array, to_rational
 from verify.exact.symmetry import find_symmetries
-from verify.flow.consensus_cap import CapCertifier, CapLeg, cap_bound, cap_unavailable, certify_cap
+from verify.flow.consensus_cap import CapCertifier, CapLeg, cap_bound, cap_unavailable
 from verify.flow.continuation import (
+    ArbHardmaxCertifier,
     HardmaxCertifier,
-    HardmaxLeg,
-    certify_arb,
     continuation_unavailable,
 )
 from verify.flow.exponential import ValueExponential
 from verify.flow.fields import EigenRescaledField, VectorField, attention_weights
+from verify.flow.legs import Certifier, follow_leg
 from verify.flow.precision_policy import (
     DEFAULT_DIGITS,
     choose_bits,
@@ -82,9 +86,16 @@ from verify.flow.precision_policy import (
     working_bits,
 )
 from verify.flow.roundoff import SPOT_CHECKS, accumulated, score_perturbation, spot_check
+from verify.flow.solvers import (
+    DOP853,
+    Extrapolation,
+    ResidualLayers,
+    Solver,
+    StepController,
+)
 from verify.flow.trajectory import Trajectory
 from verify.model import Instance
-from verify.numerics import Arb, Backend, Float64, integrate_extrapolation
+from verify.numerics import Arb, Backend, Float64
 from verify.numerics._monitor import RunMonitor, stderr_progress
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
@@ -184,14 +195,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     """
     times = checkpoint_times(horizon, checkpoints)
     backend = _backend_for(precision, instance, float(times[-1]))
-    if isinstance(backend, Float64):
-        rtol = DEFAULT_FLOAT_RTOL if rtol is None else rtol
-        atol = DEFAULT_FLOAT_ATOL if atol is None else atol
-    else:  # DIGITS requested: the tolerance follows them (else the 20 digits of "auto")
-        target = precision if isinstance(precision, int) else DEFAULT_DIGITS
-        default = 10.0 ** (-min(target + 1, backend.digits - 6))
-        rtol = default if rtol is None else rtol
-        atol = default if atol is None else atol
+    controller = _controller_for(precision, backend, rtol, atol, max_steps)
     if symmetry not in ("auto", "off"):
         raise InvalidArgument(f"symmetry={symmetry!r} must be 'auto' or 'off'.")
     group = _symmetry_group(instance) if symmetry == "auto" else None
@@ -204,13 +208,15 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         return RunMonitor(0.0, float(times[-1]), max_steps=steps, window=STALL_WINDOW,
                           progress=progress, budget=budget, label=label, started=started)
 
-    traj = _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
-                monitor("run", max_steps))
+    traj = _run(instance, times, backend, controller, group, continuation,
+                monitor("run", controller.max_steps))
     if traj.success and error_estimate:
-        ref_backend, ref_rtol = reference_settings(backend, rtol, instance, float(times[-1]))
-        ref = _reference_run(instance, times, traj, ref_backend, ref_rtol, min(atol, ref_rtol),
-                             group, 4 * max_steps, continuation,
-                             monitor("reference run", 4 * max_steps))
+        # the reference run: the same call with a tighter controller and more bits
+        ref_backend, ref_rtol = reference_settings(backend, controller.rtol, instance,
+                                                   float(times[-1]))
+        ref_controller = controller.tighter(ref_rtol)
+        ref = _reference_run(instance, times, traj, ref_backend, ref_controller, group,
+                             continuation, monitor("reference run", ref_controller.max_steps))
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -240,7 +246,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                 return _without_continuation(
                     traj, contradicted, lambda: simulate(
                         instance, horizon, checkpoints=checkpoints, precision=precision,
-                        rtol=rtol, atol=atol, symmetry=symmetry, max_steps=max_steps,
+                        rtol=controller.rtol, atol=controller.atol, symmetry=symmetry,
+                        max_steps=controller.max_steps,
                         throw=throw, continuation=False, progress=progress,
                         budget=None if budget is None else max(
                             0.0, budget - (time.monotonic() - started))))
@@ -253,8 +260,8 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
 
 # ---------------------------------------------------------------------------------------------
 def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
-                   backend: Backend, rtol: float, atol: float, group, max_steps: int,
-                   continuation: bool, monitor: RunMonitor) -> Trajectory:
+                   backend: Backend, controller: StepController, group, continuation: bool,
+                   monitor: RunMonitor) -> Trajectory:
     """The reference run of the error estimate. When the run froze at a certified consensus
     (a cap leg from ``t0``, :mod:`verify.flow.consensus_cap`), the reference *inherits* that
     certificate instead of integrating on: it is integrated to ``t0`` only, and the lemma (any
@@ -265,13 +272,12 @@ def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
     legs = (traj.continuation or {}).get("legs") or []
     t0 = Fraction(legs[0]["t0"]) if len(legs) == 1 and legs[0].get("kind") == "cap" else None
     if t0 is None or not continuation or not times[0] < t0 < times[-1]:
-        return _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
-                    monitor)
+        return _run(instance, times, backend, controller, group, continuation, monitor)
     before = [t for t in times if t < t0]
     field, states, status, message, stats, on_leg = _integrate(
-        instance, [*before, t0], backend, rtol, atol, group, max_steps, continuation, monitor)
+        instance, [*before, t0], backend, controller, group, continuation, monitor)
     if status != "success":  # a failed reference says so, as a full one would
-        return _finish(instance, times, backend, rtol, atol, group, field, states, status,
+        return _finish(instance, times, backend, controller, group, field, states, status,
                        message, stats, on_leg)
     y_t0 = states[-1]
     with backend.working_precision():
@@ -281,16 +287,15 @@ def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
     own = (stats.get("continuation") or {}).get("legs") or []
     if not own:  # (a reference that froze on its own before t0 already repeats its state)
         if not math.isfinite(bound):  # no cap holds its tokens: integrate it to the end
-            return _run(instance, times, backend, rtol, atol, group, max_steps, continuation,
-                        monitor)
+            return _run(instance, times, backend, controller, group, continuation, monitor)
         leg = CapLeg(t0, y_t0, bound)
         leg.t_last = times[-1]
         info = dict(stats.get("continuation") or {"fallbacks": []})
         info.update(legs=[{**leg.describe(), "inherited": True}], t_switch=float(t0))
         stats = {**stats, "continuation": info}
     kept = len(before) + (t0 in times)  # t0 itself may be a checkpoint
-    return _finish(instance, times, backend, rtol, atol, group, field, states[:kept] + later,
-                   status, message, stats, {})
+    return _finish(instance, times, backend, controller, group, field,
+                   states[:kept] + later, status, message, stats, {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +441,20 @@ def entry_differences(traj: Trajectory, ref: Trajectory, bits: int) -> np.ndarra
             entries(traj) - entries(ref))
 
 
+def _controller_for(precision, backend: Backend, rtol: float | None, atol: float | None,
+                    max_steps: int) -> StepController:
+    """The run's :class:`StepController`: the given tolerances, else 1e-10/1e-12 in float64 and
+    ``10^-(D+1)`` for ``D`` requested digits (the 20 digits of ``"auto"``), at most the
+    backend's digits less 6."""
+    if isinstance(backend, Float64):
+        default_rtol, default_atol = DEFAULT_FLOAT_RTOL, DEFAULT_FLOAT_ATOL
+    else:  # DIGITS requested: the tolerance follows them (else the 20 digits of "auto")
+        target = precision if isinstance(precision, int) else DEFAULT_DIGITS
+        default_rtol = default_atol = 10.0 ** (-min(target + 1, backend.digits - 6))
+    return StepController(default_rtol if rtol is None else rtol,
+                          default_atol if atol is None else atol, max_steps)
+
+
 def _backend_for(precision, instance: Instance, horizon: float) -> Backend:
     if isinstance(precision, Backend):
         return precision
@@ -468,62 +487,115 @@ def _symmetry_group(instance: Instance):
     return None if group.is_trivial else group
 
 
-def _run(instance: Instance, times: list[Fraction], backend: Backend, rtol: float, atol: float,
-         group, max_steps: int, continuation: bool = True,
+def _run(instance: Instance, times: list[Fraction], backend: Backend,
+         controller: StepController, group, continuation: bool = True,
          monitor: RunMonitor | None = None) -> Trajectory:
-    integrated = _integrate(instance, times, backend, rtol, atol, group, max_steps,
-                            continuation, monitor)
-    return _finish(instance, times, backend, rtol, atol, group, *integrated)
+    """The one integration entry point, of the run and of its reference run alike."""
+    integrated = _integrate(instance, times, backend, controller, group, continuation, monitor)
+    return _finish(instance, times, backend, controller, group, *integrated)
 
 
-def _integrate(instance: Instance, times: list[Fraction], backend: Backend, rtol: float,
-               atol: float, group, max_steps: int, continuation: bool,
+def _integrate(instance: Instance, times: list[Fraction], backend: Backend,
+               controller: StepController, group, continuation: bool,
                monitor: RunMonitor | None):
     """``(field, states, status, message, stats, on_leg)``: the states at ``times`` (or the
     first ones, if the run ends early) in the backend's arithmetic."""
     model = instance.model
-    on_leg: dict = {}
     field = VectorField(model, instance.n, backend)
     with backend.working_precision():
         y0 = backend.from_exact(instance.x0)
         project = None if group is None else (lambda y: group.project(y, backend))
+        certifier = _certifier_for(model, backend, field, controller, continuation, project)
         if project is not None:
             # Integrate the reduced system: every stage reads and returns a point of the fixed
             # subspace. Round-off transverse to it would otherwise grow at the (often huge,
             # ~e^{2μt}) rate of the unstable direction and make the step-size control crawl.
             field = _ReducedField(field, project)
-        if model.discrete:
-            states, status, message, stats = _run_discrete(field, times, y0, backend, project)
-        elif isinstance(backend, Float64) and project is None:
-            certifier = None
-            if continuation and continuation_unavailable(model) is None:
-                certifier = HardmaxCertifier(field, rtol, atol)
-            elif continuation and cap_unavailable(model) is None:
-                certifier = CapCertifier(atol)
-            eigen = EigenRescaledField(model, instance.n, [(Vt.T, B) for Vt, B in field._heads]) \
-                if EigenRescaledField.applies(model) else None
-            states, status, message, stats, on_leg = _run_dop853(
-                field if eigen is None else eigen, times, y0, rtol, atol, max_steps, certifier,
-                eigen, monitor)
-        else:
-            certify, each_step = None, False
-            if continuation and project is None and isinstance(backend, Arb):
-                if continuation_unavailable(model) is None:
-                    def certify(t, y):
-                        return certify_arb(field, t, y, rtol, atol)
-                elif cap_unavailable(model) is None:
-                    def certify(t, y):
-                        return certify_cap(t, y, atol)
-                    each_step = True
-            states, status, message, stats = _run_extrapolation(
-                field, times, y0, backend, rtol, atol, max_steps, project, monitor, certify,
-                each_step)
+        solver = _solver_for(instance, backend, field, project)
+        states, status, message, stats, on_leg = _solve(
+            solver, field, backend, times, y0, controller, certifier, monitor)
     return field, states, status, message, stats, on_leg
 
 
-def _finish(instance: Instance, times: list[Fraction], backend: Backend, rtol: float,
-            atol: float, group, field, states, status: str, message: str, stats: dict,
-            on_leg: dict) -> Trajectory:
+def _solver_for(instance: Instance, backend: Backend, field, project) -> Solver:
+    """The solver of a run: the discrete layers themselves; DOP853 for float64 (in
+    eigen-coordinates where :meth:`EigenRescaledField.applies`); extrapolation otherwise (any
+    precision, and float64 runs kept on a symmetry's fixed subspace)."""
+    model = instance.model
+    if model.discrete:
+        return ResidualLayers(project)
+    if isinstance(backend, Float64) and project is None:
+        eigen = EigenRescaledField(model, instance.n, [(Vt.T, B) for Vt, B in field._heads]) \
+            if EigenRescaledField.applies(model) else None
+        return DOP853(eigen)
+    return Extrapolation(project)
+
+
+def _certifier_for(model, backend: Backend, field: VectorField, controller: StepController,
+                   continuation: bool, project) -> Certifier | None:
+    """The certifier of a run (:mod:`verify.flow.legs`), or ``None``: the hardmax continuation
+    (:mod:`verify.flow.continuation`) where the model allows it, else certified consensus on the
+    sphere (:mod:`verify.flow.consensus_cap`); none for discrete layers or a run kept on a
+    symmetry's fixed subspace."""
+    if not continuation or project is not None or model.discrete:
+        return None
+    if continuation_unavailable(model) is None:
+        kind = HardmaxCertifier if isinstance(backend, Float64) else ArbHardmaxCertifier
+        return kind(field, controller.rtol, controller.atol)
+    if cap_unavailable(model) is None:
+        return CapCertifier(controller.atol)
+    return None
+
+
+def _solve(solver: Solver, field, backend: Backend, times: list[Fraction], y0,
+           controller: StepController, certifier: Certifier | None,
+           monitor: RunMonitor | None):
+    """The one leg loop: ``solver`` integrates until ``certifier`` returns a leg, the leg is
+    followed (:func:`~verify.flow.legs.follow_leg`) until a check fails, and the solver takes
+    over again from the last time that passed. Returns ``(states, status, message, stats,
+    on_leg)``, ``on_leg[k]`` the :class:`~verify.flow.legs.ScoredLeg` that gave checkpoint
+    ``k``."""
+    ts = solver.times(times)
+    states, legs, fallbacks, on_leg = [y0], [], [], {}
+    totals = solver.totals()
+    t_start, y_start, no_switch_before, steps_done = ts[0], y0, None, 0
+    while True:
+        segment = solver.segment(field, backend, times, len(states), t_start, y_start,
+                                 controller, certifier=certifier,
+                                 no_switch_before=no_switch_before, monitor=monitor,
+                                 steps_done=steps_done)
+        states.extend(segment.states)
+        solver.add(totals, segment.stats)
+        steps_done += segment.steps
+        status, message, leg = segment.status, segment.message, segment.leg
+        if leg is None:
+            break
+        legs.append(leg)
+        _, failed_at, nonfinite_at = follow_leg(leg, ts, states, finite=solver.finite,
+                                                on_leg=on_leg)
+        status, message = "success", "reached the horizon"
+        if nonfinite_at is not None:
+            status = "nonfinite"
+            message = f"non-finite state at t={nonfinite_at:.6g} (closed form)."
+            break
+        if failed_at is None:
+            break
+        # a check failed: integrate again from the last time that passed
+        fallbacks.append({"at": float(failed_at), "restart": float(leg.t_last)})
+        t_start, y_start, no_switch_before = leg.t_last, leg.state(leg.t_last), failed_at
+    stats = solver.summary(totals)
+    if certifier is not None:
+        info = {"certification_tests": certifier.checks} \
+            if solver.reports_certification_tests else {}
+        stats["continuation"] = {**info, "legs": [leg.describe() for leg in legs],
+                                 "fallbacks": fallbacks,
+                                 "t_switch": legs[0].describe()["t0"] if legs else None}
+    return states, status, message, stats, on_leg
+
+
+def _finish(instance: Instance, times: list[Fraction], backend: Backend,
+            controller: StepController, group, field, states, status: str, message: str,
+            stats: dict, on_leg: dict) -> Trajectory:
     """The :class:`Trajectory` of integrated ``states`` (recorded at the first ``times``)."""
     model = instance.model
     with backend.working_precision():
@@ -531,7 +603,7 @@ def _finish(instance: Instance, times: list[Fraction], backend: Backend, rtol: f
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,
                       "digits": round(backend.digits, 2)}
-    traj.tolerances = {"rtol": rtol, "atol": atol}
+    traj.tolerances = {"rtol": controller.rtol, "atol": controller.atol}
     traj.model = model.describe()
     if group is not None:
         on = all(group.is_on_fixed_subspace(s, backend) for s in states)
@@ -552,221 +624,6 @@ class _ReducedField:
 
     def __getattr__(self, name):  # scores, attention, model, mask, ... of the full field
         return getattr(self.field, name)
-
-
-def _run_dop853(field, times, y0, rtol, atol, max_steps, certifier=None, eigen=None,
-                monitor=None):
-    """DOP853 from ``times[0]`` with dense output at the checkpoints; with a ``certifier``
-    (:class:`~verify.flow.continuation.HardmaxCertifier`), every accepted step is tested for a
-    certified hardmax and, once certified, the run continues on the closed-form
-    :class:`~verify.flow.continuation.HardmaxLeg` (checked on its grid) and falls back to DOP853
-    from the last time that passed if a margin closes. With ``eigen`` (then ``field`` itself, an
-    :class:`~verify.flow.fields.EigenRescaledField`) the solver state is the eigen-coordinates
-    ``w``; checkpoints see ``z = eigen.to_z(w)``."""
-    from scipy.integrate import DOP853
-
-    def to_z(w):
-        return w if eigen is None else eigen.to_z(w)
-
-    def from_z(z):
-        return z if eigen is None else eigen.to_w(z)
-
-    shape = y0.shape
-    t_float = [float(t) for t in times]
-    states, steps, nfev, index = [y0.copy()], 0, 0, 1
-    status, message = "success", "reached the horizon"
-    legs, on_leg, fallbacks = [], {}, []
-    t_start, y_start, no_switch_before = t_float[0], from_z(y0), -math.inf
-    while index < len(t_float):
-        solver = DOP853(lambda t, y: field(t, y.reshape(shape)).ravel(), t_start,
-                        y_start.ravel(), t_float[-1], rtol=rtol, atol=atol)
-        leg = None
-        while index < len(t_float):
-            if steps >= max_steps:
-                status, message = "max_steps", (
-                    f"max_steps={max_steps} reached at t={solver.t:.6g}; raise max_steps or "
-                    "loosen rtol.")
-                break
-            stop = None if monitor is None else monitor.check(solver.t, steps)
-            if stop is not None:
-                status, message = stop
-                if status == "stalled":
-                    message = (f"float64 {message} Typically float64 no longer resolves the "
-                               "score differences that decide the attention (they are "
-                               "multiplied by e^(2 mu t)); rerun with precision='auto'.")
-                break
-            outcome = solver.step()
-            steps += 1
-            if solver.status == "failed" or not np.all(np.isfinite(solver.y)):
-                status = "nonfinite" if not np.all(np.isfinite(solver.y)) else "step_failure"
-                message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
-                break
-            if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
-                dense = solver.dense_output()
-                while index < len(t_float) and t_float[index] <= solver.t:
-                    states.append(to_z(dense(t_float[index]).reshape(shape)))
-                    index += 1
-            if certifier is not None and index < len(t_float) and solver.t > no_switch_before:
-                y = solver.y.reshape(shape)
-                leg = certifier.certify(solver.t, w=y, eigen=eigen) if eigen is not None \
-                    else certifier.certify(solver.t, y)
-                if leg is not None:
-                    break
-        nfev += solver.nfev
-        if leg is None:
-            break
-        legs.append(leg)
-        last, failed_at, nonfinite_at = _follow_leg(
-            leg, t_float, states, finite=lambda z: bool(np.all(np.isfinite(z))),
-            # a hardmax leg's scores come in cancellation-free form: the record reads them
-            on_leg=on_leg if isinstance(leg, HardmaxLeg) else None)
-        if last is not None:
-            index = last + 1
-        if nonfinite_at is not None:
-            status = "nonfinite"
-            message = f"non-finite state at t={nonfinite_at:.6g} (closed form)."
-            break
-        if failed_at is not None:  # a margin closed: integrate again from the last good time
-            fallbacks.append({"at": failed_at, "restart": leg.t_last})
-            t_start, y_start = leg.t_last, from_z(leg.state(leg.t_last))
-            no_switch_before = failed_at
-    stats = {"solver": "DOP853", "steps": steps, "rhs_evals": nfev}
-    if eigen is not None:
-        stats["coordinates"] = "eigen"
-    if certifier is not None:
-        stats["continuation"] = {"certification_tests": certifier.checks,
-                                 "legs": [leg.describe() for leg in legs],
-                                 "fallbacks": fallbacks,
-                                 "t_switch": legs[0].t0 if legs else None}
-    return states, status, message, stats, on_leg
-
-
-def _follow_leg(leg, times, states: list, *, finite=None, on_leg: dict | None = None):
-    """Follow a certified leg (hardmax continuation or consensus cap, float64 or ``arb``) over
-    the checkpoints ``times``: the one leg loop of both integrators.
-
-    The leg's own grid (``leg.grid(times)``, the checkpoints it reaches and the times between
-    them where it re-checks itself) is walked until a check fails; at every checkpoint ``k``
-    reached, the closed-form state is appended to ``states`` (and ``on_leg[k] = leg`` when
-    ``on_leg`` is given). ``finite(state)`` (float64 runs) stops the walk at a non-finite state.
-
-    Returns ``(last, failed_at, nonfinite_at)``: the last checkpoint index appended (``None``:
-    none), the time at which a check failed (``None``: the leg held to its end) and the time of
-    a non-finite state (``None``: none).
-    """
-    last = None
-    for t, k in leg.grid(times):
-        if not leg.check(t):
-            return last, t, None
-        if k is not None:
-            state = leg.state(t)
-            if finite is not None and not finite(state):
-                return last, None, t
-            states.append(state)
-            if on_leg is not None:
-                on_leg[k] = leg
-            last = k
-    return last, None, None
-
-
-class _OffsetMonitor:
-    """A :class:`RunMonitor` seen by one segment of a run: its step counts continue the
-    earlier segments' (the stall window and the progress lines count the whole run)."""
-
-    def __init__(self, monitor: RunMonitor, offset: int) -> None:
-        self.monitor, self.offset = monitor, offset
-
-    def check(self, t, steps):
-        return self.monitor.check(t, steps + self.offset)
-
-
-def _run_extrapolation(field, times, y0, backend, rtol, atol, max_steps, project, monitor,
-                       certify=None, each_step: bool = False):
-    """The extrapolation integrator (:func:`~verify.numerics.integrate_extrapolation`) through
-    ``times``; with ``certify(t, y)`` every checkpoint is tested for a leg that ends the
-    integration: a certified hardmax (an ``arb`` run of the rescaled softmax form,
-    :func:`~verify.flow.continuation.certify_arb`: the closed form
-    :class:`~verify.flow.continuation.ArbHardmaxLeg`, checked on its grid, falling back to
-    integration from the last time that passed if a margin closes) or certified consensus on the
-    sphere (:func:`~verify.flow.consensus_cap.certify_cap`: the state stays put; cheap enough to
-    be tested after every accepted step, ``each_step``)."""
-
-    states, legs, fallbacks = [y0], [], []
-    totals = {"steps": 0, "accepted": 0, "rejected": 0, "rhs_evals": 0, "columns_used": {}}
-    t_begin, y_begin, index, no_switch_before = times[0], y0, 1, None
-
-    def switch(t, y):
-        if no_switch_before is not None and t <= no_switch_before:
-            return None
-        return certify(t, y)
-
-    while True:
-        result = integrate_extrapolation(
-            field, [t_begin, *times[index:]], y_begin, backend=backend, rtol=rtol, atol=atol,
-            max_steps=max(1, max_steps - totals["steps"]), project=project,
-            monitor=None if monitor is None else _OffsetMonitor(monitor, totals["steps"]),
-            switch=None if certify is None else switch, switch_each_step=each_step)
-        states.extend(result.ys[1:])
-        index += len(result.ys) - 1
-        for key in ("steps", "accepted", "rejected", "rhs_evals"):
-            totals[key] += result.stats.get(key, 0)
-        for columns, count in result.stats.get("columns_used", {}).items():
-            totals["columns_used"][columns] = totals["columns_used"].get(columns, 0) + count
-        totals.update({key: result.stats[key] for key in ("rtol", "max_columns", "t_final")
-                       if key in result.stats})
-        status, message = result.status, result.message
-        if status != "switched":
-            break
-        leg = result.switch
-        legs.append(leg)
-        with backend.working_precision():
-            last, failed_at, _ = _follow_leg(leg, times, states)
-            if last is not None:
-                index = last + 1
-            status, message = "success", "reached the horizon"
-            if failed_at is None:
-                break
-            fallbacks.append({"at": float(failed_at), "restart": float(leg.t_last)})
-            t_begin, y_begin, no_switch_before = leg.t_last, leg.state(leg.t_last), \
-                failed_at
-    if status == "stalled":
-        message = (f"{message} At {backend.bits} bits the score differences that decide "
-                   "the attention (multiplied by e^(2 mu t)) may be below the working "
-                   "precision; precision='auto' sizes the bits from that growth.")
-    stats = {"solver": "GraggBulirschStoer", **{
-        key: str(value) if isinstance(value, Fraction) else value
-        for key, value in totals.items()}}
-    if certify is not None:
-        stats["continuation"] = {"legs": [leg.describe() for leg in legs],
-                                 "fallbacks": fallbacks,
-                                 "t_switch": legs[0].describe()["t0"] if legs else None}
-    return states, status, message, stats
-
-
-def _run_discrete(field, times, y0, backend, project):
-    model = field.model
-    h = model.h
-    layers = [t / h for t in times]
-    if any(k.denominator != 1 for k in layers):
-        raise InvalidArgument(
-            f"form='discrete' with h={h}: every checkpoint time must be a whole number of layers "
-            "(a multiple of h); choose horizon and checkpoints accordingly."
-        )
-    arb = isinstance(backend, Arb)
-    h_b = backend.scalar(h)
-    states, x, k = [y0], y0, 0
-    for target in layers[1:]:
-        while k < target:
-            x = x + h_b * field(k * h_b, x)  # x[k+1] = x[k] + h Σ_j P_ij[k] V x_j[k] (+ variants)
-            if arb:
-                x = x.mid()
-            if project is not None:
-                x = project(x)
-            k += 1
-            if not arb and not np.all(np.isfinite(x)):
-                return states, "nonfinite", f"non-finite tokens at layer {k}.", {"layers": k}
-        states.append(x)
-    return states, "success", "reached the last layer", {"layers": k}
 
 
 def _record(field: VectorField, times, states, backend, on_leg=None) -> Trajectory:

@@ -535,9 +535,9 @@ def _certifier_for(model, backend: Backend, field: VectorField, controller: Step
                    continuation: bool, project) -> Certifier | None:
     """The certifier of a run (:mod:`verify.flow.legs`), or ``None``: the hardmax continuation
     (:mod:`verify.flow.continuation`) where the model allows it, else certified consensus on the
-    sphere (:mod:`verify.flow.consensus_cap`); none for discrete layers or a run kept on a
-    symmetry's fixed subspace."""
-    if not continuation or project is not None or model.discrete:
+    sphere (:mod:`verify.flow.consensus_cap`); none for a run kept on a symmetry's fixed
+    subspace (and none applies to discrete layers)."""
+    if not continuation or project is not None:
         return None
     if continuation_unavailable(model) is None:
         kind = HardmaxCertifier if isinstance(backend, Float64) else ArbHardmaxCertifier

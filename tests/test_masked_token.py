@@ -223,3 +223,71 @@ def test_the_lemma_refuses_variants_it_is_not_about():
         document, why = masked_document(Instance(model, [[1, 0], [0, 1]]))
         assert document is None and why
     assert masked_token.ID == "masked-token"
+
+
+# ------------------------------------------------------------- sphere consensus under a causal mask
+def _causal_circle(x0, beta=1):
+    from verify.lemmas._instance import read_instance
+    from verify.proof._lemmas import instance_text
+
+    model = Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", mask="causal",
+                  beta=beta)
+    inst = Instance(model, x0)
+    return inst, read_instance({"instance": instance_text(inst)})
+
+
+def test_causal_sphere_consensus_halves_the_rate_and_its_bound_holds_on_the_enclosure():
+    """Under a causal mask only the later token of a pair attends to the earlier one: κ is
+    a m1, half the full-attention rate; the bound 1 - m(t) <= (1 - m1) e^{-κ(t - t1)} holds
+    on a rigorous enclosure at t = 2 (independent route), and token 1 has not moved."""
+    from verify.lemmas import sphere_consensus
+    from verify.lemmas._balls import parse_ball
+    from verify.lemmas._instance import read_instance
+    from verify.proof._lemmas import instance_text
+
+    x0 = [[1, 0], ["3/5", "4/5"], ["4/5", "3/5"]]  # m1 = <x_1, x_2> = 3/5
+    inst, exact_inst = _causal_circle(x0)
+    full = read_instance({"instance": instance_text(
+        Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"), x0))})
+    balls = arb_mat([[arb(Fraction(v).numerator) / Fraction(v).denominator for v in row]
+                     for row in x0])
+    causal_report = sphere_consensus.check(exact_inst, Fraction(0), balls, {})
+    full_report = sphere_consensus.check(full, Fraction(0), balls, {})
+    assert causal_report.holds and causal_report.conclusions["mask"] == "causal"
+    kappa = parse_ball(causal_report.conclusions["kappa"])
+    assert abs(2 * kappa - parse_ball(full_report.conclusions["kappa"])) < 1e-12
+    enc = Enclosure(inst)
+    assert enc.advance(Fraction(2))
+    X = enc.x_at(Fraction(2))
+    m = min((X[i, 0] * X[k, 0] + X[i, 1] * X[k, 1]).lower() for i in range(3)
+            for k in range(i + 1, 3))
+    assert 1 - arb(m) < (1 - arb(3) / 5) * (-2 * kappa).exp()
+    assert X[0, 0].contains(1) and X[0, 1].contains(0)
+
+
+def test_causal_consensus_proves_every_token_tends_to_the_first():
+    """The conjecture causal-almost-every on one instance: consensus (causal sphere lemma)
+    and a fixed first token give the limit x0_1; the certificate is valid, and the fact
+    fails for a full mask or a first token that is not exactly a unit vector."""
+    from verify.proof._lemmas import try_lemma
+
+    inst, _ = _causal_circle([[1, 0], ["3/5", "4/5"], ["-3/5", "4/5"]])
+    enc = Enclosure(inst)
+    document = None
+    for t in (Fraction(k, 2) for k in range(1, 9)):
+        assert enc.advance(t)
+        document, why = try_lemma("sphere-consensus", inst, enc, t)
+        if document is not None:
+            break
+    assert document is not None, why
+    document["facts"] = [{"fact": "consensus"}, {"fact": "limit-first-token"}]
+    document = json.loads(json.dumps(document))
+    assert check_certificate(document).valid
+
+    def full(data):
+        data["instance"]["model"]["mask"] = "full"
+
+    def not_unit(data):
+        data["instance"]["x0"][0] = ["1", "1/1000000"]
+    for change in (full, not_unit):
+        assert not _tampered(document, change).valid, change.__name__

@@ -197,6 +197,21 @@ def exponential_consensus(inst, lemma, conclusions, fact):
                   f"{above} and C = 2 e^(κ t1/2) <= {C.upper()}.")
 
 
+def limit_first_token(inst, lemma, conclusions, fact):
+    r"""(causal mask) every token tends to :math:`x0_1`: the sphere-consensus lemma gives one
+    common limit, token 1 attends only to itself and with :math:`V = cI` never moves, so the
+    limit is :math:`x_1(0) = x0_1` — when :math:`x0_1` is exactly a unit vector (the tokens
+    start at :math:`x0_i/|x0_i|`)."""
+    wrong = _need(lemma, "sphere-consensus")
+    if wrong:
+        return wrong
+    if conclusions.get("mask") != "causal" or inst.mask != "causal":
+        return False, "token 1 is fixed only under a causal mask."
+    if inst.scalar_value() is None or sum(v * v for v in inst.x0[0]) != 1:
+        return False, "V is not cI or x0_1 is not exactly a unit vector."
+    return True, "consensus, and token 1 never moves: every token tends to x0_1."
+
+
 def hyperplanes(inst, lemma, conclusions, fact):
     """Every :math:`\\varphi_1^*(z_i)` tends to :math:`a`, 0 or :math:`b`:
     :math:`\\operatorname{dist}(z_i(t), H) \\to 0` (Theorem 4.2's hyperplanes)."""
@@ -262,7 +277,8 @@ FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": li
          "bounded-at-most": bounded_at_most, "order-after-t1": order_after,
          "consensus": consensus, "exponential-consensus": exponential_consensus,
          "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone,
-         "token-fixed": token_fixed, "token-no-limit": token_no_limit}
+         "token-fixed": token_fixed, "token-no-limit": token_no_limit,
+         "limit-first-token": limit_first_token}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

@@ -69,13 +69,17 @@ def lemma_for(model) -> str | None:
         return good_triple.ID
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
-            and model.full_mask:
+            and (model.full_mask or _causal(model)):
         V = model.V
         c = V[0, 0]
         if c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(model.d)
                          for b in range(model.d)):
             return sphere_consensus.ID
     return None
+
+
+def _causal(model) -> bool:
+    return isinstance(model.mask, str) and model.mask == "causal"
 
 
 def _dyadic_up(x: float, bits: int = 8) -> Fraction:
@@ -239,8 +243,7 @@ def masked_document(instance) -> tuple[dict | None, str]:
     """The certificate document of the masked-token lemma on the exact initial data
     (``t1 = 0``, no enclosure), or ``(None, why not)``: the model is not one the lemma is
     about, or the closed form decides nothing."""
-    model = instance.model
-    if not (isinstance(model.mask, str) and model.mask == "causal"):
+    if not _causal(instance.model):
         return None, "the mask is not causal"
     text = {"instance": instance_text(instance)}
     try:

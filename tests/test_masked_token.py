@@ -291,3 +291,16 @@ def test_causal_consensus_proves_every_token_tends_to_the_first():
         data["instance"]["x0"][0] = ["1", "1/1000000"]
     for change in (full, not_unit):
         assert not _tampered(document, change).valid, change.__name__
+
+
+def test_the_limit_plan_names_the_normalised_first_token_or_an_exact_unit_one():
+    from verify.proof._plans import NoPlan, plan_facts
+
+    inst, _ = _causal_circle([[1, 0], [0, 1]])
+    for equals, normalised in (("ones((n, 1)) * x0[0]", False),
+                               ("ones((n, 1)) * x0[0] / norm(x0[0])", True),
+                               ("x0[0]/norm(x0[0])", True)):
+        facts = plan_facts(ConclusionSpec("limit", {"equals": equals}), "sphere-consensus", inst)
+        assert facts[1] == {"fact": "limit-first-token", "normalised": normalised}
+    with pytest.raises(NoPlan):
+        plan_facts(ConclusionSpec("limit", {"equals": "x0[1]"}), "sphere-consensus", inst)

@@ -198,18 +198,20 @@ def exponential_consensus(inst, lemma, conclusions, fact):
 
 
 def limit_first_token(inst, lemma, conclusions, fact):
-    r"""(causal mask) every token tends to :math:`x0_1`: the sphere-consensus lemma gives one
-    common limit, token 1 attends only to itself and with :math:`V = cI` never moves, so the
-    limit is :math:`x_1(0) = x0_1` — when :math:`x0_1` is exactly a unit vector (the tokens
-    start at :math:`x0_i/|x0_i|`)."""
+    r"""(causal mask) every token tends to :math:`x_1(0) = x0_1/|x0_1|`: the sphere-consensus
+    lemma gives one common limit, and token 1 attends only to itself and, with :math:`V = cI`,
+    never moves. With ``normalised`` false the claim names :math:`x0_1` itself: then
+    :math:`x0_1` must be exactly a unit vector."""
     wrong = _need(lemma, "sphere-consensus")
     if wrong:
         return wrong
     if conclusions.get("mask") != "causal" or inst.mask != "causal":
         return False, "token 1 is fixed only under a causal mask."
-    if inst.scalar_value() is None or sum(v * v for v in inst.x0[0]) != 1:
-        return False, "V is not cI or x0_1 is not exactly a unit vector."
-    return True, "consensus, and token 1 never moves: every token tends to x0_1."
+    if inst.scalar_value() is None:
+        return False, "V is not cI: token 1 may move."
+    if not fact.get("normalised") and sum(v * v for v in inst.x0[0]) != 1:
+        return False, "x0_1 is not exactly a unit vector (the limit is x0_1/|x0_1|)."
+    return True, "consensus, and token 1 never moves: every token tends to x_1(0)."
 
 
 def hyperplanes(inst, lemma, conclusions, fact):

@@ -23,7 +23,8 @@ consensus                         sphere-consensus    consensus
 ∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
 rate exponential > 0, diameter    sphere-consensus    exponential-consensus
 identity norm(x[0] - x0[0]) = 0   masked-token        token-fixed (in x, or z)
-limit x0[0] (causal mask)         sphere-consensus    consensus, limit-first-token
+limit x0[0], x0[0]/norm(x0[0])    sphere-consensus    consensus, limit-first-token
+(causal mask)
 ================================  ==================  =========================================
 
 A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that every token has a
@@ -121,9 +122,11 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
                                                  or _positive_rate(kind, p)):
         return [{"fact": "exponential-consensus"}]
     if lemma == "sphere-consensus" and kind == "limit" and set(p) <= {"equals", "variable"} \
-            and p.get("variable", "x") == "x" and "".join(str(p.get("equals")).split()) in (
-                "x0[0]", "ones((n,1))*x0[0]"):
-        return [{"fact": "consensus"}, {"fact": "limit-first-token"}]
+            and p.get("variable", "x") == "x":
+        equals = "".join(str(p.get("equals")).split()).removeprefix("ones((n,1))*")
+        if equals in ("x0[0]", "x0[0]/norm(x0[0])"):
+            return [{"fact": "consensus"},
+                    {"fact": "limit-first-token", "normalised": equals != "x0[0]"}]
     if lemma == "masked-token" and kind == "identity" and set(p) == {"quantity", "value"} and \
             Fraction(str(p["value"])) == 0:
         quantity = "".join(str(p["quantity"]).split())

@@ -9,6 +9,8 @@ proof in the docstring), the hypotheses it checks in balls on the state at one t
   Theorem 2.1 in ``d = 1``): limits, Boolean attention, doubly exponential rate;
 * :mod:`verify.lemmas.good_triple` — the hyperplanes of Theorem 4.2 for a good triple;
 * :mod:`verify.lemmas.sphere_consensus` — consensus on the sphere with an exponential rate;
+* :mod:`verify.lemmas.masked_token` — a token closed under the mask (the causal first token)
+  is an exact linear flow: fixed, converging, or certified never to converge;
 * :mod:`verify.lemmas.facts` — the claim-level facts derived from them;
 * :mod:`verify.lemmas.checker` — ``verify certificate FILE``.
 

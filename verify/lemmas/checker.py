@@ -9,7 +9,8 @@ text alone, with python-flint ball arithmetic at the certificate's precision:
 
 1. the exact instance (:mod:`verify.lemmas._instance`) and every listed symmetry, exactly;
 2. the lemma's hypotheses on the balls (its own module: :mod:`verify.lemmas.leader_map`,
-   :mod:`verify.lemmas.good_triple`, :mod:`verify.lemmas.sphere_consensus`), each margin
+   :mod:`verify.lemmas.good_triple`, :mod:`verify.lemmas.sphere_consensus`,
+   :mod:`verify.lemmas.masked_token`, which reads the exact initial data only), each margin
    recomputed: every one must be positive and at least the margin the certificate states;
 3. the lemma's conclusions, which must equal the stated ones;
 4. every fact (:mod:`verify.lemmas.facts`).
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from flint import ctx
 
-from verify.lemmas import good_triple, leader_map, sphere_consensus
+from verify.lemmas import good_triple, leader_map, masked_token, sphere_consensus
 from verify.lemmas._balls import CheckFailure, ball_matrix, parse_ball, rational
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.facts import check_fact
@@ -41,7 +42,7 @@ __all__ = ["SCHEMA", "CheckResult", "check_certificate", "check_file", "run_lemm
 
 SCHEMA = "verify.certificate/1"
 LEMMAS = {leader_map.ID: leader_map, good_triple.ID: good_triple,
-          sphere_consensus.ID: sphere_consensus}
+          sphere_consensus.ID: sphere_consensus, masked_token.ID: masked_token}
 
 
 @dataclass
@@ -85,6 +86,8 @@ def run_lemma(data: dict):
                            f"({exc!r}).") from None
     if not 53 <= bits <= 4096 or t1 < 0:
         raise CheckFailure(f"bits={bits} or t1={t1} out of range.")
+    if module is masked_token:
+        return inst, _masked_token(inst, enclosure, t1, bits, parameters)
     with ctx.workprec(bits):
         balls = ball_matrix(enclosure["tokens"])
         if (balls.nrows(), balls.ncols()) != (inst.n, inst.d):
@@ -100,6 +103,22 @@ def run_lemma(data: dict):
         else:
             report = module.check(inst, t1, balls, parameters)
     return inst, report
+
+
+def _masked_token(inst, enclosure: dict, t1, bits: int, parameters: dict):
+    """The masked-token lemma reads the exact initial data only: its state must be the
+    instance's ``x0`` at ``t1 = 0``, written as exact rationals."""
+    if t1 != 0 or enclosure.get("variable") != "exact":
+        raise CheckFailure(f"lemma {masked_token.ID} reads the exact initial tokens "
+                           "(t1 = 0, variable 'exact').")
+    try:
+        tokens = [[rational(v) for v in row] for row in enclosure["tokens"]]
+    except (KeyError, TypeError) as exc:
+        raise CheckFailure(f"the exact tokens are missing ({exc!r}).") from None
+    if tokens != inst.x0:
+        raise CheckFailure("the exact tokens at t1 = 0 are not the instance's x0.")
+    with ctx.workprec(bits):
+        return masked_token.check(inst, parameters)
 
 
 def check_certificate(data: dict) -> CheckResult:

@@ -197,6 +197,23 @@ def exponential_consensus(inst, lemma, conclusions, fact):
                   f"{above} and C = 2 e^(κ t1/2) <= {C.upper()}.")
 
 
+def limit_first_token(inst, lemma, conclusions, fact):
+    r"""(causal mask) every token tends to :math:`x_1(0) = x0_1/|x0_1|`: the sphere-consensus
+    lemma gives one common limit, and token 1 attends only to itself and, with :math:`V = cI`,
+    never moves. With ``normalised`` false the claim names :math:`x0_1` itself: then
+    :math:`x0_1` must be exactly a unit vector."""
+    wrong = _need(lemma, "sphere-consensus")
+    if wrong:
+        return wrong
+    if conclusions.get("mask") != "causal" or inst.mask != "causal":
+        return False, "token 1 is fixed only under a causal mask."
+    if inst.scalar_value() is None:
+        return False, "V is not cI: token 1 may move."
+    if not fact.get("normalised") and sum(v * v for v in inst.x0[0]) != 1:
+        return False, "x0_1 is not exactly a unit vector (the limit is x0_1/|x0_1|)."
+    return True, "consensus, and token 1 never moves: every token tends to x_1(0)."
+
+
 def hyperplanes(inst, lemma, conclusions, fact):
     """Every :math:`\\varphi_1^*(z_i)` tends to :math:`a`, 0 or :math:`b`:
     :math:`\\operatorname{dist}(z_i(t), H) \\to 0` (Theorem 4.2's hyperplanes)."""
@@ -218,12 +235,52 @@ def phi1_monotone(inst, lemma, conclusions, fact):
                                                    "left eigenvector φ1*."
 
 
+def _masked_behaviour(lemma, conclusions, fact) -> tuple[str, str]:
+    """The behaviour of the masked token in the fact's variable, and its name."""
+    variable = str(fact.get("variable", "x"))
+    behaviour = conclusions["behaviour"].get(variable)
+    if behaviour is None:
+        raise KeyError(f"no behaviour for the variable {variable!r}")
+    return behaviour, variable
+
+
+def token_fixed(inst, lemma, conclusions, fact):
+    r"""The masked token never moves: :math:`x_1(t) = x_1(0)` for all :math:`t \ge 0` (in the
+    fact's variable), so :math:`|x_1(t) - x0_1| = 0` — on the sphere only when :math:`x0_1`
+    is exactly a unit vector (the tokens start at :math:`x0_i/|x0_i|`)."""
+    wrong = _need(lemma, "masked-token")
+    if wrong:
+        return wrong
+    behaviour, variable = _masked_behaviour(lemma, conclusions, fact)
+    if behaviour != "fixed":
+        return False, f"token 1 is not fixed in {variable} (it {behaviour})."
+    if inst.normalisation == "sphere" and sum(v * v for v in inst.x0[0]) != 1:
+        return False, "x0_1 is not exactly a unit vector: the sphere token is x0_1/|x0_1|."
+    return True, f"{variable}_1(t) = {variable}_1(0) for all t >= 0 (the exact closed form)."
+
+
+def token_no_limit(inst, lemma, conclusions, fact):
+    """The masked token has no limit (it grows, turns or drifts forever): every statement
+    that each token converges is false on this instance."""
+    wrong = _need(lemma, "masked-token")
+    if wrong:
+        return wrong
+    behaviour, variable = _masked_behaviour(lemma, conclusions, fact)
+    if behaviour not in ("grows", "turns", "drifts"):
+        return False, f"token 1 is not certified without a limit in {variable} ({behaviour})."
+    root = (conclusions.get("roots") or {}).get(variable)
+    return True, (f"token 1 {behaviour} forever in {variable} (the root {root} of the local "
+                  "minimal polynomial of x_1(0)): it has no limit.")
+
+
 FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": limits_in_S,
          "leaders-extreme": leaders_extreme, "free-rows": free_rows,
          "doubly-exponential": doubly_exponential, "limit-signs": limit_signs,
          "bounded-at-most": bounded_at_most, "order-after-t1": order_after,
          "consensus": consensus, "exponential-consensus": exponential_consensus,
-         "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone}
+         "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone,
+         "token-fixed": token_fixed, "token-no-limit": token_no_limit,
+         "limit-first-token": limit_first_token}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

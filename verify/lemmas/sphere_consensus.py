@@ -10,7 +10,8 @@ contraction argument of Geshkovski–Letrouit–Polyanskiy–Rigollet's follow-u
 x_j\big)`, :math:`P^\perp_x y = y - \langle x, y\rangle x`, where :math:`W_{ij} = \sum_h c_h
 A^h_{ij} \ge 0` (post-LN, :math:`V_h = c_h I`, softmax or unnormalised attention
 :math:`A^h_{ij} = \operatorname{softmax}_j(\beta\, x_i^\top B_h x_j)` or
-:math:`\tfrac1n e^{\beta x_i^\top B_h x_j}`, full attention).
+:math:`\tfrac1n e^{\beta x_i^\top B_h x_j}`, full attention, or a causal mask: token
+:math:`i` attends to the :math:`j \le i`, the softmax normalised over them).
 
 **Lemma.** Let :math:`m(t) = \min_{i \ne k}\langle x_i, x_k\rangle` and :math:`m_1 = m(t_1) > 0`.
 Let :math:`a > 0` bound every :math:`W_{ij}` from below on configurations with all pairwise
@@ -18,7 +19,8 @@ inner products :math:`\ge m_1`: for softmax :math:`a = \sum_h c_h e^{-\beta \|B_
 \sqrt{2 - 2m_1}}/n`, unnormalised :math:`a = \sum_h c_h e^{-\beta\|B_h\|_F}/n`. Then for all
 :math:`t \ge t_1`
 
-.. math:: 1 - m(t) \le (1 - m_1)\, e^{-\kappa (t - t_1)}, \qquad \kappa = 2 a m_1,
+.. math:: 1 - m(t) \le (1 - m_1)\, e^{-\kappa (t - t_1)}, \qquad \kappa = 2 a m_1
+          \ \text{(full attention)},\quad \kappa = a m_1\ \text{(causal mask)},
 
 so every pairwise distance :math:`|x_i - x_k| = \sqrt{2 - 2\langle x_i, x_k\rangle}` tends to 0
 exponentially, and all tokens converge to one point: consensus.
@@ -31,7 +33,12 @@ W_{ik}\, m(1 - m)` while :math:`m \ge 0` (each term: :math:`\langle x_j, x_k\ran
 the lower Dini derivative of :math:`m` is :math:`\ge 0` while :math:`m \ge 0`, so
 :math:`m(t) \ge m_1` for all :math:`t \ge t_1`; then all pairwise distances are
 :math:`\le \sqrt{2 - 2m_1}`, the score differences in a row are :math:`\le \beta\|B_h\|_F
-\sqrt{2 - 2m_1}`, :math:`W_{ik} \ge a`, and :math:`D^+(1 - m) \le -2 a m_1 (1 - m)`. Finally
+\sqrt{2 - 2m_1}`, :math:`W_{ik} \ge a`, and :math:`D^+(1 - m) \le -2 a m_1 (1 - m)`. Under a
+causal mask only the later token of the pair attends to the earlier one (:math:`W_{ki} \ge a`
+for :math:`i < k`, :math:`W_{ik} = 0`; every other term above is still :math:`\ge 0`, and a
+softmax row over :math:`j \le k` has at most :math:`n` terms): :math:`D^+(1 - m) \le -a m_1
+(1 - m)`. Then token 1 attends only to itself and, with :math:`V = cI`, never moves
+(:math:`P^\perp_{x_1}(c x_1) = 0`): the common limit is :math:`x_1(0)`. Finally
 :math:`|\dot x_i| \le \sum_j W_{ij} |x_j - \langle x_i, x_j\rangle x_i| \le w \sqrt{2(1 - m)}`
 (:math:`w` the largest row sum of :math:`W`) is integrable, so each :math:`x_i` converges, and
 the limits coincide. ∎
@@ -59,9 +66,10 @@ def check(inst, t1: Fraction, x: arb_mat, parameters: dict) -> LemmaReport:
     if inst.form != "x" or inst.normalisation != "sphere":
         raise CheckFailure(f"lemma {ID} is about tokens on the sphere (form 'x', "
                            "normalisation 'sphere').")
-    if inst.mask != "full" or inst.mlp is not None or inst.attention not in ("softmax",
-                                                                              "unnormalised"):
-        raise CheckFailure(f"lemma {ID} needs full softmax or unnormalised attention, no MLP.")
+    if inst.mask not in ("full", "causal") or inst.mlp is not None or \
+            inst.attention not in ("softmax", "unnormalised"):
+        raise CheckFailure(f"lemma {ID} needs softmax or unnormalised attention, full or "
+                           "causal, no MLP.")
     lam = inst.scalar_value()
     if inst.heads != 1 or lam is None or lam <= 0:
         raise CheckFailure(f"lemma {ID} is checked here for one head with V = cI, c > 0.")
@@ -87,9 +95,12 @@ def check(inst, t1: Fraction, x: arb_mat, parameters: dict) -> LemmaReport:
         a = exact(lam) * (-(frobenius * spread)).exp() / n
     else:
         a = exact(lam) * (-frobenius).exp() / n
-    kappa = 2 * a * m1
-    report.require("rate", kappa, "the contraction rate κ = 2 a m1 of 1 - min <x_i, x_k>")
+    pairs = 2 if inst.mask == "full" else 1  # how many of W_ik, W_ki are >= a
+    kappa = pairs * a * m1
+    report.require("rate", kappa, f"the contraction rate κ = {pairs} a m1 of "
+                                  "1 - min <x_i, x_k>")
     report.conclusions = {"t1": str(t1), "m1": ball_text(m1), "kappa": ball_text(kappa.lower()),
                           "weight_lower_bound": ball_text(a.lower()), "beta": str(inst.beta),
+                          **({"mask": inst.mask} if inst.mask != "full" else {}),
                           "bound": "1 - min_{i≠k} <x_i(t), x_k(t)> <= (1 - m1) e^{-κ(t - t1)}"}
     return report

@@ -16,12 +16,12 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, ctx
 
-from verify.lemmas import good_triple, leader_map, sphere_consensus
+from verify.lemmas import good_triple, leader_map, masked_token, sphere_consensus
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.checker import SCHEMA
 
-__all__ = ["instance_text", "symmetry_text", "try_lemma", "lemma_for"]
+__all__ = ["instance_text", "symmetry_text", "try_lemma", "lemma_for", "masked_document"]
 
 
 def _strings(matrix) -> list:
@@ -69,13 +69,17 @@ def lemma_for(model) -> str | None:
         return good_triple.ID
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
-            and model.full_mask:
+            and (model.full_mask or _causal(model)):
         V = model.V
         c = V[0, 0]
         if c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(model.d)
                          for b in range(model.d)):
             return sphere_consensus.ID
     return None
+
+
+def _causal(model) -> bool:
+    return isinstance(model.mask, str) and model.mask == "causal"
 
 
 def _dyadic_up(x: float, bits: int = 8) -> Fraction:
@@ -228,3 +232,32 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if parameters is None:
                 return None, report
     return _document(instance, enclosure, t1, variable, text, lemma, parameters, report), ""
+
+
+# ----------------------------------------------------------------------------------- masked token
+#: Bits of the balls the masked-token lemma isolates roots in (its data are exact).
+MASKED_BITS = 128
+
+
+def masked_document(instance) -> tuple[dict | None, str]:
+    """The certificate document of the masked-token lemma on the exact initial data
+    (``t1 = 0``, no enclosure), or ``(None, why not)``: the model is not one the lemma is
+    about, or the closed form decides nothing."""
+    if not _causal(instance.model):
+        return None, "the mask is not causal"
+    text = {"instance": instance_text(instance)}
+    try:
+        inst_exact = read_instance(text)
+        with ctx.workprec(MASKED_BITS):
+            report = masked_token.check(inst_exact, {})
+    except CheckFailure as exc:
+        return None, str(exc)
+    if not report.holds:
+        return None, "the closed form of token 1 decides nothing (a sign is undecided)"
+    return {"schema": SCHEMA, **text, "symmetries": [],
+            "enclosure": {"t1": "0", "variable": "exact", "bits": MASKED_BITS,
+                          "tokens": text["instance"]["x0"],
+                          "method": "none: the lemma reads the exact initial tokens"},
+            "lemma": {"id": masked_token.ID, "parameters": {}},
+            "inequalities": [q.to_dict() for q in report.inequalities],
+            "conclusions": report.conclusions}, ""

@@ -22,7 +22,15 @@ consecutive-gaps > 0              leader-map (d=1)    order-after-t1, and the en
 consensus                         sphere-consensus    consensus
 ∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
 rate exponential > 0, diameter    sphere-consensus    exponential-consensus
+identity norm(x[0] - x0[0]) = 0   masked-token        token-fixed (in x, or z)
+limit x0[0], x0[0]/norm(x0[0])    sphere-consensus    consensus, limit-first-token
+(causal mask)
 ================================  ==================  =========================================
+
+A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that every token has a
+limit (``converges``, ``limit``, ``clusters``) onto the fact ``token-no-limit`` of the
+masked-token lemma (the causal first token grows, turns or drifts forever). ``consensus`` is
+not among them: the other tokens may follow a turning first token, the diameter tending to 0.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from fractions import Fraction
 
 from verify.exact.escape import above_escape_threshold
 
-__all__ = ["NoPlan", "plan_facts"]
+__all__ = ["NoPlan", "plan_facts", "masked_refutation"]
 
 
 class NoPlan(Exception):
@@ -113,4 +121,33 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
             p.get("quantity") == "diameter" and (_exponential_bound(kind, p)
                                                  or _positive_rate(kind, p)):
         return [{"fact": "exponential-consensus"}]
+    if lemma == "sphere-consensus" and kind == "limit" and set(p) <= {"equals", "variable"} \
+            and p.get("variable", "x") == "x":
+        equals = "".join(str(p.get("equals")).split()).removeprefix("ones((n,1))*")
+        if equals in ("x0[0]", "x0[0]/norm(x0[0])"):
+            return [{"fact": "consensus"},
+                    {"fact": "limit-first-token", "normalised": equals != "x0[0]"}]
+    if lemma == "masked-token" and kind == "identity" and set(p) == {"quantity", "value"} and \
+            Fraction(str(p["value"])) == 0:
+        quantity = "".join(str(p["quantity"]).split())
+        for variable in ("x", "z"):
+            if quantity == f"norm({variable}[0]-x0[0])":
+                return [{"fact": "token-fixed", "variable": variable}]
     raise NoPlan(f"{spec.where} ({kind}) has no proof through lemma {lemma} here.")
+
+
+#: Conclusions that say every token has a limit, with the keys they may carry.
+_LIMIT_CONCLUSIONS = {"converges": {"variable", "to", "tail_fraction"},
+                      "limit": {"variable", "equals", "tail_fraction"},
+                      "clusters": {"variable", "equal", "at_most", "tail_fraction"}}
+
+
+def masked_refutation(spec, instance) -> list[dict] | None:
+    """The facts that refute ``spec`` through the masked-token lemma (module docstring), or
+    ``None``: a conclusion that every token (in its variable) has a limit."""
+    keys = _LIMIT_CONCLUSIONS.get(spec.type)
+    p = dict(spec.parameters)
+    if keys is None or not set(p) <= keys:
+        return None
+    default = "z" if instance.model.rescaled else "x"
+    return [{"fact": "token-no-limit", "variable": str(p.get("variable", default))}]

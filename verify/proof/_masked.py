@@ -1,0 +1,112 @@
+r"""Proving and refuting with the masked-token lemma: the causal first token is a linear flow.
+
+Under a causal mask token 1 attends only to itself, so its exact solution is known in closed
+form (:mod:`verify.lemmas.masked_token`): :math:`x_1(t) = e^{tV}x_1(0)`, :math:`z_1(t) =
+x_1(0)`, or on the sphere the direction of :math:`e^{tV}x_1(0)`. The lemma reads only the
+exact initial data (:math:`t_1 = 0`, no enclosure), costs milliseconds, and its certificate is
+re-derived in full by the independent checker. :func:`certify_masked`
+
+* **refutes** a conclusion that every token has a limit (``converges``, ``limit``,
+  ``clusters``: :func:`~verify.proof._plans.masked_refutation`) when token 1 is certified to
+  grow, turn or drift forever: the verdict is *violated* on basis ``certificate``, with the
+  certificate document attached (``verify run`` writes it as a file). Like the judges' own
+  exact certificates (the linear flow of one point, the invariant point) it runs whatever the
+  proof budget, and again in the re-check of the violation (:mod:`verify.run._tasks`), which
+  recomputes it from the instance;
+* **proves** a conclusion mapped onto the lemma's facts (token 1 never moves:
+  :func:`~verify.proof._plans.plan_facts`) when every applying conclusion is covered, within
+  the proof budget's on/off switch (``--proof-seconds 0``: no proofs).
+
+A result that already rests on a rigorous basis, an out-of-scope or an erroneous instance is
+returned unchanged.
+
+>>> from types import SimpleNamespace
+>>> from verify.model import Instance, Model
+>>> from verify.vocabulary.conclusions import ConclusionSpec
+>>> from verify.judge._verdicts import InstanceResult, InstanceVerdict
+>>> model = Model(V=[[1, -1], [1, 1]], form="x", normalisation="sphere", mask="causal")
+>>> inst = Instance(model, [[1, 0], [0, 1]], name="r#0")
+>>> claim = SimpleNamespace(id="c", conclusions=[ConclusionSpec("converges", {})])
+>>> request = SimpleNamespace(claim=claim, instance=inst, parameters={}, recheck=False)
+>>> before = InstanceResult("r#0", "r", None, InstanceVerdict.INCONCLUSIVE, "not stabilised")
+>>> after = certify_masked(request, before)
+>>> after.verdict.value, after.basis.value, after.certificate["kind"]
+('violated', 'certificate', 'masked-token')
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from verify.analysis.evidence import Basis
+from verify.judge._verdicts import InstanceResult, InstanceVerdict
+from verify.lemmas import check_certificate
+from verify.lemmas.masked_token import ID
+from verify.proof._lemmas import masked_document
+from verify.proof._plans import NoPlan, masked_refutation, plan_facts
+from verify.proof._prove import _BUDGET, _applying, _proved
+
+__all__ = ["certify_masked"]
+
+
+def certify_masked(request, result: InstanceResult) -> InstanceResult:
+    """``result`` refuted or proved by the masked-token lemma, or unchanged (module
+    docstring)."""
+    if result.verdict in (InstanceVerdict.OUT_OF_SCOPE, InstanceVerdict.ERROR) or \
+            (result.basis is not None and result.basis.rigorous):
+        return result
+    model = request.instance.model
+    if not (isinstance(model.mask, str) and model.mask == "causal"):
+        return result
+    specs = _applying(request)
+    document, why = masked_document(request.instance)
+    if document is None or not specs:
+        return result
+    for spec in specs:
+        facts = masked_refutation(spec, request.instance)
+        if facts:
+            refuted = _refuted(request, result, spec, document, facts)
+            if refuted is not None:
+                return refuted
+    if request.recheck or not float(request.parameters.get("proof_seconds",
+                                                            _BUDGET.get())) > 0:
+        return result
+    try:
+        plans = [(spec, plan_facts(spec, ID, request.instance)) for spec in specs]
+    except NoPlan:
+        return result
+    document = _with(request, document, [f for _, facts in plans for f in facts],
+                     conclusions_proved=[f"{spec.where} ({spec.type})" for spec, _ in plans])
+    if not check_certificate(document).valid:
+        return result
+    outcome = {"proved": True, "document": document, "t1": "0", "marks_tried": [0.0],
+               "enclosure": {"method": "none: the exact initial tokens", "steps": 0}}
+    return _proved(request, result, ID, plans, outcome)
+
+
+def _with(request, document: dict, facts: list, **extra) -> dict:
+    return {**document, "claim": request.claim.id, "instance_name": request.instance.name,
+            "facts": facts, "enclosure_facts": [], **extra}
+
+
+def _refuted(request, result: InstanceResult, spec, document: dict, facts: list):
+    where = f"{spec.where} ({spec.type})"
+    document = _with(request, document, facts, conclusions_refuted=[where])
+    check = check_certificate(document)
+    if not check.valid:
+        return None
+    why = "; ".join(text.rstrip(".") for _, ok, text in check.facts if ok)
+    statement = (f"violated on this instance (for all t ≥ 0): {where} says every token has a "
+                 f"limit, but token 1 attends only to itself (causal mask), so "
+                 f"{document['conclusions']['solution']}; {why} (lemma {ID} on the initial "
+                 "tokens, in rational arithmetic; the independent checker accepts the "
+                 "certificate).")
+    margin = min(float(q.margin.lower()) for q in check.inequalities)
+    certificate = {"kind": ID, "basis": Basis.CERTIFICATE.value, "statement": statement,
+                   "lemma": ID, "t1": "0", "document": document}
+    estimate = {"verdict": result.verdict.value, "reason": result.reason}
+    return replace(result, verdict=InstanceVerdict.VIOLATED, reason=statement,
+                   evidence={**result.evidence, "estimate": estimate,
+                             "refutation": {"lemma": ID, "conclusion": where}},
+                   margin=-margin, error=0.0, unit="smallest lemma margin",
+                   certificate=certificate, basis=Basis.CERTIFICATE)

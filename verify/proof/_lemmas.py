@@ -16,8 +16,8 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, ctx
 
-from verify.lemmas import good_triple, leader_map, sphere_consensus
-from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text
+from verify.lemmas import good_triple, leader_map, power_decay, sphere_consensus
+from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text, parse_ball
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.checker import SCHEMA
 
@@ -60,6 +60,8 @@ def symmetry_text(group) -> list[dict]:
 
 def lemma_for(model) -> str | None:
     """The lemma that can trap this model's dynamics, or ``None``."""
+    if _power_decay_applies(model):
+        return power_decay.ID
     if model.rescaled and not model.departures():
         V = model.V
         lam = V[0, 0]
@@ -76,6 +78,19 @@ def lemma_for(model) -> str | None:
                          for b in range(model.d)):
             return sphere_consensus.ID
     return None
+
+
+def _power_decay_applies(model) -> bool:
+    """The plain model with ``V = -μI``, ``μ > 0``, and a symmetric ``B`` whose Gershgorin
+    lower bound is positive (lemma ``power-decay``)."""
+    if model.departures() or not (model.continuous_tokens or model.rescaled):
+        return False
+    V, d = model.V, model.d
+    mu = -V[0, 0]
+    if not mu > 0 or any(V[a, c] != (-mu if a == c else 0) for a in range(d) for c in range(d)):
+        return False
+    b = power_decay.gershgorin_lower([[Fraction(v) for v in row] for row in model.B])
+    return b is not None and b > 0
 
 
 def _dyadic_up(x: float, bits: int = 8) -> Fraction:
@@ -198,6 +213,25 @@ def _good_triple(inst_exact, t1, balls, symmetries) -> tuple[dict, LemmaReport] 
     return None, f"the split by the sign of φ1* at t = {float(t1):.4g} does not trap: {why}"
 
 
+# ----------------------------------------------------------------------------------- power decay
+def _power_decay(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """``R`` from the energy at ``t1`` (a little above :math:`g^{-1}(L(t_1))`)."""
+    try:
+        probe = power_decay.check(inst_exact, t1, balls, {"R": "1"})
+        L1 = float(parse_ball(probe.conclusions["L1"]).upper()) if probe.conclusions else None
+        if L1 is None:
+            return None, "; ".join(q.name for q in probe.failed()) or "no energy bound"
+        parameters = {"R": str(power_decay.radius_for(L1))}
+        report = power_decay.check(inst_exact, t1, balls, parameters)
+    except CheckFailure as exc:
+        return None, str(exc)
+    if report.holds:
+        return parameters, report
+    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
+                    for q in report.failed())
+    return None, f"the energy bound at t = {float(t1):.4g} does not hold: {why}"
+
+
 # ----------------------------------------------------------------------------------- dispatch
 def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | None, str]:
     """The certificate document of ``lemma`` at the mark ``t1`` of ``enclosure`` (without its
@@ -206,7 +240,7 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
     inst_exact = read_instance(text)
     symmetries = check_symmetries(inst_exact, symmetry_text(enclosure.group))
     with ctx.workprec(enclosure.bits):
-        variable = "x" if lemma == sphere_consensus.ID else "z"
+        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID) else "z"
         # the lemma reads the balls exactly as the checker will read them back from the text
         text = matrix_text(enclosure.x_at(t1) if variable == "x" else enclosure.z_at(t1))
         balls = ball_matrix(text)
@@ -219,6 +253,10 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if not report.holds:
                 return None, (f"at t = {float(t1):.4g} some pair of tokens is not certified "
                               "less than 90° apart.")
+        elif lemma == power_decay.ID:
+            parameters, report = _power_decay(inst_exact, t1, balls)
+            if parameters is None:
+                return None, report
         else:
             if lemma == leader_map.ID:
                 parameters, report = _leader_map(inst_exact, t1, balls,

@@ -22,6 +22,11 @@ consecutive-gaps > 0              leader-map (d=1)    order-after-t1, and the en
 consensus                         sphere-consensus    consensus
 ∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
 rate exponential > 0, diameter    sphere-consensus    exponential-consensus
+consensus (x), limit 0 (x)        power-decay         collapse
+rate power-law ≥ p, max-norm (x)  power-decay         power-law-decay (p ≤ 1/2; p < 1/2 for >)
+rate power-law ≥ p, max|P - 1/n|  power-decay         power-law-decay (p ≤ 1; p < 1 for >)
+max-norm ≤ maximum(max(norm(x0)), power-decay         max-norm-bound (F a little below E², with
+E) for all t                                          b F e^(bF) ≥ (n-1)/e)
 ================================  ==================  =========================================
 """
 
@@ -29,7 +34,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from verify.errors import InvalidArgument
 from verify.exact.escape import above_escape_threshold
+from verify.predict._expressions import evaluate, initial_namespace
 
 __all__ = ["NoPlan", "plan_facts"]
 
@@ -66,6 +73,45 @@ def _positive_rate(kind: str, p: dict) -> bool:
     return kind == "rate" and set(p) <= {"law", "relation", "value", "quantity", "variable"} \
         and p.get("law") == "exponential" and p.get("relation") == ">" and \
         Fraction(str(p.get("value"))) == 0
+
+
+def _squash(text) -> str:
+    return "".join(str(text).split())
+
+
+def _power_decay_facts(kind: str, p: dict, instance) -> list[dict] | None:
+    """The facts of lemma ``power-decay`` for one conclusion (table above), or ``None``."""
+    on_x = p.get("variable", "x") == "x"
+    if kind == "consensus" and on_x and set(p) <= {"variable"}:
+        return [{"fact": "collapse"}]
+    if kind == "limit" and on_x and set(p) <= {"variable", "equals"} and \
+            _squash(p.get("equals")) == "zeros((n,d))":
+        return [{"fact": "collapse"}]
+    quantity = p.get("quantity")
+    if kind == "rate" and p.get("law") == "power-law" and \
+            set(p) <= {"law", "relation", "value", "quantity", "variable", "tail"} and \
+            p.get("relation", ">=") in (">=", ">") and \
+            ((quantity == "max-norm" and on_x) or quantity == "max(abs(P - 1/n))"):
+        return [{"fact": "power-law-decay", "quantity": quantity,
+                 "exponent_at_least": str(Fraction(str(p["value"]))),
+                 "strict": p.get("relation") == ">"}]
+    value = _squash(p.get("value"))
+    head = "maximum(max(norm(x0)),"
+    if kind == "inequality" and quantity == "max-norm" and on_x and \
+            p.get("relation") == "<=" and set(p) <= {"quantity", "variable", "relation",
+                                                      "value"} and \
+            value.startswith(head) and value.endswith(")"):
+        try:
+            floor = float(evaluate(value[len(head):-1], initial_namespace(instance)).reshape(()))
+        except (InvalidArgument, ValueError):
+            return None
+        if not floor > 0:
+            return None
+        # F a little below the formula's square: the certified bound is then below the claim's
+        return [{"fact": "max-norm-bound",
+                 "floor_squared": str(Fraction(floor * floor * (1 - 2.0 ** -20))
+                                      .limit_denominator(2 ** 30))}]
+    return None
 
 
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
@@ -113,4 +159,8 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
             p.get("quantity") == "diameter" and (_exponential_bound(kind, p)
                                                  or _positive_rate(kind, p)):
         return [{"fact": "exponential-consensus"}]
+    if lemma == "power-decay":
+        facts = _power_decay_facts(kind, p, instance)
+        if facts is not None:
+            return facts
     raise NoPlan(f"{spec.where} ({kind}) has no proof through lemma {lemma} here.")

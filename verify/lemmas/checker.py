@@ -10,7 +10,7 @@ text alone, with python-flint ball arithmetic at the certificate's precision:
 1. the exact instance (:mod:`verify.lemmas._instance`) and every listed symmetry, exactly;
 2. the lemma's hypotheses on the balls (its own module: :mod:`verify.lemmas.leader_map`,
    :mod:`verify.lemmas.good_triple`, :mod:`verify.lemmas.sphere_consensus`,
-   :mod:`verify.lemmas.power_decay`), each margin
+   :mod:`verify.lemmas.power_decay`, :mod:`verify.lemmas.equilibrium`), each margin
    recomputed: every one must be positive and at least the margin the certificate states;
 3. the lemma's conclusions, which must equal the stated ones;
 4. every fact (:mod:`verify.lemmas.facts`).
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from flint import ctx
 
-from verify.lemmas import good_triple, leader_map, power_decay, sphere_consensus
+from verify.lemmas import equilibrium, good_triple, leader_map, power_decay, sphere_consensus
 from verify.lemmas._balls import CheckFailure, ball_matrix, parse_ball, rational
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.facts import check_fact
@@ -42,9 +42,10 @@ __all__ = ["SCHEMA", "CheckResult", "check_certificate", "check_file", "run_lemm
 
 SCHEMA = "verify.certificate/1"
 LEMMAS = {leader_map.ID: leader_map, good_triple.ID: good_triple,
-          sphere_consensus.ID: sphere_consensus, power_decay.ID: power_decay}
+          sphere_consensus.ID: sphere_consensus, power_decay.ID: power_decay,
+          equilibrium.ID: equilibrium}
 #: Lemmas that read the tokens x at t1 (the others read the rescaled z).
-READS_X = (sphere_consensus, power_decay)
+READS_X = (sphere_consensus, power_decay, equilibrium)
 
 
 @dataclass

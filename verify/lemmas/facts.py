@@ -293,3 +293,34 @@ def max_norm_bound(inst, lemma, conclusions, fact):
 
 FACTS.update({"collapse": collapse, "power-law-decay": power_law_decay,
               "max-norm-bound": max_norm_bound})
+
+
+# ------------------------------------------------------------------ isolated equilibria
+def equilibrium_limit(inst, lemma, conclusions, fact):
+    """Every token converges (to the certified equilibrium :math:`u^*` in the Krawczyk box;
+    frozen tokens do not move), exponentially at the rate :math:`\\gamma > 0`."""
+    wrong = _need(lemma, "equilibrium")
+    if wrong:
+        return wrong
+    gamma = parse_ball(conclusions["gamma"])
+    return bool(gamma > 0), f"|u(t) - u*|_T <= δ1 e^(-γ(t - t1)) with γ >= {gamma.lower()} > 0."
+
+
+def limit_at_token(inst, lemma, conclusions, fact):
+    """Every token tends to the exact position of the frozen token ``fact["token"]``: each
+    moving token's limit box contains that token's ball, so the consensus configuration (a zero
+    of the field for ``V = cI``) is in the Krawczyk box, and by uniqueness it is the limit."""
+    wrong = _need(lemma, "equilibrium")
+    if wrong:
+        return wrong
+    token = int(fact["token"])
+    if token not in conclusions["frozen"]:
+        return False, f"token {token} is not frozen."
+    limits = [[parse_ball(v) for v in row] for row in conclusions["limits"]]
+    for i, row in enumerate(limits):
+        if not all(box.contains(p) for box, p in zip(row, limits[token], strict=True)):
+            return False, f"the limit box of token {i} does not contain token {token}'s ball."
+    return True, f"every token tends to x_{token}(0) (the unique equilibrium in the box)."
+
+
+FACTS.update({"equilibrium-limit": equilibrium_limit, "limit-at-token": limit_at_token})

@@ -14,9 +14,9 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb, arb_mat, ctx
 
-from verify.lemmas import good_triple, leader_map, power_decay, sphere_consensus
+from verify.lemmas import equilibrium, good_triple, leader_map, power_decay, sphere_consensus
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text, parse_ball
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.checker import SCHEMA
@@ -62,6 +62,8 @@ def lemma_for(model) -> str | None:
     """The lemma that can trap this model's dynamics, or ``None``."""
     if _power_decay_applies(model):
         return power_decay.ID
+    if _equilibrium_applies(model):
+        return equilibrium.ID
     if model.rescaled and not model.departures():
         V = model.V
         lam = V[0, 0]
@@ -91,6 +93,17 @@ def _power_decay_applies(model) -> bool:
         return False
     b = power_decay.gershgorin_lower([[Fraction(v) for v in row] for row in model.B])
     return b is not None and b > 0
+
+
+def _equilibrium_applies(model) -> bool:
+    """Tokens on the sphere, one softmax head, ``V = cI`` (``c > 0``), a causal mask (lemma
+    ``equilibrium``: token 0 is frozen)."""
+    if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
+            and not model.has_mlp and isinstance(model.mask, str) and model.mask == "causal"):
+        return False
+    V, d = model.V, model.d
+    c = V[0, 0]
+    return c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(d) for b in range(d))
 
 
 def _dyadic_up(x: float, bits: int = 8) -> Fraction:
@@ -232,6 +245,70 @@ def _power_decay(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None
     return None, f"the energy bound at t = {float(t1):.4g} does not hold: {why}"
 
 
+# ----------------------------------------------------------------------------------- equilibrium
+def _exact_float(v: arb) -> Fraction:
+    man, exp = v.mid().man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def _equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """Newton from the state's midpoints to the centre, ``T`` a real eigenbasis of the
+    Jacobian there, then the smallest box and radius (of a few) that the check accepts."""
+    n, d = inst_exact.n, inst_exact.d
+    frozen = equilibrium.frozen_tokens(inst_exact)
+    moving = [k for k in range(n) if k not in frozen]
+    if not frozen or not moving:
+        return None, "no frozen token, or nothing moves."
+    rows = {i: [balls[i, a] for a in range(d)] for i in frozen}
+    u = [arb(balls[k, a].mid()) for k in moving for a in range(d)]
+
+    def at(vector):
+        X = [rows.get(i) for i in range(n)]
+        for p, k in enumerate(moving):
+            X[k] = vector[p * d:(p + 1) * d]
+        return X
+
+    try:
+        for _ in range(12):
+            F = [v for k in moving for v in equilibrium.field(inst_exact, at(u))[k]]
+            J = equilibrium.jacobian(inst_exact, at(u), moving)
+            J = arb_mat([[arb(v.mid()) for v in row] for row in J.tolist()])
+            step = J.solve(arb_mat([[arb(v.mid())] for v in F]))
+            u = [arb((v - step[p, 0]).mid()) for p, v in enumerate(u)]
+        J = equilibrium.jacobian(inst_exact, at(u), moving)
+    except (ZeroDivisionError, ValueError) as exc:
+        return None, f"Newton's method fails near the state at t = {float(t1):.4g}: {exc}"
+    Jf = np.array([[float(v.mid()) for v in row] for row in J.tolist()])
+    if not np.all(np.isfinite(Jf)) or np.max(np.linalg.eigvals(Jf).real) >= 0:
+        return None, (f"the equilibrium near the state at t = {float(t1):.4g} is not "
+                      "linearly stable.")
+    T = _real_basis(Jf)
+    T = T / np.max(np.abs(T), axis=0)
+    state = np.array([float(balls[k, a].mid()) for k in moving for a in range(d)])
+    centre = np.array([float(v.mid()) for v in u])
+    delta = float(np.max(np.abs(np.linalg.solve(T, state - centre))))
+    centre_text = [[str(_exact_float(u[p * d + a])) for a in range(d)]
+                   for p in range(len(moving))]
+    T_text = [[str(Fraction(float(v))) for v in row] for row in T]
+    report = None
+    for eps in (2.0 ** -80, 2.0 ** -50, 2.0 ** -30):
+        for grow in (1.25, 2.0, 4.0):
+            r = _dyadic_up(grow * delta + 4 * eps * float(np.abs(np.linalg.inv(T)).sum()))
+            parameters = {"centre": centre_text, "box": str(Fraction(eps)),
+                          "radius": str(r), "T": T_text}
+            try:
+                report = equilibrium.check(inst_exact, t1, balls, parameters)
+            except CheckFailure as exc:
+                return None, str(exc)
+            if report.holds:
+                return parameters, report
+            if "krawczyk" in {q.name for q in report.failed()}:
+                break
+    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
+                    for q in report.failed()) if report else "no report"
+    return None, f"the equilibrium at t = {float(t1):.4g} does not trap the state: {why}"
+
+
 # ----------------------------------------------------------------------------------- dispatch
 def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | None, str]:
     """The certificate document of ``lemma`` at the mark ``t1`` of ``enclosure`` (without its
@@ -240,7 +317,8 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
     inst_exact = read_instance(text)
     symmetries = check_symmetries(inst_exact, symmetry_text(enclosure.group))
     with ctx.workprec(enclosure.bits):
-        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID) else "z"
+        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID, equilibrium.ID) \
+            else "z"
         # the lemma reads the balls exactly as the checker will read them back from the text
         text = matrix_text(enclosure.x_at(t1) if variable == "x" else enclosure.z_at(t1))
         balls = ball_matrix(text)
@@ -253,8 +331,9 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if not report.holds:
                 return None, (f"at t = {float(t1):.4g} some pair of tokens is not certified "
                               "less than 90° apart.")
-        elif lemma == power_decay.ID:
-            parameters, report = _power_decay(inst_exact, t1, balls)
+        elif lemma in (power_decay.ID, equilibrium.ID):
+            build = _power_decay if lemma == power_decay.ID else _equilibrium
+            parameters, report = build(inst_exact, t1, balls)
             if parameters is None:
                 return None, report
         else:

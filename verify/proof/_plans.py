@@ -27,6 +27,8 @@ rate power-law ≥ p, max-norm (x)  power-decay         power-law-decay (p ≤ 1
 rate power-law ≥ p, max|P - 1/n|  power-decay         power-law-decay (p ≤ 1; p < 1 for >)
 max-norm ≤ maximum(max(norm(x0)), power-decay         max-norm-bound (F a little below E², with
 E) for all t                                          b F e^(bF) ≥ (n-1)/e)
+converges, limit ones·x0[0],      equilibrium         equilibrium-limit; limit-at-token (token
+consensus (x)                                         0 frozen, |x0[0]| = 1 exactly)
 ================================  ==================  =========================================
 """
 
@@ -114,6 +116,20 @@ def _power_decay_facts(kind: str, p: dict, instance) -> list[dict] | None:
     return None
 
 
+def _equilibrium_facts(kind: str, p: dict, instance) -> list[dict] | None:
+    """The facts of lemma ``equilibrium`` for one conclusion (table above), or ``None``."""
+    on_x = p.get("variable", "x") == "x"
+    if kind == "converges" and not p:
+        return [{"fact": "equilibrium-limit"}]
+    first_unit = sum(Fraction(v) ** 2 for v in instance.x0[0]) == 1  # x_0(0) = x0[0] exactly
+    if kind == "consensus" and on_x and set(p) <= {"variable"}:
+        return [{"fact": "limit-at-token", "token": 0}]
+    if kind == "limit" and on_x and set(p) <= {"variable", "equals"} and first_unit and \
+            _squash(p.get("equals")) == "ones((n,1))*x0[0]":
+        return [{"fact": "limit-at-token", "token": 0}]
+    return None
+
+
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
     """The facts (templates; ``"order-after-t1"`` gets its offsets later) that prove the
     conclusion ``spec`` through ``lemma``, or :class:`NoPlan`."""
@@ -161,6 +177,10 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
         return [{"fact": "exponential-consensus"}]
     if lemma == "power-decay":
         facts = _power_decay_facts(kind, p, instance)
+        if facts is not None:
+            return facts
+    if lemma == "equilibrium":
+        facts = _equilibrium_facts(kind, p, instance)
         if facts is not None:
             return facts
     raise NoPlan(f"{spec.where} ({kind}) has no proof through lemma {lemma} here.")

@@ -9,6 +9,9 @@ proof in the docstring), the hypotheses it checks in balls on the state at one t
   Theorem 2.1 in ``d = 1``): limits, Boolean attention, doubly exponential rate;
 * :mod:`verify.lemmas.good_triple` — the hyperplanes of Theorem 4.2 for a good triple;
 * :mod:`verify.lemmas.sphere_consensus` — consensus on the sphere with an exponential rate;
+* :mod:`verify.lemmas.power_decay` — the ``V = -μI`` collapse with an algebraic bound;
+* :mod:`verify.lemmas.equilibrium` — an isolated equilibrium (Krawczyk, logarithmic norm)
+  attracting the state: a certified limit, exponentially;
 * :mod:`verify.lemmas.facts` — the claim-level facts derived from them;
 * :mod:`verify.lemmas.checker` — ``verify certificate FILE``.
 

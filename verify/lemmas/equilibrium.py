@@ -62,6 +62,11 @@ positively homogeneous, so :math:`\mu_T(A) \le -\gamma` and :math:`D^+\|u - u^*\
 :math:`\mathcal B^*`, :math:`u` never leaves :math:`\mathcal B^*`, and Grönwall gives the
 bound. ∎
 
+The matrix :math:`T` is the prover's choice (any invertible one is checked the same way): an
+eigenbasis of :math:`J(\tilde u)` when its spectrum is real and the basis well conditioned, else
+a scaled real Schur basis. In the :math:`\infty`-norm a complex pair :math:`a \pm ib` counts as
+:math:`a + |b|`, so a strongly rotating equilibrium is out of reach of this check.
+
 When the consensus configuration :math:`(x_0, \dots, x_0)` — a zero of :math:`F` for every
 :math:`x_0`, since :math:`P^\perp_{x_0}(c x_0) = 0` — lies in :math:`X` (each moving token's box
 contains the frozen token's ball), uniqueness makes it :math:`u^*`: every token tends to
@@ -85,7 +90,7 @@ from verify.lemmas._balls import (
     rational,
 )
 
-__all__ = ["ID", "check", "frozen_tokens", "field", "jacobian"]
+__all__ = ["ID", "check", "frozen_tokens", "initial_row", "field", "jacobian"]
 
 ID = "equilibrium"
 
@@ -161,6 +166,13 @@ def jacobian(inst, X: list, moving: list) -> arb_mat:
     return J
 
 
+def initial_row(inst, i: int) -> list:
+    """:math:`x_i(0) = x0_i / |x0_i|` in balls (the model's initial token on the sphere)."""
+    row = [exact(v) for v in inst.x0[i]]
+    size = _dot(row, row).sqrt()
+    return [v / size for v in row]
+
+
 def _vector(X: list, moving: list) -> list:
     return [v for k in moving for v in X[k]]
 
@@ -208,7 +220,7 @@ def check(inst, t1: Fraction, x: arb_mat, parameters: dict) -> LemmaReport:
         raise CheckFailure(f"lemma {ID}: centre must have {len(moving)} rows of {d}, T be "
                            f"{N}×{N}, box and radius positive.")
     report = LemmaReport(ID)
-    frozen_rows = {i: [x[i, a] for a in range(d)] for i in frozen}
+    frozen_rows = {i: initial_row(inst, i) for i in frozen}  # frozen: x_i(t) = x_i(0)
     u0 = [exact(v) for row in centre for v in row]
     E, R = exact(eps), exact(r)
     box = [arb(v, E) for v in u0]

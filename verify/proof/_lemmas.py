@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 from flint import arb, arb_mat, ctx
+from scipy.linalg import schur
 
 from verify.lemmas import equilibrium, good_triple, leader_map, power_decay, sphere_consensus
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text, parse_ball
@@ -251,7 +252,32 @@ def _exact_float(v: arb) -> Fraction:
     return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
+def _contracting_basis(J: np.ndarray) -> np.ndarray:
+    """Columns in which ``J``'s logarithmic norm (∞) is close to its spectral abscissa: an
+    eigenbasis when the spectrum is real and the basis well conditioned, else the real Schur
+    basis scaled by ``diag(η^k)`` (which shrinks the triangular part)."""
+    values, vectors = np.linalg.eig(J)
+    if np.max(np.abs(values.imag)) <= 1e-9 * (1 + np.max(np.abs(values))) and \
+            np.linalg.cond(vectors.real) < 1e6:
+        return vectors.real / np.max(np.abs(vectors.real), axis=0)
+    S, Z = schur(J, output="real")
+    block = np.cumsum([1] + [0 if S[k, k - 1] != 0 else 1 for k in range(1, len(S))])
+    across = block[None, :] > block[:, None]  # entries above the diagonal blocks
+    upper = float(np.max(np.abs(S[across]), initial=0.0))
+    eta = min(1.0, 0.05 * float(np.min(np.abs(np.diag(S)))) / max(upper, 1e-300))
+    return Z * eta ** (block - 1)
+
+
 def _equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """:func:`_propose_equilibrium`, with a failure of its floating-point linear algebra as a
+    reason."""
+    try:
+        return _propose_equilibrium(inst_exact, t1, balls)
+    except (np.linalg.LinAlgError, ValueError, ZeroDivisionError) as exc:
+        return None, f"no equilibrium proposed at t = {float(t1):.4g}: {exc}"
+
+
+def _propose_equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
     """Newton from the state's midpoints to the centre, ``T`` a real eigenbasis of the
     Jacobian there, then the smallest box and radius (of a few) that the check accepts."""
     n, d = inst_exact.n, inst_exact.d
@@ -259,7 +285,7 @@ def _equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None
     moving = [k for k in range(n) if k not in frozen]
     if not frozen or not moving:
         return None, "no frozen token, or nothing moves."
-    rows = {i: [balls[i, a] for a in range(d)] for i in frozen}
+    rows = {i: equilibrium.initial_row(inst_exact, i) for i in frozen}
     u = [arb(balls[k, a].mid()) for k in moving for a in range(d)]
 
     def at(vector):
@@ -276,14 +302,15 @@ def _equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None
             step = J.solve(arb_mat([[arb(v.mid())] for v in F]))
             u = [arb((v - step[p, 0]).mid()) for p, v in enumerate(u)]
         J = equilibrium.jacobian(inst_exact, at(u), moving)
+        if not all(v.is_finite() for v in u):
+            raise ValueError("the iterates are not finite")
     except (ZeroDivisionError, ValueError) as exc:
         return None, f"Newton's method fails near the state at t = {float(t1):.4g}: {exc}"
     Jf = np.array([[float(v.mid()) for v in row] for row in J.tolist()])
     if not np.all(np.isfinite(Jf)) or np.max(np.linalg.eigvals(Jf).real) >= 0:
         return None, (f"the equilibrium near the state at t = {float(t1):.4g} is not "
                       "linearly stable.")
-    T = _real_basis(Jf)
-    T = T / np.max(np.abs(T), axis=0)
+    T = _contracting_basis(Jf)
     state = np.array([float(balls[k, a].mid()) for k in moving for a in range(d)])
     centre = np.array([float(v.mid()) for v in u])
     delta = float(np.max(np.abs(np.linalg.solve(T, state - centre))))

@@ -15,7 +15,14 @@ import pytest
 from flint import arb, arb_mat, ctx
 from scipy.integrate import solve_ivp
 
-from verify.claim import Basis, CheckRequest, InstanceResult, InstanceVerdict, load_claim
+from verify.claim import (
+    Basis,
+    CheckRequest,
+    InstanceResult,
+    InstanceVerdict,
+    load_claim,
+    parse_conclusions,
+)
 from verify.enclosure import Enclosure
 from verify.lemmas import check_certificate, power_decay
 from verify.lemmas._balls import CheckFailure, ball_text, parse_ball
@@ -23,6 +30,7 @@ from verify.lemmas._instance import read_instance
 from verify.model import Instance, Model
 from verify.proof import proof_budget, prove_result
 from verify.proof._lemmas import instance_text, lemma_for
+from verify.proof._plans import NoPlan, plan_facts
 from verify.run import Budget, InlineExecutor, check_conjecture, load_conjecture, run_claims
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
@@ -219,3 +227,14 @@ def test_the_restated_conjecture_is_proved_on_its_draws(tmp_path):
     verdict = run.claim_results[0]
     assert verdict.verdict.value == "supported", verdict.reason
     assert verdict.grades["proved"] == sum(verdict.grades.values()) == 2
+
+
+def test_a_conclusion_on_the_rescaled_tokens_gets_no_collapse_proof():
+    """In the rescaled form a conclusion without a variable reads z = e^{μt} x, which does not
+    tend to 0: only an explicit variable x is planned."""
+    inst = Instance(Model(V=[[-1]]), [[1], [2]])  # form z
+    (implicit,) = parse_conclusions([{"type": "consensus"}], "<test>")
+    with pytest.raises(NoPlan):
+        plan_facts(implicit, power_decay.ID, inst)
+    (explicit,) = parse_conclusions([{"type": "consensus", "variable": "x"}], "<test>")
+    assert plan_facts(explicit, power_decay.ID, inst) == [{"fact": "collapse"}]

@@ -83,7 +83,8 @@ def _squash(text) -> str:
 
 def _power_decay_facts(kind: str, p: dict, instance) -> list[dict] | None:
     """The facts of lemma ``power-decay`` for one conclusion (table above), or ``None``."""
-    on_x = p.get("variable", "x") == "x"
+    # a conclusion without a variable reads the variable the run integrates
+    on_x = p.get("variable", "z" if instance.model.rescaled else "x") == "x"
     if kind == "consensus" and on_x and set(p) <= {"variable"}:
         return [{"fact": "collapse"}]
     if kind == "limit" and on_x and set(p) <= {"variable", "equals"} and \

@@ -257,14 +257,24 @@ def _contracting_basis(J: np.ndarray) -> np.ndarray:
     eigenbasis when the spectrum is real and the basis well conditioned, else the real Schur
     basis scaled by ``diag(η^k)`` (which shrinks the triangular part)."""
     values, vectors = np.linalg.eig(J)
-    if np.max(np.abs(values.imag)) <= 1e-9 * (1 + np.max(np.abs(values))) and \
-            np.linalg.cond(vectors.real) < 1e6:
-        return vectors.real / np.max(np.abs(vectors.real), axis=0)
+    columns, k = [], 0
+    while k < len(values):  # LAPACK returns a conjugate pair as two adjacent columns
+        if values[k].imag != 0 and k + 1 < len(values):
+            columns += [vectors[:, k].real, vectors[:, k].imag]
+            k += 2
+        else:
+            columns.append(vectors[:, k].real)
+            k += 1
+    T = np.array(columns).T
+    # nearly real (a repeated real eigenvalue comes back with tiny imaginary parts)
+    if np.max(np.abs(values.imag)) <= 1e-6 * (1 + np.max(np.abs(values))) and \
+            np.linalg.cond(T) < 1e6:
+        return T / np.max(np.abs(T), axis=0)
     S, Z = schur(J, output="real")
     block = np.cumsum([1] + [0 if S[k, k - 1] != 0 else 1 for k in range(1, len(S))])
     across = block[None, :] > block[:, None]  # entries above the diagonal blocks
     upper = float(np.max(np.abs(S[across]), initial=0.0))
-    eta = min(1.0, 0.05 * float(np.min(np.abs(np.diag(S)))) / max(upper, 1e-300))
+    eta = min(1.0, max(1e-3, 0.05 * float(np.min(np.abs(np.diag(S)))) / max(upper, 1e-300)))
     return Z * eta ** (block - 1)
 
 

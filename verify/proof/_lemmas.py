@@ -169,9 +169,14 @@ def _leader_map(inst_exact, t1, balls, pinned) -> tuple[dict, LemmaReport] | tup
         need_delta = float((arb(float(delta)) - _margin(report, "delta")).upper())
         rho = max(rho, _dyadic_up(4 * need_rho))
         delta = max(delta, _dyadic_up(4 * need_delta))
-    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
-                    for q in report.failed()) if report else "no report"
+    why = _failures(report) if report else "no report"
     return None, f"the leader map at t = {float(t1):.4g} does not trap: {why}"
+
+
+def _failures(report: LemmaReport) -> str:
+    """The failed inequalities of a report, with their margins."""
+    return "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
+                     for q in report.failed())
 
 
 def _margin(report: LemmaReport, name: str) -> arb:
@@ -222,8 +227,7 @@ def _good_triple(inst_exact, t1, balls, symmetries) -> tuple[dict, LemmaReport] 
         return None, str(exc)
     if report.holds:
         return parameters, report
-    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
-                    for q in report.failed())
+    why = _failures(report)
     return None, f"the split by the sign of φ1* at t = {float(t1):.4g} does not trap: {why}"
 
 
@@ -241,8 +245,7 @@ def _power_decay(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None
         return None, str(exc)
     if report.holds:
         return parameters, report
-    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
-                    for q in report.failed())
+    why = _failures(report)
     return None, f"the energy bound at t = {float(t1):.4g} does not hold: {why}"
 
 
@@ -341,8 +344,7 @@ def _propose_equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tu
                 return parameters, report
             if "krawczyk" in {q.name for q in report.failed()}:
                 break
-    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
-                    for q in report.failed()) if report else "no report"
+    why = _failures(report) if report else "no report"
     return None, f"the equilibrium at t = {float(t1):.4g} does not trap the state: {why}"
 
 

@@ -256,9 +256,10 @@ def _exact_float(v: arb) -> Fraction:
 
 
 def _contracting_basis(J: np.ndarray) -> np.ndarray:
-    """Columns in which ``J``'s logarithmic norm (∞) is close to its spectral abscissa: an
-    eigenbasis when the spectrum is real and the basis well conditioned, else the real Schur
-    basis scaled by ``diag(η^k)`` (which shrinks the triangular part)."""
+    """Columns in which ``J``'s logarithmic norm (∞) is close to its spectral abscissa: a real
+    eigenbasis (a conjugate pair as the real and imaginary parts of one eigenvector) when the
+    spectrum is (nearly) real and the basis well conditioned, else the real Schur basis scaled
+    by ``η^b`` on its ``b``-th diagonal block (which shrinks the part above the blocks)."""
     values, vectors = np.linalg.eig(J)
     columns, k = [], 0
     while k < len(values):  # LAPACK returns a conjugate pair as two adjacent columns

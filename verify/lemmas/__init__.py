@@ -11,6 +11,9 @@ proof in the docstring), the hypotheses it checks in balls on the state at one t
 * :mod:`verify.lemmas.sphere_consensus` — consensus on the sphere with an exponential rate;
 * :mod:`verify.lemmas.masked_token` — a token closed under the mask (the causal first token)
   is an exact linear flow: fixed, converging, or certified never to converge;
+* :mod:`verify.lemmas.power_decay` — the ``V = -μI`` collapse with an algebraic bound;
+* :mod:`verify.lemmas.equilibrium` — an isolated equilibrium (Krawczyk, logarithmic norm)
+  attracting the state: a certified limit, exponentially;
 * :mod:`verify.lemmas.facts` — the claim-level facts derived from them;
 * :mod:`verify.lemmas.checker` — ``verify certificate FILE``.
 

@@ -10,6 +10,7 @@ text alone, with python-flint ball arithmetic at the certificate's precision:
 1. the exact instance (:mod:`verify.lemmas._instance`) and every listed symmetry, exactly;
 2. the lemma's hypotheses on the balls (its own module: :mod:`verify.lemmas.leader_map`,
    :mod:`verify.lemmas.good_triple`, :mod:`verify.lemmas.sphere_consensus`,
+   :mod:`verify.lemmas.power_decay`, :mod:`verify.lemmas.equilibrium`,
    :mod:`verify.lemmas.masked_token`, which reads the exact initial data only), each margin
    recomputed: every one must be positive and at least the margin the certificate states;
 3. the lemma's conclusions, which must equal the stated ones;
@@ -33,7 +34,14 @@ from pathlib import Path
 
 from flint import ctx
 
-from verify.lemmas import good_triple, leader_map, masked_token, sphere_consensus
+from verify.lemmas import (
+    equilibrium,
+    good_triple,
+    leader_map,
+    masked_token,
+    power_decay,
+    sphere_consensus,
+)
 from verify.lemmas._balls import CheckFailure, ball_matrix, parse_ball, rational
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.facts import check_fact
@@ -42,7 +50,10 @@ __all__ = ["SCHEMA", "CheckResult", "check_certificate", "check_file", "run_lemm
 
 SCHEMA = "verify.certificate/1"
 LEMMAS = {leader_map.ID: leader_map, good_triple.ID: good_triple,
-          sphere_consensus.ID: sphere_consensus, masked_token.ID: masked_token}
+          sphere_consensus.ID: sphere_consensus, power_decay.ID: power_decay,
+          equilibrium.ID: equilibrium, masked_token.ID: masked_token}
+#: Lemmas that read the tokens x at t1 (the others read the rescaled z).
+READS_X = (sphere_consensus, power_decay, equilibrium)
 
 
 @dataclass
@@ -92,7 +103,7 @@ def run_lemma(data: dict):
         balls = ball_matrix(enclosure["tokens"])
         if (balls.nrows(), balls.ncols()) != (inst.n, inst.d):
             raise CheckFailure("the enclosure does not have one ball per token coordinate.")
-        expected = "x" if module is sphere_consensus else "z"
+        expected = "x" if module in READS_X else "z"
         if variable != expected:
             raise CheckFailure(f"lemma {module.ID} reads the {expected!r} tokens, the "
                                f"enclosure gives {variable!r}.")

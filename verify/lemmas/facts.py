@@ -10,6 +10,8 @@ Only python-flint and the standard library are imported.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from flint import arb
 
 from verify.lemmas._balls import exact, parse_ball, rational
@@ -292,3 +294,90 @@ def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, s
         return FACTS[name](inst, lemma, conclusions, fact)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         return False, f"fact {name!r} could not be checked: {exc!r}."
+
+
+# ------------------------------------------------------------------ power decay (V = -μI collapse)
+def collapse(inst, lemma, conclusions, fact):
+    """Every token tends to the origin (so all reach one cluster, at 0):
+    :math:`\\max_i |x_i(t)| \\le b^{-1/2}(2\\Lambda(t))^{1/4} \\to 0` with :math:`c > 0`."""
+    wrong = _need(lemma, "power-decay")
+    if wrong:
+        return wrong
+    c = parse_ball(conclusions["c"])
+    return bool(c > 0), f"max_i |x_i(t)| <= b^(-1/2) (2Λ(t))^(1/4) -> 0 (c >= {c.lower()} > 0)."
+
+
+#: The exponent of the certified algebraic bound of each quantity (lemma ``power-decay``).
+POWER_EXPONENTS = {"max-norm": Fraction(1, 2), "max(abs(P - 1/n))": Fraction(1)}
+
+
+def power_law_decay(inst, lemma, conclusions, fact):
+    """The quantity ``fact["quantity"]`` is at most :math:`C (t - t_1 + a)^{-e}` for all
+    :math:`t \\ge t_1` (:data:`POWER_EXPONENTS`: :math:`e = 1/2` for the tokens' size,
+    :math:`e = 1` for :math:`\\max|P_{ij} - 1/n|`, since :math:`e^{2\\rho} - 1 \\le 2\\rho
+    e^{2R}` and :math:`\\rho \\le \\sqrt{2\\Lambda}`), so it decays at least like a power law
+    of exponent ``fact["exponent_at_least"]`` (strictly more when ``fact["strict"]``)."""
+    wrong = _need(lemma, "power-decay")
+    if wrong:
+        return wrong
+    quantity = fact["quantity"]
+    if quantity not in POWER_EXPONENTS:
+        return False, f"no certified power law for {quantity!r}."
+    e, p = POWER_EXPONENTS[quantity], rational(fact["exponent_at_least"])
+    ok = (p < e or (p == e and not fact.get("strict"))) and parse_ball(conclusions["c"]) > 0
+    return ok, (f"{quantity} <= C (t - t1 + a)^(-{e}) for all t >= t1: exponent {e} "
+                f"{'>' if fact.get('strict') else '>='} {p} {'holds' if ok else 'FAILS'}.")
+
+
+def max_norm_bound(inst, lemma, conclusions, fact):
+    """(:math:`B = bI`) :math:`\\max_i|x_i(t)|^2 \\le \\max(\\max_i|x_i(0)|^2, F)` for all
+    :math:`t \\ge 0`, with :math:`F` = ``fact["floor_squared"]`` satisfying :math:`bFe^{bF} \\ge
+    (n-1)/e` (:mod:`verify.lemmas.power_decay`, "the bound along the way")."""
+    wrong = _need(lemma, "power-decay")
+    if wrong:
+        return wrong
+    d, F = inst.d, rational(fact["floor_squared"])
+    b = inst.B[0][0]
+    if any(inst.B[a][c] != (b if a == c else 0) for a in range(d) for c in range(d)) or \
+            not b > 0 or not F > 0:
+        return False, "the bound along the way is checked for B = bI, b > 0, F > 0."
+    r = exact(b * F)
+    margin = r * r.exp() - (inst.n - 1) / arb(1).exp()
+    start = max(sum((v * v for v in row), Fraction(0)) for row in inst.x0)
+    return bool(margin > 0), (f"bF e^(bF) - (n-1)/e = {margin.lower()} > 0: max_i |x_i(t)|^2 <= "
+                              f"max({start}, {F}) for all t >= 0.")
+
+
+FACTS.update({"collapse": collapse, "power-law-decay": power_law_decay,
+              "max-norm-bound": max_norm_bound})
+
+
+# ------------------------------------------------------------------ isolated equilibria
+def equilibrium_limit(inst, lemma, conclusions, fact):
+    """Every token converges (to the certified equilibrium :math:`u^*` in the Krawczyk box;
+    frozen tokens do not move), exponentially at the rate :math:`\\gamma > 0`."""
+    wrong = _need(lemma, "equilibrium")
+    if wrong:
+        return wrong
+    gamma = parse_ball(conclusions["gamma"])
+    return bool(gamma > 0), f"|u(t) - u*|_T <= δ1 e^(-γ(t - t1)) with γ >= {gamma.lower()} > 0."
+
+
+def limit_at_token(inst, lemma, conclusions, fact):
+    """Every token tends to the exact position of the frozen token ``fact["token"]``: each
+    moving token's limit box contains that token's ball, so the consensus configuration (a zero
+    of the field for ``V = cI``) is in the Krawczyk box, and by uniqueness it is the limit."""
+    wrong = _need(lemma, "equilibrium")
+    if wrong:
+        return wrong
+    token = int(fact["token"])
+    if token not in conclusions["frozen"]:
+        return False, f"token {token} is not frozen."
+    limits = [[parse_ball(v) for v in row] for row in conclusions["limits"]]
+    for i, row in enumerate(limits):
+        if not all(box.contains(p) for box, p in zip(row, limits[token], strict=True)):
+            return False, f"the limit box of token {i} does not contain token {token}'s ball."
+    return True, f"every token tends to x_{token}(0) (the unique equilibrium in the box)."
+
+
+FACTS.update({"equilibrium-limit": equilibrium_limit, "limit-at-token": limit_at_token})

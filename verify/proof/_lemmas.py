@@ -14,10 +14,18 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, ctx
+from flint import arb, arb_mat, ctx
+from scipy.linalg import schur
 
-from verify.lemmas import good_triple, leader_map, masked_token, sphere_consensus
-from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text
+from verify.lemmas import (
+    equilibrium,
+    good_triple,
+    leader_map,
+    masked_token,
+    power_decay,
+    sphere_consensus,
+)
+from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_text, parse_ball
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.checker import SCHEMA
 
@@ -60,6 +68,10 @@ def symmetry_text(group) -> list[dict]:
 
 def lemma_for(model) -> str | None:
     """The lemma that can trap this model's dynamics, or ``None``."""
+    if _power_decay_applies(model):
+        return power_decay.ID
+    if _equilibrium_applies(model):
+        return equilibrium.ID
     if model.rescaled and not model.departures():
         V = model.V
         lam = V[0, 0]
@@ -80,6 +92,30 @@ def lemma_for(model) -> str | None:
 
 def _causal(model) -> bool:
     return isinstance(model.mask, str) and model.mask == "causal"
+
+
+def _power_decay_applies(model) -> bool:
+    """The plain model with ``V = -μI``, ``μ > 0``, and a symmetric ``B`` whose Gershgorin
+    lower bound is positive (lemma ``power-decay``)."""
+    if model.departures() or not (model.continuous_tokens or model.rescaled):
+        return False
+    V, d = model.V, model.d
+    mu = -V[0, 0]
+    if not mu > 0 or any(V[a, c] != (-mu if a == c else 0) for a in range(d) for c in range(d)):
+        return False
+    b = power_decay.gershgorin_lower([[Fraction(v) for v in row] for row in model.B])
+    return b is not None and b > 0
+
+
+def _equilibrium_applies(model) -> bool:
+    """Tokens on the sphere, one softmax head, ``V = cI`` (``c > 0``), a causal mask (lemma
+    ``equilibrium``: token 0 is frozen)."""
+    if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
+            and not model.has_mlp and isinstance(model.mask, str) and model.mask == "causal"):
+        return False
+    V, d = model.V, model.d
+    c = V[0, 0]
+    return c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(d) for b in range(d))
 
 
 def _dyadic_up(x: float, bits: int = 8) -> Fraction:
@@ -144,9 +180,14 @@ def _leader_map(inst_exact, t1, balls, pinned) -> tuple[dict, LemmaReport] | tup
         need_delta = float((arb(float(delta)) - _margin(report, "delta")).upper())
         rho = max(rho, _dyadic_up(4 * need_rho))
         delta = max(delta, _dyadic_up(4 * need_delta))
-    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
-                    for q in report.failed()) if report else "no report"
+    why = _failures(report) if report else "no report"
     return None, f"the leader map at t = {float(t1):.4g} does not trap: {why}"
+
+
+def _failures(report: LemmaReport) -> str:
+    """The failed inequalities of a report, with their margins."""
+    return "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
+                     for q in report.failed())
 
 
 def _margin(report: LemmaReport, name: str) -> arb:
@@ -197,9 +238,126 @@ def _good_triple(inst_exact, t1, balls, symmetries) -> tuple[dict, LemmaReport] 
         return None, str(exc)
     if report.holds:
         return parameters, report
-    why = "; ".join(f"{q.name} fails (margin {float(q.margin.mid()):.3g})"
-                    for q in report.failed())
+    why = _failures(report)
     return None, f"the split by the sign of φ1* at t = {float(t1):.4g} does not trap: {why}"
+
+
+# ----------------------------------------------------------------------------------- power decay
+def _power_decay(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """``R`` from the energy at ``t1`` (a little above :math:`g^{-1}(L(t_1))`)."""
+    try:
+        probe = power_decay.check(inst_exact, t1, balls, {"R": "1"})
+        L1 = float(parse_ball(probe.conclusions["L1"]).upper()) if probe.conclusions else None
+        if L1 is None:
+            return None, "; ".join(q.name for q in probe.failed()) or "no energy bound"
+        parameters = {"R": str(power_decay.radius_for(L1))}
+        report = power_decay.check(inst_exact, t1, balls, parameters)
+    except CheckFailure as exc:
+        return None, str(exc)
+    if report.holds:
+        return parameters, report
+    why = _failures(report)
+    return None, f"the energy bound at t = {float(t1):.4g} does not hold: {why}"
+
+
+# ----------------------------------------------------------------------------------- equilibrium
+def _exact_float(v: arb) -> Fraction:
+    man, exp = v.mid().man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def _contracting_basis(J: np.ndarray) -> np.ndarray:
+    """Columns in which ``J``'s logarithmic norm (∞) is close to its spectral abscissa: a real
+    eigenbasis (a conjugate pair as the real and imaginary parts of one eigenvector) when the
+    spectrum is (nearly) real and the basis well conditioned, else the real Schur basis scaled
+    by ``η^b`` on its ``b``-th diagonal block (which shrinks the part above the blocks)."""
+    values, vectors = np.linalg.eig(J)
+    columns, k = [], 0
+    while k < len(values):  # LAPACK returns a conjugate pair as two adjacent columns
+        if values[k].imag != 0 and k + 1 < len(values):
+            columns += [vectors[:, k].real, vectors[:, k].imag]
+            k += 2
+        else:
+            columns.append(vectors[:, k].real)
+            k += 1
+    T = np.array(columns).T
+    # nearly real (a repeated real eigenvalue comes back with tiny imaginary parts)
+    if np.max(np.abs(values.imag)) <= 1e-6 * (1 + np.max(np.abs(values))) and \
+            np.linalg.cond(T) < 1e6:
+        return T / np.max(np.abs(T), axis=0)
+    S, Z = schur(J, output="real")
+    block = np.cumsum([1] + [0 if S[k, k - 1] != 0 else 1 for k in range(1, len(S))])
+    across = block[None, :] > block[:, None]  # entries above the diagonal blocks
+    upper = float(np.max(np.abs(S[across]), initial=0.0))
+    eta = min(1.0, max(1e-3, 0.05 * float(np.min(np.abs(np.diag(S)))) / max(upper, 1e-300)))
+    return Z * eta ** (block - 1)
+
+
+def _equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """:func:`_propose_equilibrium`, with a failure of its floating-point linear algebra as a
+    reason."""
+    try:
+        return _propose_equilibrium(inst_exact, t1, balls)
+    except (np.linalg.LinAlgError, ValueError, ZeroDivisionError) as exc:
+        return None, f"no equilibrium proposed at t = {float(t1):.4g}: {exc}"
+
+
+def _propose_equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """Newton from the state's midpoints to the centre, ``T`` a real eigenbasis of the
+    Jacobian there, then the smallest box and radius (of a few) that the check accepts."""
+    n, d = inst_exact.n, inst_exact.d
+    frozen = equilibrium.frozen_tokens(inst_exact)
+    moving = [k for k in range(n) if k not in frozen]
+    if not frozen or not moving:
+        return None, "no frozen token, or nothing moves."
+    rows = {i: equilibrium.initial_row(inst_exact, i) for i in frozen}
+    u = [arb(balls[k, a].mid()) for k in moving for a in range(d)]
+
+    def at(vector):
+        X = [rows.get(i) for i in range(n)]
+        for p, k in enumerate(moving):
+            X[k] = vector[p * d:(p + 1) * d]
+        return X
+
+    try:
+        for _ in range(12):
+            F = [v for k in moving for v in equilibrium.field(inst_exact, at(u))[k]]
+            J = equilibrium.jacobian(inst_exact, at(u), moving)
+            J = arb_mat([[arb(v.mid()) for v in row] for row in J.tolist()])
+            step = J.solve(arb_mat([[arb(v.mid())] for v in F]))
+            u = [arb((v - step[p, 0]).mid()) for p, v in enumerate(u)]
+        J = equilibrium.jacobian(inst_exact, at(u), moving)
+        if not all(v.is_finite() for v in u):
+            raise ValueError("the iterates are not finite")
+    except (ZeroDivisionError, ValueError) as exc:
+        return None, f"Newton's method fails near the state at t = {float(t1):.4g}: {exc}"
+    Jf = np.array([[float(v.mid()) for v in row] for row in J.tolist()])
+    if not np.all(np.isfinite(Jf)) or np.max(np.linalg.eigvals(Jf).real) >= 0:
+        return None, (f"the equilibrium near the state at t = {float(t1):.4g} is not "
+                      "linearly stable.")
+    T = _contracting_basis(Jf)
+    state = np.array([float(balls[k, a].mid()) for k in moving for a in range(d)])
+    centre = np.array([float(v.mid()) for v in u])
+    delta = float(np.max(np.abs(np.linalg.solve(T, state - centre))))
+    centre_text = [[str(_exact_float(u[p * d + a])) for a in range(d)]
+                   for p in range(len(moving))]
+    T_text = [[str(Fraction(float(v))) for v in row] for row in T]
+    report = None
+    for eps in (2.0 ** -80, 2.0 ** -50, 2.0 ** -30):
+        for grow in (1.25, 2.0, 4.0):
+            r = _dyadic_up(grow * delta + 4 * eps * float(np.abs(np.linalg.inv(T)).sum()))
+            parameters = {"centre": centre_text, "box": str(Fraction(eps)),
+                          "radius": str(r), "T": T_text}
+            try:
+                report = equilibrium.check(inst_exact, t1, balls, parameters)
+            except CheckFailure as exc:
+                return None, str(exc)
+            if report.holds:
+                return parameters, report
+            if "krawczyk" in {q.name for q in report.failed()}:
+                break
+    why = _failures(report) if report else "no report"
+    return None, f"the equilibrium at t = {float(t1):.4g} does not trap the state: {why}"
 
 
 # ----------------------------------------------------------------------------------- dispatch
@@ -210,7 +368,8 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
     inst_exact = read_instance(text)
     symmetries = check_symmetries(inst_exact, symmetry_text(enclosure.group))
     with ctx.workprec(enclosure.bits):
-        variable = "x" if lemma == sphere_consensus.ID else "z"
+        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID, equilibrium.ID) \
+            else "z"
         # the lemma reads the balls exactly as the checker will read them back from the text
         text = matrix_text(enclosure.x_at(t1) if variable == "x" else enclosure.z_at(t1))
         balls = ball_matrix(text)
@@ -223,6 +382,11 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if not report.holds:
                 return None, (f"at t = {float(t1):.4g} some pair of tokens is not certified "
                               "less than 90° apart.")
+        elif lemma in (power_decay.ID, equilibrium.ID):
+            build = _power_decay if lemma == power_decay.ID else _equilibrium
+            parameters, report = build(inst_exact, t1, balls)
+            if parameters is None:
+                return None, report
         else:
             if lemma == leader_map.ID:
                 parameters, report = _leader_map(inst_exact, t1, balls,

@@ -25,6 +25,13 @@ rate exponential > 0, diameter    sphere-consensus    exponential-consensus
 identity norm(x[0] - x0[0]) = 0   masked-token        token-fixed (in x, or z)
 limit x0[0], x0[0]/norm(x0[0])    sphere-consensus    consensus, limit-first-token
 (causal mask)
+consensus (x), limit 0 (x)        power-decay         collapse
+rate power-law ≥ p, max-norm (x)  power-decay         power-law-decay (p ≤ 1/2; p < 1/2 for >)
+rate power-law ≥ p, max|P - 1/n|  power-decay         power-law-decay (p ≤ 1; p < 1 for >)
+max-norm ≤ maximum(max(norm(x0)), power-decay         max-norm-bound (F a little below E², with
+E) for all t                                          b F e^(bF) ≥ (n-1)/e)
+converges, limit ones·x0[0],      equilibrium         equilibrium-limit; limit-at-token (token
+consensus (x)                                         0 frozen, |x0[0]| = 1 exactly)
 ================================  ==================  =========================================
 
 A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that every token has a
@@ -37,7 +44,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from verify.errors import InvalidArgument
 from verify.exact.escape import above_escape_threshold
+from verify.predict._expressions import evaluate, initial_namespace
 
 __all__ = ["NoPlan", "plan_facts", "masked_refutation"]
 
@@ -74,6 +83,60 @@ def _positive_rate(kind: str, p: dict) -> bool:
     return kind == "rate" and set(p) <= {"law", "relation", "value", "quantity", "variable"} \
         and p.get("law") == "exponential" and p.get("relation") == ">" and \
         Fraction(str(p.get("value"))) == 0
+
+
+def _squash(text) -> str:
+    return "".join(str(text).split())
+
+
+def _power_decay_facts(kind: str, p: dict, instance) -> list[dict] | None:
+    """The facts of lemma ``power-decay`` for one conclusion (table above), or ``None``."""
+    # a conclusion without a variable reads the variable the run integrates
+    on_x = p.get("variable", "z" if instance.model.rescaled else "x") == "x"
+    if kind == "consensus" and on_x and set(p) <= {"variable"}:
+        return [{"fact": "collapse"}]
+    if kind == "limit" and on_x and set(p) <= {"variable", "equals"} and \
+            _squash(p.get("equals")) == "zeros((n,d))":
+        return [{"fact": "collapse"}]
+    quantity = p.get("quantity")
+    if kind == "rate" and p.get("law") == "power-law" and \
+            set(p) <= {"law", "relation", "value", "quantity", "variable", "tail"} and \
+            p.get("relation", ">=") in (">=", ">") and \
+            ((quantity == "max-norm" and on_x) or quantity == "max(abs(P - 1/n))"):
+        return [{"fact": "power-law-decay", "quantity": quantity,
+                 "exponent_at_least": str(Fraction(str(p["value"]))),
+                 "strict": p.get("relation") == ">"}]
+    value = _squash(p.get("value"))
+    head = "maximum(max(norm(x0)),"
+    if kind == "inequality" and quantity == "max-norm" and on_x and \
+            p.get("relation") == "<=" and set(p) <= {"quantity", "variable", "relation",
+                                                      "value"} and \
+            value.startswith(head) and value.endswith(")"):
+        try:
+            floor = float(evaluate(value[len(head):-1], initial_namespace(instance)).reshape(()))
+        except (InvalidArgument, ValueError):
+            return None
+        if not floor > 0:
+            return None
+        # F a little below the formula's square: the certified bound is then below the claim's
+        return [{"fact": "max-norm-bound",
+                 "floor_squared": str(Fraction(floor * floor * (1 - 2.0 ** -20))
+                                      .limit_denominator(2 ** 30))}]
+    return None
+
+
+def _equilibrium_facts(kind: str, p: dict, instance) -> list[dict] | None:
+    """The facts of lemma ``equilibrium`` for one conclusion (table above), or ``None``."""
+    on_x = p.get("variable", "x") == "x"
+    if kind == "converges" and not p:
+        return [{"fact": "equilibrium-limit"}]
+    first_unit = sum(Fraction(v) ** 2 for v in instance.x0[0]) == 1  # x_0(0) = x0[0] exactly
+    if kind == "consensus" and on_x and set(p) <= {"variable"}:
+        return [{"fact": "limit-at-token", "token": 0}]
+    if kind == "limit" and on_x and set(p) <= {"variable", "equals"} and first_unit and \
+            _squash(p.get("equals")) == "ones((n,1))*x0[0]":
+        return [{"fact": "limit-at-token", "token": 0}]
+    return None
 
 
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
@@ -133,6 +196,14 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
         for variable in ("x", "z"):
             if quantity == f"norm({variable}[0]-x0[0])":
                 return [{"fact": "token-fixed", "variable": variable}]
+    if lemma == "power-decay":
+        facts = _power_decay_facts(kind, p, instance)
+        if facts is not None:
+            return facts
+    if lemma == "equilibrium":
+        facts = _equilibrium_facts(kind, p, instance)
+        if facts is not None:
+            return facts
     raise NoPlan(f"{spec.where} ({kind}) has no proof through lemma {lemma} here.")
 
 

@@ -41,13 +41,13 @@ from verify.judge._decision import combine, decide, fact_basis, inconclusive
 from verify.judge._shared import COMMON_KEYS, _indices, formula_or_prediction, validate_common
 from verify.judge._trend import tends_to_zero
 from verify.judge._verdicts import InstanceResult
+from verify.numerics import ulps
 from verify.numerics._fits import tail_count
 from verify.predict._evaluation import quantity_error
 from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_attention"]
 
-_EPS = float(np.finfo(float).eps)
 
 
 def _validate_attention(p, source, where):
@@ -240,7 +240,7 @@ def _boolean(ev, evidence, certified, cert) -> InstanceResult:
                             "whether P → a Boolean matrix is not decided by the hardmax graph.")
     B = _offdiagonal_gap(np.asarray(traj.attention, dtype=float))
     Br = _offdiagonal_gap(np.asarray(traj.reference_run.attention, dtype=float))
-    err = quantity_error(B, Br) + 2 * _EPS
+    err = quantity_error(B, Br) + ulps(2)  # 2 ulp of a weight ≤ 1 (STORED_ULPS = 4)
     return tends_to_zero(traj.t, B, err, tail=float(ev.parameters.get("tail_fraction", 0.5)),
                          name="B").judge(req, {"B": "max_ij min(P_ij, 1 - P_ij)"})
 

@@ -37,9 +37,10 @@ a verdict themselves; they call one of these named rules:
 * holds established outside the margin rule: :func:`holds` (a fit validated out of sample, an
   identity within κ times its error at every checkpoint) and :func:`proved` (the certificate
   the independent checker accepts: *proved on this instance*);
-* outcomes that are not decisions: :func:`inconclusive`, :func:`not_applicable`,
-  :func:`failed` (an instance that raised: *error*, or *inconclusive* when its input is not at
-  fault) and :func:`budget_used_up` (nothing decided under a used-up budget is trusted).
+* outcomes that are not decisions: :func:`judge_scope` (a claim's hypotheses not met:
+  *out of scope*), :func:`inconclusive`, :func:`not_applicable`, :func:`failed` (an instance
+  that raised: *error*, or *inconclusive* when its input is not at fault) and
+  :func:`budget_used_up` (nothing decided under a used-up budget is trusted).
 
 What counts for the claim (a violation only on a rigorous basis, confirmed by its re-check) is
 :func:`~verify.judge._verdicts.effective_verdict`; the claim's verdict is
@@ -70,10 +71,12 @@ from fractions import Fraction
 
 from verify.analysis.evidence import Basis
 from verify.judge._verdicts import InstanceResult, InstanceVerdict, judge_instance
+from verify.vocabulary.hypothesis_expressions import about_data, check_hypotheses
 
 __all__ = ["decide", "inconclusive", "not_applicable", "combine", "VERDICT_ORDER",
            "finite_run_violation", "judged_twice", "fact_basis", "superseded_by_certificate",
-           "noted_violation", "beyond_the_run", "holds", "proved", "failed", "budget_used_up"]
+           "noted_violation", "beyond_the_run", "holds", "proved", "failed", "budget_used_up",
+           "judge_scope"]
 
 VERDICT_ORDER = {InstanceVerdict.VIOLATED: 0, InstanceVerdict.INCONCLUSIVE: 1,
                  InstanceVerdict.HOLDS: 2, InstanceVerdict.OUT_OF_SCOPE: 3}
@@ -284,3 +287,45 @@ def budget_used_up(result: InstanceResult, reason: str, budget: dict) -> Instanc
     return InstanceResult(result.instance, result.family, result.seed,
                           InstanceVerdict.INCONCLUSIVE, reason,
                           evidence={"budget": {**budget, "verdict_before": result.verdict.value}})
+
+
+def judge_scope(names, instance, *, family: str, seed: int | None = None):
+    """The result of an instance outside the claim's scope, or ``None`` when it is in scope.
+
+    A hypothesis that fails gives ``out-of-scope``; one that is undecided gives
+    ``inconclusive``, except a hypothesis that reads the data (``"sum(x0) != 0"``,
+    ``"equiangular(x0, 1/3)"``): an instance that cannot be placed inside or outside the set
+    the statement is about is not judged, so it is ``out-of-scope`` with the reason. All carry
+    the explanations.
+
+    Examples
+    --------
+    >>> from verify.model import Instance, Model
+    >>> inst = Instance(Model(V=[[2, 0], [0, 1]]), [[1, 0], [0, 1]], name="f#0")
+    >>> judge_scope(["is_identity"], inst, family="f").reason
+    'hypothesis not met: is_identity: V[0, 0] = 2 ≠ 1.'
+    >>> judge_scope(["d >= 2"], inst, family="f") is None
+    True
+    """
+    names = list(names)
+    scope = check_hypotheses(names, instance)
+    if scope.holds is True:
+        return None
+    if scope.holds is False:
+        failed = [line for line, value in zip(scope.explanations, scope.values, strict=True)
+                  if value is False]
+        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
+                              "hypothesis not met: " + "; ".join(failed),
+                              evidence={"hypotheses": list(scope.explanations)})
+
+    undecided = [name for name, value in zip(names, scope.values, strict=True) if value is None]
+    if all(about_data(name) for name in undecided):
+        shown = [line for line, value in zip(scope.explanations, scope.values, strict=True)
+                 if value is None]
+        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
+                              "whether the data meet the hypotheses is undecided, so the "
+                              "instance is not judged: " + "; ".join(shown),
+                              evidence={"hypotheses": list(scope.explanations)})
+    return InstanceResult(instance.name, family, seed, InstanceVerdict.INCONCLUSIVE,
+                          "a hypothesis could not be decided: " + "; ".join(scope.explanations),
+                          evidence={"hypotheses": list(scope.explanations)})

@@ -103,6 +103,7 @@ from verify.analysis.observed_limits import coincide, fit_exponential_convergenc
 from verify.digits import upper
 from verify.exact.eigenvalues import spectrum
 from verify.exact.inputs import as_float_array
+from verify.numerics import CONVERSION_ULPS, ulps
 
 __all__ = ["Certificate", "certify_end", "leader_map_at", "degenerate_equilibrium",
            "linear_flow", "pinned_subspaces", "FAMILY_TOLERANCE"]
@@ -112,7 +113,6 @@ __all__ = ["Certificate", "certify_end", "leader_map_at", "degenerate_equilibriu
 FAMILY_TOLERANCE = 1e-2
 #: Step (relative to the size of the state) for the family test and the second derivative.
 PROBE_STEP = 1e-4
-_EPS = float(np.finfo(float).eps)
 
 
 @dataclass(frozen=True)
@@ -449,7 +449,7 @@ def _invariant_point(instance, traj, text: str) -> tuple[Certificate | None, str
     statement = (f"on the allowed set ({text}) the initial configuration is an isolated point: "
                  "the exact solution cannot move, so every token's limit is its exact initial "
                  "value.")
-    rounding = 2 * _EPS * np.max(np.abs(x0), axis=1)
+    rounding = ulps(CONVERSION_ULPS, np.max(np.abs(x0), axis=1))
     return Certificate("invariant-point", statement, "x", time, x0, rounding,
                        Basis.CERTIFICATE, {"restricted_to": text}), ""
 

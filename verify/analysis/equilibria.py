@@ -63,7 +63,7 @@ from verify.errors import InvalidArgument
 from verify.exact.symmetry_group import SymmetryGroup
 from verify.flow.fields import VectorField
 from verify.model import Instance
-from verify.numerics import Float64
+from verify.numerics import EPS, STORED_ULPS, SUM_ULPS, Float64, ulps
 
 __all__ = ["NEAR_FRACTION", "FD_STEP", "JACOBIAN_RELIABLE", "EndState", "autonomous_field",
            "coordinate_basis", "find_equilibrium", "jacobian", "linearisation", "enforced_group",
@@ -80,7 +80,6 @@ NEWTON_MAX_ITER = 60
 #: ``max(|J|_∞, 1/t)`` (``1/t``: the smallest rate that matters over the run's time ``t``).
 JACOBIAN_RELIABLE = 1e-3
 REPORTED_EIGENVALUES = 6
-_EPS = float(np.finfo(float).eps)
 
 
 @dataclass(frozen=True)
@@ -226,9 +225,10 @@ def _noise(f, x: np.ndarray) -> float:
     """Rounding level of ``f`` near ``x``: changes of ``f`` under a few ``4ε``-jitters of ``x``."""
     rng = np.random.default_rng(0)
     f0, scale = f(x), max(1.0, float(np.max(np.abs(x))))
-    jumps = [np.max(np.abs(f(x + 4 * _EPS * scale * rng.choice([-1.0, 1.0], x.shape)) - f0))
+    jumps = [np.max(np.abs(f(x + ulps(STORED_ULPS, scale) * rng.choice([-1.0, 1.0], x.shape))
+                          - f0))
              for _ in range(3)]
-    return max(max(jumps), 4 * _EPS * float(np.max(np.abs(f0))))
+    return max(max(jumps), ulps(STORED_ULPS, float(np.max(np.abs(f0)))))
 
 
 def jacobian(instance: Instance, x_star: np.ndarray, *, basis: np.ndarray | None = None,
@@ -360,10 +360,10 @@ def linearisation(instance, x_star, group, h_layer):
     lam, left, right = scipy.linalg.eig(J, left=True, right=True)
     with np.errstate(divide="ignore"):
         cond = np.max(1.0 / np.abs(np.sum(left.conj() * right, axis=0)))
-    entry_err = jac_err + _EPS * r * float(np.max(np.abs(J)))
+    entry_err = jac_err + ulps(SUM_ULPS * r, float(np.max(np.abs(J))))
     bound = cond * r * entry_err
     if h_layer is not None:  # |d log|1 + hλ| / h / dλ| ≤ 1 / |1 + hλ|
-        bound /= max(float(np.min(np.abs(1 + h_layer * lam))), _EPS)
+        bound /= max(float(np.min(np.abs(1 + h_layer * lam))), EPS)
     # (c) the Newton residual: ρ one more (minimum-norm) Newton step away
     g = B.T @ f(x_star).ravel()
     residual = 0.0

@@ -42,6 +42,7 @@ from verify.claim._family import Family, GeneratorSpec
 from verify.claim._generators import QK_GENERATORS, TOKEN_DISTRIBUTIONS, V_GENERATORS, Generator
 from verify.exact.plain import to_plain
 from verify.judge._claim_verdict import EXIT_ERROR, ClaimResult, exit_code, judge_claim
+from verify.judge._decision import judge_scope
 from verify.judge._request import CheckRequest
 from verify.judge._verdicts import (
     ClaimVerdict,
@@ -67,7 +68,7 @@ from verify.vocabulary.hypotheses import (
     ScopeResult,
     register_hypothesis,
 )
-from verify.vocabulary.hypothesis_expressions import about_data, check_hypotheses
+from verify.vocabulary.hypothesis_expressions import check_hypotheses
 
 __all__ = [
     "Claim", "ClaimKind", "Expectation", "load_claim", "load_claims", "parse_claim",
@@ -81,45 +82,3 @@ __all__ = [
     "EXIT_ERROR",
     "judge_scope", "to_plain",
 ]
-
-
-def judge_scope(names, instance, *, family: str, seed: int | None = None):
-    """The result of an instance outside the claim's scope, or ``None`` when it is in scope.
-
-    A hypothesis that fails gives ``out-of-scope``; one that is undecided gives
-    ``inconclusive``, except a hypothesis that reads the data (``"sum(x0) != 0"``,
-    ``"equiangular(x0, 1/3)"``): an instance that cannot be placed inside or outside the set
-    the statement is about is not judged, so it is ``out-of-scope`` with the reason. All carry
-    the explanations.
-
-    Examples
-    --------
-    >>> from verify.model import Instance, Model
-    >>> inst = Instance(Model(V=[[2, 0], [0, 1]]), [[1, 0], [0, 1]], name="f#0")
-    >>> judge_scope(["is_identity"], inst, family="f").reason
-    'hypothesis not met: is_identity: V[0, 0] = 2 ≠ 1.'
-    >>> judge_scope(["d >= 2"], inst, family="f") is None
-    True
-    """
-    names = list(names)
-    scope = check_hypotheses(names, instance)
-    if scope.holds is True:
-        return None
-    if scope.holds is False:
-        failed = [line for line, value in zip(scope.explanations, scope.values, strict=True)
-                  if value is False]
-        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
-                              "hypothesis not met: " + "; ".join(failed),
-                              evidence={"hypotheses": list(scope.explanations)})
-
-    undecided = [name for name, value in zip(names, scope.values, strict=True) if value is None]
-    if all(about_data(name) for name in undecided):
-        shown = [line for line, value in zip(scope.explanations, scope.values, strict=True)
-                 if value is None]
-        return InstanceResult(instance.name, family, seed, InstanceVerdict.OUT_OF_SCOPE,
-                              "whether the data meet the hypotheses is undecided, so the "
-                              "instance is not judged: " + "; ".join(shown),
-                              evidence={"hypotheses": list(scope.explanations)})
-    return InstanceResult(instance.name, family, seed, InstanceVerdict.INCONCLUSIVE,
-                          "a hypothesis could not be decided: " + "; ".join(scope.explanations),
-                          evidence={"hypotheses": list(scope.explanations)})

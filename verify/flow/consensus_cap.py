@@ -51,11 +51,11 @@ import math
 import numpy as np
 
 from verify.flow.legs import Certifier, Leg
+from verify.numerics import NORMALISED_ULPS, ulps
 
 __all__ = ["cap_unavailable", "cap_bound", "certify_cap", "CapLeg", "CapCertifier", "CAP_FACTOR"]
 
 CAP_FACTOR = 100.0  # freeze once the cap's chord diameter is at most CAP_FACTOR · atol
-_EPS = float(np.finfo(float).eps)
 
 
 def cap_unavailable(model) -> str | None:
@@ -89,7 +89,7 @@ def cap_bound(x) -> float:
     size = float(np.linalg.norm(centre))
     if not size > 0:
         return math.inf
-    rho = float(np.max(np.linalg.norm(unit - centre / size, axis=1))) + 8 * _EPS
+    rho = float(np.max(np.linalg.norm(unit - centre / size, axis=1))) + ulps(NORMALISED_ULPS)
     return 2 * rho if rho < math.sqrt(2) else math.inf
 
 

@@ -60,6 +60,7 @@ import numpy as np
 
 from verify.exact.inputs import as_float_array
 from verify.flow.legs import Certifier, Leg, ScoredLeg
+from verify.numerics import DIFFERENCE_ULPS, ulps
 
 __all__ = ["HardmaxCertifier", "HardmaxLeg", "ArbHardmaxCertifier", "ArbHardmaxLeg", "certify_arb",
            "log_arb_threshold", "check_grid", "continuation_unavailable", "LOG_HARDMAX",
@@ -69,7 +70,6 @@ LOG_HARDMAX = math.log(746.0)  # e^{-746} underflows to 0 in float64
 STATE_SAFETY = 100.0  # a-priori state error: STATE_SAFETY·(rtol·max|z| + atol) per entry
 CHECKS_PER_UNIT = 20  # leader-map checks per unit time after the switch ...
 MAX_CHECKS = 4000  # ... but no more than this many per leg (the grid coarsens on long legs)
-_EPS = np.finfo(float).eps
 
 
 def continuation_unavailable(model) -> str | None:
@@ -237,7 +237,7 @@ class HardmaxLeg(ScoredLeg):
             G[rows] = (Y[rows] @ B) @ diff.T
             diff_norm = np.linalg.norm(diff, axis=1)
             e_d = np.where(other, e_other, e_same)
-            rounding = 8 * d * _EPS * (diff_norm + other * np.linalg.norm(A[a]))
+            rounding = ulps(DIFFERENCE_ULPS * d, diff_norm + other * np.linalg.norm(A[a]))
             R[rows] = Bn * (e_y * diff_norm[None, :] + y_norm[rows, None] * e_d[None, :]
                             + e_y * e_d[None, :]) \
                 + Bn * y_norm[rows, None] * rounding[None, :]

@@ -46,6 +46,7 @@ import numpy as np
 
 from verify.atomic import atomic_path
 from verify.errors import InvalidArgument
+from verify.numerics import STORED_ULPS, ulps
 from verify.numerics._coverage import estimate_bound
 
 __all__ = ["Trajectory", "load_trajectory", "agreeing_digits", "token_array"]
@@ -187,7 +188,7 @@ class Trajectory:
         factor (:func:`verify.numerics.estimate_bound`: an estimate is not a bound until its
         coverage is measured) plus the rounding of the stored float64 values (4 ulp of the
         largest score)."""
-        rounding = 4 * np.finfo(float).eps * float(np.max(np.abs(self.scaled_scores[k])))
+        rounding = ulps(STORED_ULPS, float(np.max(np.abs(self.scaled_scores[k]))))
         if self.score_error is None:
             return np.inf
         return estimate_bound(self.score_error[k]) + rounding

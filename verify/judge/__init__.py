@@ -24,7 +24,9 @@ The vocabulary (:data:`verify.claim.CONCLUSIONS`; ``verify check --help`` lists 
 
 Every decision is an :class:`~verify.claim.InstanceResult` built by
 :func:`~verify.judge._decision.decide`: a margin and its error in one named unit, and for a
-violation of a statement about ``t → ∞`` its certificate.
+violation of a statement about ``t → ∞`` its certificate. The verdict is decided in one place:
+the margin rule (:func:`~verify.claim.judge_instance`) and the named rules applied after it
+(:mod:`verify.judge._decision`); a judge computes evidence and margins and calls them.
 """
 
 from verify.analysis.end_certificates import Certificate, certify_end, degenerate_equilibrium
@@ -41,14 +43,22 @@ from verify.judge import (  # noqa: F401  (registration of the vocabulary)
     _predicate,
     _wellposed,
 )
-from verify.judge._decision import combine, decide, inconclusive, not_applicable
+from verify.judge._decision import (
+    budget_used_up,
+    combine,
+    decide,
+    failed,
+    inconclusive,
+    not_applicable,
+)
 from verify.judge._engine import DEFAULT_HORIZON_BUDGET, RECHECK_FACTOR, judge_request
 from verify.judge._trend import Trend, tends_to_zero
 from verify.predict._evaluation import Evaluation, Value, quantity_error
 from verify.predict._expressions import check_expression, evaluate
 
 __all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "Evaluation", "Value",
-           "quantity_error", "decide", "inconclusive", "not_applicable", "combine",
+           "quantity_error", "decide", "inconclusive", "not_applicable", "combine", "failed",
+           "budget_used_up",
            "Certificate", "certify_end", "degenerate_equilibrium", "Trend", "tends_to_zero",
            "check_expression", "evaluate"]
 

@@ -37,17 +37,17 @@ from verify.analysis.graph import undecided_nodes
 from verify.analysis.leader_map import hardmax_at
 from verify.exact import exact_rank
 from verify.exact.plain import fail
-from verify.judge._decision import combine, decide, inconclusive
+from verify.judge._decision import combine, decide, fact_basis, inconclusive
 from verify.judge._shared import COMMON_KEYS, _indices, formula_or_prediction, validate_common
 from verify.judge._trend import tends_to_zero
 from verify.judge._verdicts import InstanceResult
+from verify.numerics import ulps
 from verify.numerics._fits import tail_count
 from verify.predict._evaluation import quantity_error
 from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_attention"]
 
-_EPS = float(np.finfo(float).eps)
 
 
 def _validate_attention(p, source, where):
@@ -171,7 +171,7 @@ def judge_attention(ev) -> InstanceResult:
                             f"(found {[i + 1 for i in found]})", unit="tokens", strict=False,
                             evidence={"expected_leaders": [i + 1 for i in want]},
                             certificate=cert.to_dict() if certain else None,
-                            basis=read if not miss or certain else Basis.EVIDENCE))
+                            basis=fact_basis(read, bool(miss), bool(certain))))
     if "targets_within" in p:
         allowed = set(_indices(ev, "targets_within"))
         pointed = {j for t in targets.values() for j in t}
@@ -183,7 +183,7 @@ def judge_attention(ev) -> InstanceResult:
                             f"{sorted(i + 1 for i in allowed)} (outside: "
                             f"{[i + 1 for i in outside]})", unit="tokens", strict=False,
                             certificate=cert.to_dict() if certain else None,
-                            basis=read if not outside or certain else Basis.EVIDENCE))
+                            basis=fact_basis(read, bool(outside), bool(certain))))
     if "free_rows_at_most" in p and "boolean" not in p:
         parts.append(decide(req, free - len(undecided), 0, f"at most {free} row(s) stay free "
                             f"(undecided: {len(undecided)})", unit="rows", strict=False,
@@ -240,7 +240,7 @@ def _boolean(ev, evidence, certified, cert) -> InstanceResult:
                             "whether P → a Boolean matrix is not decided by the hardmax graph.")
     B = _offdiagonal_gap(np.asarray(traj.attention, dtype=float))
     Br = _offdiagonal_gap(np.asarray(traj.reference_run.attention, dtype=float))
-    err = quantity_error(B, Br) + 2 * _EPS
+    err = quantity_error(B, Br) + ulps(2)  # 2 ulp of a weight ≤ 1 (STORED_ULPS = 4)
     return tends_to_zero(traj.t, B, err, tail=float(ev.parameters.get("tail_fraction", 0.5)),
                          name="B").judge(req, {"B": "max_ij min(P_ij, 1 - P_ij)"})
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from verify.numerics import EPS, ulps
+
 __all__ = ["hull_point_distance", "nearest_distance", "subspace_distance",
            "hyperplanes_distance", "hull_distance", "boundary_distance"]
 
-_EPS = float(np.finfo(float).eps)
 
 
 def nearest_distance(points: np.ndarray):
@@ -74,7 +75,7 @@ def hull_point_distance(z: object, points: object) -> tuple[float, float]:
 def subspace_distance(basis: np.ndarray):
     """Distance to the span of the rows of ``basis``."""
     U, s, _ = np.linalg.svd(basis.T, full_matrices=False)
-    Q = U[:, s > s[0] * max(basis.shape) * _EPS] if s[0] > 0 else U[:, :0]
+    Q = U[:, s > s[0] * max(basis.shape) * EPS] if s[0] > 0 else U[:, :0]  # NumPy's rank cut
 
     def distance(z):
         return float(np.max(np.linalg.norm(z - (z @ Q) @ Q.T, axis=1))), 0.0
@@ -122,7 +123,7 @@ def boundary_distance(points: np.ndarray):
     the distance to 0."""
     facets = _facets(points)
 
-    rounding = 8 * _EPS * max(1.0, float(np.max(np.abs(points))))
+    rounding = ulps(8, max(1.0, float(np.max(np.abs(points)))))  # Qhull facets (HULL_ULPS = 64)
 
     def distance(z):
         worst, bound = 0.0, rounding

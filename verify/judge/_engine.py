@@ -16,8 +16,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    arithmetic); a violation on a weaker basis (a trend on a window, a lemma whose hypotheses are
    read off the run) stays *violated (estimate / fit / evidence)* with its evidence, which
    never refutes and leaves the conclusion pending; a violation at ``T`` must persist at
-   ``3/2 T``. Predictions are read once per run, at their first certified time, and shared by
-   both horizons (:mod:`verify.predict`).
+   ``3/2 T`` (the rules :func:`~verify.judge._decision.finite_run_violation` and
+   :func:`~verify.judge._decision.judged_twice`). Predictions are read once per run, at their
+   first certified time, and shared by both horizons (:mod:`verify.predict`).
 4. **The horizon policy.** While some asymptotic conclusion is inconclusive or violated on a
    non-rigorous basis, the horizon is
    extended and everything is judged again: doubled, or — when the end state sits near an
@@ -58,10 +59,9 @@ from dataclasses import replace
 from fractions import Fraction
 
 from verify.analysis.equilibria import classify_end_state
-from verify.analysis.evidence import Basis
 from verify.errors import InvalidArgument
 from verify.flow.simulate import checkpoint_times, simulate
-from verify.judge._decision import combine, inconclusive, not_applicable
+from verify.judge._decision import combine, inconclusive, judged_twice, not_applicable
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.predict import Unavailable
 from verify.predict._evaluation import Evaluation
@@ -138,48 +138,6 @@ def _judge(request, traj, spec, cache: dict, shared: dict, run) -> InstanceResul
     except InvalidArgument as exc:
         raise InvalidArgument(f"{spec.where} ({spec.type}) could not be evaluated: {exc}") \
             from None
-
-
-def _weak(decision: InstanceResult) -> bool:
-    """A violation on a basis that cannot refute (estimate, fit, evidence)."""
-    return decision.verdict is InstanceVerdict.VIOLATED and not (
-        decision.basis is not None and decision.basis.rigorous)
-
-
-def _sound(request, decision: InstanceResult) -> InstanceResult:
-    """The rule for ``t → ∞``: a violation on a non-rigorous basis is *violated (basis)*, with
-    the evidence kept — it leaves the claim inconclusive and the horizon is extended."""
-    if _weak(decision):
-        basis = (decision.basis or Basis.EVIDENCE).value
-        return replace(decision, basis=Basis(basis), reason=(
-            f"{decision.reason} — but this is read off a finite run on the {basis} basis, "
-            "without a rigorous certificate that its end will not change, so it is evidence, "
-            "not a violation; integrate longer."))
-    return decision
-
-
-def _twice(request, at_T: InstanceResult, at_R: InstanceResult, T: Fraction,
-           R: Fraction) -> InstanceResult:
-    """An asymptotic conclusion judged at ``T`` and re-checked at ``R``."""
-    at_T, at_R = _sound(request, at_T), _sound(request, at_R)
-    hold = InstanceVerdict.HOLDS
-    if at_R.verdict is InstanceVerdict.VIOLATED:
-        return at_R
-    if at_T.verdict is InstanceVerdict.VIOLATED:
-        return inconclusive(request, f"violated at t = {float(T):.4g} ({at_T.reason}) but not "
-                            f"at t = {float(R):.4g} ({at_R.reason}): the violation did not hold "
-                            "up.", at_R.evidence)
-    if at_T.verdict is hold and at_R.verdict is hold:
-        return replace(at_R, reason=f"{at_R.reason} (holds at t = {float(T):.4g} and at the "
-                       f"re-check t = {float(R):.4g})")
-    if at_R.verdict is hold:
-        return inconclusive(request, f"holds at t = {float(R):.4g} but not yet at "
-                            f"t = {float(T):.4g} ({at_T.reason}); the hold must survive a "
-                            "longer horizon.", at_R.evidence, unit=at_R.unit)
-    if at_T.verdict is hold:
-        return inconclusive(request, f"held at t = {float(T):.4g} but not at the re-check "
-                            f"t = {float(R):.4g}: {at_R.reason}", at_R.evidence, unit=at_R.unit)
-    return at_R
 
 
 def _end_state(request, traj):
@@ -266,9 +224,10 @@ def judge_request(request) -> InstanceResult:
         parts = list(parts_na)
         for spec in applying:
             if spec.asymptotic:
-                parts.append(_twice(request, _judge(request, prefix, spec, at_T, shared, traj),
-                                    _judge(request, traj, spec, at_R, shared, traj), horizon,
-                                    run_to))
+                parts.append(judged_twice(request,
+                                          _judge(request, prefix, spec, at_T, shared, traj),
+                                          _judge(request, traj, spec, at_R, shared, traj),
+                                          horizon, run_to))
             else:
                 parts.append(_judge(request, traj, spec, at_R, shared, traj))
         end = _end_state(request, traj) if asymptotic else None
@@ -282,8 +241,8 @@ def judge_request(request) -> InstanceResult:
                                            else traj.symmetry["description"]})
         pending = [p for p, spec in zip(parts[len(parts_na):], applying, strict=True)
                    if spec.asymptotic and (p.verdict is InstanceVerdict.INCONCLUSIVE
-                                           or _weak(p))]
-        if not pending or (overall.verdict is InstanceVerdict.VIOLATED and not _weak(overall)):
+                                           or p.weak_violation)]
+        if not pending or overall.rigorous_violation:
             return overall
         nxt = _next_horizon(horizon, end)
         pointless = _extension_pointless(request)

@@ -36,7 +36,7 @@ from verify.analysis.end_certificates import pinned_subspaces
 from verify.analysis.evidence import Basis
 from verify.digits import trusted
 from verify.exact.plain import fail
-from verify.judge._decision import combine, decide, inconclusive
+from verify.judge._decision import combine, decide, inconclusive, superseded_by_certificate
 from verify.judge._shared import COMMON_KEYS, _indices, formula_or_prediction, token_fits
 from verify.judge._trend import tends_to_zero
 from verify.judge._verdicts import InstanceResult
@@ -123,9 +123,7 @@ def judge_escapes(ev) -> InstanceResult:
             trend = tends_to_zero(traj.t, X, quantity_error(X, R),
                                   tail=float(p.get("tail_fraction", 0.5)), name=f"|x_{i + 1}|")
             parts.append(trend.judge(req, {"bounded_token": i + 1}))
-    for k, part in enumerate(parts):
-        if part.verdict.value == "violated":
-            parts[k] = _certified(ev, tokens, allowed, x0) or part
+    parts = superseded_by_certificate(parts, lambda: _certified(ev, tokens, allowed, x0))
     return combine(req, parts, evidence)
 
 

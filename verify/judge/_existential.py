@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -67,9 +66,8 @@ from verify.analysis.observed_limits import coverage_factor, fit_power_law
 from verify.errors import InvalidArgument
 from verify.exact.inputs import to_rational
 from verify.exact.plain import fail
-from verify.judge._decision import inconclusive
+from verify.judge._decision import holds, inconclusive
 from verify.judge._quantities import _number, check_quantity, check_tail, scalar_quantity
-from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.predict._expressions import (
     CONTEXT_NAMES,
     FUNCTIONS,
@@ -317,10 +315,9 @@ def judge_exists(evaluation):
         "validation_window": [float(t[check_idx[0]]), float(t[check_idx[-1]])]}
     for j, name in enumerate(law.names):
         if not law.inside(j, c[j], kappa * sigma[j]):
-            return replace(inconclusive(request, f"{what}: the fit does not resolve {name} "
-                                        f"inside {p['constants'][name]} ({c[j]:.6g} ± κσ = "
-                                        f"{kappa * sigma[j]:.3g}).", evidence),
-                           basis=Basis.FIT)
+            return inconclusive(request, f"{what}: the fit does not resolve {name} "
+                                f"inside {p['constants'][name]} ({c[j]:.6g} ± κσ = "
+                                f"{kappa * sigma[j]:.3g}).", evidence, basis=Basis.FIT)
     tc = t[check_idx]
     J = _jacobian(law, tc, c)
     relative = e[check_idx] / q[check_idx]  # q's error as a standard error of log q, as the
@@ -329,24 +326,24 @@ def judge_exists(evaluation):
     excess = excess if upper else -excess
     worst = int(np.argmax(excess - band))
     if excess[worst] > band[worst]:
-        return replace(inconclusive(request, f"{what}: at t = {tc[worst]:.4g}, out of sample, "
-                                    f"log q is {excess[worst]:.3g} {'above' if upper else 'below'}"
-                                    f" the law fitted on [{evidence['fit_window'][0]:.4g}, "
-                                    f"{evidence['fit_window'][1]:.4g}], beyond its prediction "
-                                    f"band {band[worst]:.3g}: evidence against (not a "
-                                    "violation).", evidence), basis=Basis.FIT)
+        return inconclusive(request, f"{what}: at t = {tc[worst]:.4g}, out of sample, "
+                            f"log q is {excess[worst]:.3g} {'above' if upper else 'below'}"
+                            f" the law fitted on [{evidence['fit_window'][0]:.4g}, "
+                            f"{evidence['fit_window'][1]:.4g}], beyond its prediction "
+                            f"band {band[worst]:.3g}: evidence against (not a "
+                            "violation).", evidence, basis=Basis.FIT)
     window = (t >= t0) & np.isfinite(q)
     witness, note = _witness(law, c, kappa * sigma, t[window], q[window], e[window],
                              float(t[-1]), upper)
     if witness is None:
-        return replace(inconclusive(request, f"{what}: {note}.", evidence), basis=Basis.FIT)
+        return inconclusive(request, f"{what}: {note}.", evidence, basis=Basis.FIT)
     evidence.update(witness=dict(zip(law.names, map(float, witness), strict=True)),
                     witness_note=note)
     fitted = ", ".join(f"{name} = {v:.4g} ± {kappa * s:.2g}" for name, v, s in zip(
         law.names, c, sigma, strict=True))
     shown = ", ".join(f"{name} = {v:.4g}" for name, v in evidence["witness"].items())
-    return InstanceResult(
-        request.instance.name, request.family.name, request.seed, InstanceVerdict.HOLDS,
+    return holds(
+        request,
         f"{what} holds on the evidence of a fit: fitted on [{evidence['fit_window'][0]:.4g}, "
         f"{evidence['fit_window'][1]:.4g}] ({fitted}, each inside its range beyond κσ), the "
         f"law predicts q on [{tc[0]:.4g}, {tc[-1]:.4g}] out of sample (worst excess "
@@ -404,20 +401,19 @@ def judge_theta(evaluation):
     except InvalidArgument as exc:
         return inconclusive(request, f"{what}: {exc}")
     if not line.ok:
-        return replace(inconclusive(request, f"{what}: the ratio q/g could not be fitted on the "
-                                    f"tail ({line.reason}).", {}), basis=Basis.FIT)
+        return inconclusive(request, f"{what}: the ratio q/g could not be fitted on the "
+                            f"tail ({line.reason}).", {}, basis=Basis.FIT)
     half = line.coverage * line.slope_error
     evidence = {"ratio_last": float(ratio[-1]), "drift_exponent": line.slope,
                 "drift_exponent_error": line.slope_error, "coverage": line.coverage,
                 "scatter": line.scatter, "tail_start": float(t[use][-line.n_points])}
     drift = f"q/g ~ t^s with s = {line.slope:.3g} ± κσ = {half:.2g} on the tail"
     if abs(line.slope) > half:
-        return replace(inconclusive(request, f"{what}: the ratio drifts ({drift}, resolved "
-                                    "away from 0): evidence against, not a violation; "
-                                    "integrate longer.", evidence, unit="exponent s"),
-                       basis=Basis.FIT)
-    return InstanceResult(
-        request.instance.name, request.family.name, request.seed, InstanceVerdict.HOLDS,
+        return inconclusive(request, f"{what}: the ratio drifts ({drift}, resolved "
+                            "away from 0): evidence against, not a violation; "
+                            "integrate longer.", evidence, unit="exponent s", basis=Basis.FIT)
+    return holds(
+        request,
         f"{what} holds on the evidence of a fit: no resolved drift of the ratio ({drift}, "
         f"q/g ≈ {ratio[-1]:.4g} at t = {t[use][-1]:.4g}; basis: fit).", evidence=evidence,
         margin=float(half - abs(line.slope)), unit="exponent s", basis=Basis.FIT)

@@ -65,7 +65,6 @@ With :math:`Q = 0` the attention is uniform and, for :math:`V = I`, every
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from fractions import Fraction
 from numbers import Real
 
@@ -81,7 +80,13 @@ from verify.analysis.observed_limits import (
 from verify.digits import plus_minus
 from verify.errors import InvalidArgument
 from verify.exact.plain import fail
-from verify.judge._decision import combine, decide, inconclusive
+from verify.judge._decision import (
+    beyond_the_run,
+    combine,
+    decide,
+    inconclusive,
+    noted_violation,
+)
 from verify.judge._quantities import (
     LOG_QUANTITIES,
     _bound_series,
@@ -242,10 +247,8 @@ def judge_inequality(evaluation):
                     basis=Basis.ESTIMATE,
                     evidence={"sampled": _SAMPLED.format(m=int(np.sum(keep))),
                               "at_equality_within_error": within})
-    if "until" in p and float(p["until"]) > t[-1] and result.verdict.value == "holds":
-        return inconclusive(request, f"{result.reason} — but the statement runs until "
-                            f"t = {float(p['until']):.4g} and the run ends at t = {t[-1]:.4g}.",
-                            result.evidence, unit=result.unit)
+    if "until" in p:
+        return beyond_the_run(request, result, float(p["until"]), t[-1])
     return result
 
 
@@ -360,10 +363,8 @@ def judge_rate(evaluation):
                     f"{plus_minus(fitted, kappa * sigma)}, κσ) {relation} {stated}",
                     unit=name[law], evidence=evidence, strict=relation in (">", "<"),
                     basis=Basis.FIT)
-    if result.verdict.value == "violated":  # a fitted rate is a trend, not a certificate
-        return replace(result, reason=f"{result.reason} — a rate fitted on [t_start, T] is "
-                       "a trend, not a certificate (it may change later)")
-    return result
+    return noted_violation(result, "a rate fitted on [t_start, T] is a trend, not a "
+                           "certificate (it may change later)")
 
 
 def _algebraic(evaluation, law: str, value: float, relation: str):

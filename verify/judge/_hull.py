@@ -24,12 +24,12 @@ from verify.exact._common import rref
 from verify.exact.inputs import rational_array
 from verify.judge._decision import decide, inconclusive
 from verify.judge._verdicts import InstanceResult
+from verify.numerics import HULL_ULPS, ulps
 from verify.numerics._coverage import estimate_bound
 from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_hull_shrinks"]
 
-_EPS = float(np.finfo(float).eps)
 
 
 def _affine_coordinates(x0) -> list[int]:
@@ -101,7 +101,7 @@ def judge_hull_shrinks(ev) -> InstanceResult:
                 "degenerate hull)")
             continue
         scale = float(np.max(np.abs(Y))) + float(np.max(np.abs(P)))
-        err = math.sqrt(r) * (E[l] + float(np.max(E[k]))) + 64 * _EPS * r * scale
+        err = math.sqrt(r) * (E[l] + float(np.max(E[k]))) + ulps(HULL_ULPS * r, scale)
         bound = estimate_bound(err)  # what decide compares with
         moved = np.max(np.abs(P - Y), axis=1)
         for i in range(P.shape[0]):
@@ -123,7 +123,7 @@ def judge_hull_shrinks(ev) -> InstanceResult:
                     counts["undecided"] += 1
                     first_undecided = first_undecided or (
                         what + " is undecided (float and exact membership disagree)")
-            elif moved[i] <= E[k, i] + E[l, i] + 64 * _EPS * scale:
+            elif moved[i] <= E[k, i] + E[l, i] + ulps(HULL_ULPS, scale):
                 counts["boundary_stationary"] += 1
             else:
                 counts["boundary_moving"] += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from verify.analysis.evidence import Basis
-from verify.judge._decision import decide, inconclusive
+from verify.judge._decision import decide, holds, inconclusive
 from verify.judge._quantities import (
     _bound_series,
     check_quantity,
@@ -27,7 +27,6 @@ from verify.judge._quantities import (
     checkpoint_window,
     quantity_columns,
 )
-from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.numerics import estimate_bound
 from verify.predict._expressions import check_expression
 from verify.vocabulary.conclusions import register_conclusion
@@ -81,11 +80,8 @@ def judge_identity(evaluation):
     if "until" in p and float(p["until"]) > t[-1]:
         return inconclusive(request, f"{what} within its error up to t = {t[-1]:.4g}, but the "
                             f"statement runs until t = {float(p['until']):.4g}.", evidence)
-    return InstanceResult(request.instance.name, request.family.name, request.seed,
-                          InstanceVerdict.HOLDS,
-                          f"{what} holds to the accuracy of the run: |q − v| ≤ "
-                          f"{evidence['largest_discrepancy']:.3g}, within κ times its error "
-                          f"estimate at each of the {int(np.sum(keep))} checkpoints (an "
-                          "identity is confirmed to the run's accuracy, never beyond; basis: "
-                          "estimate).",
-                          evidence=evidence, unit=str(p["quantity"]), basis=Basis.ESTIMATE)
+    return holds(request, f"{what} holds to the accuracy of the run: |q − v| ≤ "
+                 f"{evidence['largest_discrepancy']:.3g}, within κ times its error estimate at "
+                 f"each of the {int(np.sum(keep))} checkpoints (an identity is confirmed to the "
+                 "run's accuracy, never beyond; basis: estimate).",
+                 evidence=evidence, unit=str(p["quantity"]), basis=Basis.ESTIMATE)

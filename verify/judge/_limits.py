@@ -66,6 +66,7 @@ from verify.judge._shared import (
 )
 from verify.judge._trend import resolved_rate, tends_to_zero
 from verify.judge._verdicts import InstanceResult
+from verify.numerics import ulps
 from verify.predict._evaluation import Value, _functional, projected_tokens, quantity_error
 from verify.predict._expressions import diameter, evaluate, initial_namespace
 from verify.vocabulary.conclusions import register_conclusion
@@ -73,7 +74,6 @@ from verify.vocabulary.conclusions import register_conclusion
 __all__ = ["judge_converges", "judge_consensus", "judge_limit", "judge_approach", "judge_tends",
            "judge_distance", "TREND_RULE"]
 
-_EPS = float(np.finfo(float).eps)
 TREND_RULE = ("holds when D(t) → 0 is supported by the trend over the tail (a resolved decay, "
               "errors from the reference run); violated only when the end state is certified "
               "(stable equilibrium, invariant point, hardmax leader map) and D at the certified "
@@ -89,7 +89,7 @@ def _distance_series(ev, distance) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore"):
         scale = np.max(np.linalg.norm(Z, axis=2), axis=1)
         err = quantity_error(run[:, 0], ref[:, 0]) + np.maximum(run[:, 1], ref[:, 1]) \
-            + 4 * Z.shape[2] * _EPS * scale
+            + ulps(4 * Z.shape[2], scale)  # of the largest norm (DIFFERENCE_ULPS = 8 elsewhere)
     return run[:, 0], err
 
 
@@ -154,7 +154,7 @@ def certified_violation(ev, distance, what: str, trend, record: dict, *, pairwis
     k = limit.shape[1]
     bar = (2 if pairwise else 1) * math.sqrt(k) * gain * float(np.max(cert.limit_error)) \
         + own + extra_error * math.sqrt(k) + _functional_error(ev, limit) \
-        + 4 * k * _EPS * float(np.max(np.abs(limit)))
+        + ulps(4 * k, float(np.max(np.abs(limit))))  # as in _distance_series
     record = {**record, **trend.evidence, "D_at_certified_limit": sig6(value)}
     basis = Basis.weakest(cert.basis, extra_basis, Basis.EXACT if W is None else W.basis)
     if value > bar:

@@ -16,6 +16,7 @@ from verify.analysis.leader_map import hardmax_at
 from verify.errors import InvalidArgument
 from verify.exact.plain import fail, suggest
 from verify.flow.trajectory import token_array
+from verify.numerics import DIFFERENCE_ULPS, STORED_ULPS, ulps
 from verify.predict._evaluation import quantity_error
 from verify.predict._expressions import (
     check_expression,
@@ -31,7 +32,6 @@ __all__ = ["LOG_QUANTITIES", "ATTENTION_QUANTITIES", "NAMED_QUANTITIES", "quanti
            "quantity_columns", "scalar_quantity", "checkpoint_window"]
 
 
-_EPS = float(np.finfo(float).eps)
 
 
 # --------------------------------------------------------------------------- quantities
@@ -249,7 +249,7 @@ def _token_rounding(trajectory, variable: str) -> np.ndarray:
     tokens = token_array(trajectory, variable)
     with np.errstate(invalid="ignore"):
         scale = np.max(np.abs(tokens), axis=(1, 2))
-    return 8 * tokens.shape[2] * _EPS * np.where(np.isfinite(scale), scale, np.inf)
+    return ulps(DIFFERENCE_ULPS * tokens.shape[2], np.where(np.isfinite(scale), scale, np.inf))
 
 
 def quantity_columns(evaluation, quantity, variable):
@@ -359,8 +359,8 @@ def _bound_series(evaluation, formula: str) -> tuple[np.ndarray, np.ndarray]:
     base = initial_namespace(instance)
     try:
         constant = float(evaluate(formula, base).reshape(()))
-        return np.full(len(traj.times), constant), np.full(len(traj.times), 4 * _EPS * abs(
-            constant))
+        return np.full(len(traj.times), constant), np.full(len(traj.times), ulps(
+            STORED_ULPS, abs(constant)))
     except InvalidArgument:
         pass
     run = _series(instance, traj, formula, default_variable(traj))

@@ -203,6 +203,20 @@ class InstanceResult:
             return self.verdict.value
         return f"{self.verdict.value} ({self.basis.value})"
 
+    @property
+    def rigorous_violation(self) -> bool:
+        """A violation on a rigorous basis (exact, enclosure, certificate): the only kind that
+        can refute a claim, and so the only kind that is re-checked at higher precision and a
+        longer horizon (:func:`effective_verdict`)."""
+        return self.verdict is InstanceVerdict.VIOLATED and self.basis is not None \
+            and self.basis.rigorous
+
+    @property
+    def weak_violation(self) -> bool:
+        """A violation on a basis that cannot refute (estimate, fit, evidence, or none stated):
+        reported as *violated (basis)*, counted as inconclusive (:func:`effective_verdict`)."""
+        return self.verdict is InstanceVerdict.VIOLATED and not self.rigorous_violation
+
     def to_json(self) -> dict:
         """A plain dict (JSON-able); :meth:`from_json` reads it back."""
         return {"instance": self.instance, "family": self.family, "seed": self.seed,
@@ -392,8 +406,8 @@ def effective_verdict(result: InstanceResult) -> tuple[InstanceVerdict, str]:
     basis says so: "violated (estimate)", "violated (fit)", "violated (evidence)"."""
     if result.verdict is not InstanceVerdict.VIOLATED:
         return result.verdict, result.reason
-    basis = result.basis or Basis.EVIDENCE
-    if not basis.rigorous:
+    if result.weak_violation:
+        basis = result.basis or Basis.EVIDENCE
         return InstanceVerdict.INCONCLUSIVE, (
             f"violated ({basis.value}): {result.reason} — a violation on the {basis.value} "
             "basis is evidence, not a refutation (a claim is refuted only on an exact, "

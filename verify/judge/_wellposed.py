@@ -16,6 +16,7 @@ from verify.flow.simulate import simulate
 from verify.judge._decision import combine, decide, inconclusive
 from verify.judge._verdicts import InstanceResult
 from verify.model import Instance
+from verify.numerics import SUM_ULPS, SVD_ULPS, ulps
 from verify.vocabulary.conclusions import register_conclusion
 
 __all__ = ["judge_field_bounds", "judge_stability"]
@@ -24,7 +25,7 @@ __all__ = ["judge_field_bounds", "judge_stability"]
 def _norm2(M: np.ndarray) -> tuple[float, float]:
     """Spectral norm in float64 and an error bar (``4 d ε ‖M‖_F``, a bound for the SVD)."""
     value = float(np.linalg.norm(M, 2))
-    return value, 4 * M.shape[0] * np.finfo(float).eps * float(np.linalg.norm(M))
+    return value, ulps(SVD_ULPS * M.shape[0], float(np.linalg.norm(M)))
 
 
 @register_conclusion(
@@ -46,7 +47,6 @@ def judge_field_bounds(ev) -> InstanceResult:
     R = float(np.max(np.linalg.norm(y, axis=1)))
     nV, eV = _norm2(Vf)
     nB, eB = _norm2(Bf)
-    eps = np.finfo(float).eps
     points = int(ev.parameters.get("points", 64))
     u = rng.normal(size=(points, inst.d))
     xs = u / np.linalg.norm(u, axis=1, keepdims=True) * R * rng.uniform(0, 1, (points, 1))
@@ -59,7 +59,7 @@ def judge_field_bounds(ev) -> InstanceResult:
         field_max = max(field_max, float(np.linalg.norm(Vf @ mean)))
         cov = (y - mean).T @ ((y - mean) * p[:, None])
         grad_max = max(grad_max, _norm2(Vf @ cov @ Bf.T)[0])
-    scale = inst.n * inst.d * eps
+    scale = ulps(SUM_ULPS * inst.n * inst.d)  # the field: sums over n tokens of d terms
     bound_field, bound_grad = nV * R, 2 * nB * nV * R * R
     evidence = {"R": R, "norm_V": nV, "norm_QtK": nB, "field_max": field_max,
                 "gradient_max": grad_max, "points": points}

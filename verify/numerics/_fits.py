@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.numerics._rounding import RESOLUTION_ULPS, ulps
 
 __all__ = [
     "CONFIDENCE",
@@ -51,7 +52,6 @@ __all__ = [
 
 #: Two-sided coverage of the error bars used for decisions: that of ±3σ for a normal law.
 CONFIDENCE = math.erf(3 / math.sqrt(2))
-_EPS = float(np.finfo(float).eps)
 
 
 def coverage_factor(dof: int) -> float:
@@ -113,7 +113,7 @@ def _wls(x: np.ndarray, y: np.ndarray, var: np.ndarray) -> tuple[float, ...]:
 
 def _variances(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
     """``dy²``, never below the float64 resolution of ``y``."""
-    return np.maximum(dy, _EPS * (1 + np.abs(y))) ** 2
+    return np.maximum(dy, ulps(RESOLUTION_ULPS, 1 + np.abs(y))) ** 2
 
 
 def _points(x: object, y: object, dy: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -280,7 +280,7 @@ def check_series(times: object, values: object, errors: object):
             raise InvalidArgument("errors must be finite and ≥ 0 (absolute error estimates); "
                                   "use errors=None when there is no estimate.")
     with np.errstate(invalid="ignore"):
-        ulp = _EPS * np.max(np.abs(v), axis=1) if v.shape[1] else np.zeros(len(t))
+        ulp = ulps(RESOLUTION_ULPS, np.max(np.abs(v), axis=1)) if v.shape[1] else np.zeros(len(t))
     return t, v, np.maximum(e, np.nan_to_num(ulp, posinf=0.0)), shape
 
 

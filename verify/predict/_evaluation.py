@@ -31,6 +31,7 @@ import numpy as np
 from verify.analysis.end_certificates import certify_end
 from verify.analysis.evidence import Basis
 from verify.errors import InvalidArgument
+from verify.numerics import STORED_ULPS, ulps
 from verify.predict._expressions import default_variable, evaluate, initial_namespace
 from verify.vocabulary.conclusions import PREDICTIONS, ConclusionSpec, is_prediction
 
@@ -44,7 +45,7 @@ def quantity_error(value: np.ndarray, reference: np.ndarray | None) -> np.ndarra
     if reference is None:
         return np.full(value.shape, np.inf)
     return np.abs(value - np.asarray(reference, dtype=float)) \
-        + 4 * np.finfo(float).eps * np.abs(value)
+        + ulps(STORED_ULPS, np.abs(value))
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,13 @@ from verify.exact import (
     positive_real_part_count,
 )
 from verify.exact.splitting import f_coordinates
+from verify.numerics import NORMALISED_ULPS, ulps
 from verify.predict._evaluation import Value
 from verify.predict._leaders import Unavailable, certified_leaders
 from verify.vocabulary.conclusions import register_prediction
 
 __all__ = ["phi1", "hyperplanes_a0b", "positive_left_rows", "f_coordinates_rows"]
 
-_EPS = float(np.finfo(float).eps)
 
 
 def _pair(ev):
@@ -103,7 +103,8 @@ def positive_left_rows(ev) -> Value:
     resid = float(np.max(np.abs(Vf.T @ W[:, keep] - W[:, keep] * lam[keep])))
     gap = float(np.min(np.abs(lam[keep][:, None] - lam[~keep][None, :]))) if k < len(lam) \
         else 1.0
-    return Value(Q.T, resid / gap + 8 * _EPS, {"k": k, "W": Q.T.tolist()}, source="prediction",
+    return Value(Q.T, resid / gap + ulps(NORMALISED_ULPS), {"k": k, "W": Q.T.tolist()},
+                 source="prediction",
                  basis=Basis.ESTIMATE)  # a float eigen-decomposition with its residual
 
 
@@ -122,7 +123,7 @@ def f_coordinates_rows(ev) -> Value:
     gtm = good_triple_with_multiplicity(model.beta * model.Q, model.K, model.V)
     C = f_coordinates(para.data["F_basis"], para.data["G_basis"]).astype(float)
     safe = gtm.data.get("orthogonal") is True and gtm.data.get("block_diagonal") is True
-    return Value(C, 4 * _EPS * float(np.max(np.abs(C))),
+    return Value(C, ulps(4, float(np.max(np.abs(C)))),  # a conversion, CONVERSION_ULPS = 2
                  {"lambda": str(para.value), "F_basis": para.data["F_basis"],
                   "G_basis": para.data["G_basis"],
                   "F_orthogonal_to_G": gtm.data.get("orthogonal"),

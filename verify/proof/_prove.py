@@ -34,8 +34,8 @@ from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
-from verify.analysis.evidence import Basis
 from verify.enclosure import MAX_SIZE, Enclosure, unsupported
+from verify.judge._decision import proved
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate
 from verify.lemmas._balls import ball_text, parse_ball
@@ -250,9 +250,7 @@ def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: d
                  "accepts the certificate.")
     certificate = {"kind": "proof", "statement": statement, "lemma": lemma, "t1": outcome["t1"],
                    "document": document}
-    return InstanceResult(result.instance, result.family, result.seed, InstanceVerdict.HOLDS,
-                          statement, evidence={**result.evidence, "proof": outcome,
+    return proved(result, statement, evidence={**result.evidence, "proof": outcome,
                                                "estimate": {"verdict": result.verdict.value,
                                                             "reason": result.reason}},
-                          margin=smallest, error=0.0, unit="smallest lemma margin",
-                          certificate=certificate, basis=Basis.CERTIFICATE)
+                  margin=smallest, unit="smallest lemma margin", certificate=certificate)

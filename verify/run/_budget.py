@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from verify.claim import InstanceResult, InstanceVerdict
 from verify.errors import InvalidArgument
+from verify.judge import budget_used_up
 from verify.numerics._monitor import wall_budget
 from verify.proof import proof_budget
 
@@ -135,10 +135,6 @@ def judge_within(budget: Budget | None, judge: Callable[[], tuple]) -> tuple:
 
 
 def _used_up(result, budget: Budget, what: str):
-    return InstanceResult(result.instance, result.family, result.seed,
-                          InstanceVerdict.INCONCLUSIVE,
-                          f"{BUDGET_PREFIX} the instance used up its budget ({what}); nothing "
-                          "decided under it is trusted.",
-                          evidence={"budget": {"seconds": budget.seconds,
-                                               "memory": budget.memory,
-                                               "verdict_before": result.verdict.value}})
+    return budget_used_up(result, f"{BUDGET_PREFIX} the instance used up its budget ({what}); "
+                          "nothing decided under it is trusted.",
+                          {"seconds": budget.seconds, "memory": budget.memory})

@@ -188,8 +188,7 @@ class _Session:
         result, _ = judge_within(self.budget, lambda: judge_on_instance(
             self.claim, family, instance, seed=None, horizon=family.horizon,
             checkpoints=family.checkpoints, precision=family.precision, recheck=False))
-        return result.verdict is InstanceVerdict.VIOLATED and result.basis is not None \
-            and result.basis.rigorous
+        return result.rigorous_violation
 
     def finish(self, run_id: str, started: datetime, clock: float, parameters: dict,
                extra: dict) -> CheckRun:

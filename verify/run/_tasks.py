@@ -34,7 +34,7 @@ from verify.claim import (
 from verify.errors import OutOfScope, UserFunctionError
 from verify.exact.plain import to_plain
 from verify.flow.simulate import _growth_rate, choose_bits, scaled_checkpoints
-from verify.judge import RECHECK_FACTOR, judge_request
+from verify.judge import RECHECK_FACTOR, failed, judge_request
 from verify.model.instance_file import instance_to_toml
 from verify.numerics import bits_to_digits
 from verify.proof import certify_masked, prove_result
@@ -110,13 +110,8 @@ def _error_result(instance: str, family: str, seed, what: str, exc: BaseExceptio
     *inconclusive* when nothing says the input is at fault: its worker was ``lost`` (recomputed
     on resume) or memory ran out."""
     message = f"{type(exc).__name__}: {exc}"
-    if lost or isinstance(exc, MemoryError):
-        verdict, why = InstanceVerdict.INCONCLUSIVE, f"{what} raised an exception"
-    else:
-        verdict, why = InstanceVerdict.ERROR, f"{what} failed"
-    result = InstanceResult(instance, family, seed, verdict,
-                            f"{why}, so nothing was decided: {message}",
-                            evidence={"exception": message})
+    result = failed(instance, family, seed, what, message,
+                    input_at_fault=not (lost or isinstance(exc, MemoryError)))
     return {"result": result, "exception": message,
             "traceback": "".join(traceback.format_exception(exc))[-4000:]}
 
@@ -221,8 +216,7 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
     except Exception as exc:  # noqa: BLE001
         failed = _error_result(name, family.name, seed, "judging the conclusions", exc)
         return failed.pop("result"), failed
-    if result.verdict is not InstanceVerdict.VIOLATED or not recheck \
-            or result.basis is None or not result.basis.rigorous:
+    if not recheck or not result.rigorous_violation:
         return result, {}  # only a violation on a rigorous basis can refute: re-check it
     return _recheck(result, request, instance)
 

@@ -1,0 +1,95 @@
+r"""Rounding allowances of float64 numbers, in one place.
+
+An error estimate of a number read off a float64 computation (a run against its reference run,
+a second route) cannot see the rounding both routes share: the rounding of the stored values, of
+the last few operations that formed the number, of a cancellation. Each such allowance is
+``count`` units in the last place of the size of what is rounded,
+
+.. math::  \mathrm{ulps}(c, s) = c\,\varepsilon\,s, \qquad \varepsilon = 2^{-52},
+
+(:math:`\varepsilon s \ge \mathrm{ulp}(s)` for every normal :math:`s`, and a correctly rounded
+operation errs by at most half an ulp of its result), added to the estimate before a margin is
+judged. The counts are named below, one per kind of rounding; each says what it covers and why
+that many. They are allowances for roundings the estimate cannot see, not rigorous bounds (the
+rigorous paths — enclosures, the certified argmax — round outward in ball arithmetic or with
+``np.nextafter`` instead).
+
+Where two places allow a different count for what is the same rounding, each keeps its count
+(``count=`` at the call) so that no verdict changes; the team's report of the change lists them.
+
+Examples
+--------
+>>> ulps(STORED_ULPS, 1.0) == 4 * 2.0 ** -52
+True
+>>> float(ulps(DIFFERENCE_ULPS * 3, 2.0))  # a difference of two 3-vectors of size 2
+1.0658141036401503e-14
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["EPS", "ulps", "CONVERSION_ULPS", "STORED_ULPS", "DIFFERENCE_ULPS",
+           "NORMALISED_ULPS", "HULL_ULPS", "SVD_ULPS", "SUM_ULPS", "RESOLUTION_ULPS"]
+
+#: Machine epsilon of float64, :math:`2^{-52}`: the spacing of the floats in :math:`[1, 2)`.
+EPS = float(np.finfo(float).eps)
+
+#: An exact number (a rational input, an exact initial token) rounded once to float64: the
+#: conversion errs by at most half an ulp, ``ε/2`` of the value (of the largest component, for
+#: a row of components); 2 ulp is four times that. (The exact matrix converted in
+#: ``predict._spectral.f_coordinates_rows`` allows 4, the stored-value count.)
+CONVERSION_ULPS = 2
+
+#: A float64 value formed by a few operations and stored (a state's score, a quantity at a
+#: checkpoint, a formula of the exact initial data evaluated once): up to eight correctly
+#: rounded operations of that size, half an ulp each. Both routes of an error estimate round
+#: the same stored numbers the same way, so this is added to their difference. (The attention
+#: weights in ``judge._attention``'s Boolean test allow 2 ulp of 1, the size of a weight.)
+STORED_ULPS = 4
+
+#: Per coordinate, a quantity formed from differences of ``d``-coordinate tokens or from a
+#: ``d``-term dot product (a distance, a score difference): the subtraction of two large
+#: numbers keeps their absolute rounding, so the allowance is relative to the largest
+#: coordinate, not to the result — ``8 d ε max|x|``. (The distances of ``judge._limits`` allow
+#: ``4 d ε`` of the largest token norm.)
+DIFFERENCE_ULPS = 8
+
+#: Absolute, on vectors normalised to unit length in float64 (a sum of squares, a square root,
+#: a division) and then subtracted or orthonormalised: the consensus cap's chord, the eigenbasis
+#: rows of the prediction ``F``.
+NORMALISED_ULPS = 8
+
+#: A depth below a facet of a convex hull computed by Qhull: its facet hyperplanes come from
+#: Qhull's own floating-point construction (normalised normals, offsets, merged facets), whose
+#: rounding is well above that of one dot product; 64 ulp of the coordinates' size (per
+#: dimension of the hull, for a depth). (The distance to a hull in ``judge._distances`` allows
+#: 8 ulp of ``max(1, size)``.)
+HULL_ULPS = 64
+
+#: Per row, the spectral norm ``‖M‖₂`` computed by an SVD: LAPACK's backward error is a small
+#: multiple of ``n ε ‖M‖``; ``4 n ε ‖M‖_F`` bounds it with room.
+SVD_ULPS = 4
+
+#: Per term, a float64 sum of ``n`` terms (recursive summation errs by at most
+#: :math:`\gamma_{n-1} \approx (n-1)\,u` of the sum of the magnitudes, ``u = ε/2``):
+#: ``n ε`` of the terms' size.
+SUM_ULPS = 1
+
+#: The resolution of a float64 value: one ulp, the floor under any error bar (a difference of
+#: two routes that agree to the last bit is not an error of 0).
+RESOLUTION_ULPS = 1
+
+
+def ulps(count: float, scale=1.0):
+    r"""``count`` units in the last place of numbers of size ``scale``: :math:`c\,\varepsilon\,s`
+    (an array for an array ``scale``). ``count`` is one of the named counts above, times the
+    number of coordinates or terms where the allowance grows with it.
+
+    The product is formed as ``(count · ε) · scale``: ``count · ε`` is exact (an integer times a
+    power of two), so the allowance is ``c ε s`` rounded once.
+
+    >>> ulps(2, 0.5) == 2.0 ** -52
+    True
+    """
+    return count * EPS * scale

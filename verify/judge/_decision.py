@@ -75,8 +75,8 @@ from verify.vocabulary.hypothesis_expressions import about_data, check_hypothese
 
 __all__ = ["decide", "inconclusive", "not_applicable", "combine", "VERDICT_ORDER",
            "finite_run_violation", "judged_twice", "fact_basis", "superseded_by_certificate",
-           "noted_violation", "beyond_the_run", "holds", "proved", "failed", "budget_used_up",
-           "judge_scope"]
+           "noted_violation", "beyond_the_run", "holds", "proved", "refuted_by_certificate",
+           "failed", "budget_used_up", "judge_scope"]
 
 VERDICT_ORDER = {InstanceVerdict.VIOLATED: 0, InstanceVerdict.INCONCLUSIVE: 1,
                  InstanceVerdict.HOLDS: 2, InstanceVerdict.OUT_OF_SCOPE: 3}
@@ -264,6 +264,18 @@ def proved(result: InstanceResult, statement: str, *, evidence: dict, margin: fl
                           statement, evidence=evidence, margin=margin, error=0.0, unit=unit,
                           certificate=certificate, basis=Basis.CERTIFICATE)
 
+
+
+def refuted_by_certificate(result: InstanceResult, statement: str, *, evidence: dict,
+                           margin: float, unit: str, certificate: dict) -> InstanceResult:
+    """**Violated on this instance (for all t ≥ 0)**: ``result`` (whatever the estimate said)
+    replaced once the independent checker accepts a ``certificate`` that the conclusion fails
+    for every ``t`` (e.g. a token proved never to converge); basis certificate, error 0, the
+    negated smallest lemma margin as the margin (``margin > 0`` is the lemma's strict
+    inequality), so the verdict rule reads it as a rigorous violation."""
+    return InstanceResult(result.instance, result.family, result.seed, InstanceVerdict.VIOLATED,
+                          statement, evidence=evidence, margin=-margin, error=0.0, unit=unit,
+                          certificate=certificate, basis=Basis.CERTIFICATE)
 
 # --------------------------------------------------------------------------- no decision
 def failed(instance: str, family: str, seed: int | None, what: str, message: str,

@@ -36,9 +36,8 @@ returned unchanged.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from verify.analysis.evidence import Basis
+from verify.judge._decision import refuted_by_certificate
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate
 from verify.lemmas.masked_token import ID
@@ -105,8 +104,6 @@ def _refuted(request, result: InstanceResult, spec, document: dict, facts: list)
     certificate = {"kind": ID, "basis": Basis.CERTIFICATE.value, "statement": statement,
                    "lemma": ID, "t1": "0", "document": document}
     estimate = {"verdict": result.verdict.value, "reason": result.reason}
-    return replace(result, verdict=InstanceVerdict.VIOLATED, reason=statement,
-                   evidence={**result.evidence, "estimate": estimate,
-                             "refutation": {"lemma": ID, "conclusion": where}},
-                   margin=-margin, error=0.0, unit="smallest lemma margin",
-                   certificate=certificate, basis=Basis.CERTIFICATE)
+    return refuted_by_certificate(result, statement, evidence={
+        **result.evidence, "estimate": estimate, "refutation": {"lemma": ID, "conclusion": where}},
+        margin=margin, unit="smallest lemma margin", certificate=certificate)

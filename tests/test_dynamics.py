@@ -55,6 +55,35 @@ def test_value_exponential_matches_rigorous_expm(name):
         assert np.allclose(np.exp(growth) * scaled, reference, rtol=1e-12, atol=1e-12)
 
 
+ARB_CASES = {**V_CASES, "thirds": [["1/3", 0, 0], [0, "1/3", 0], [0, 0, "-1/2"]]}
+
+
+@pytest.mark.parametrize("name", ARB_CASES)
+def test_arb_value_exponential_contains_rigorous_expm(name):
+    """The arb route (an eigen-decomposition by FLINT, P = I exactly for a diagonal V, SymPy's
+    Jordan form for a defective one) gives balls that contain e^{tV} of FLINT's arb_mat.exp."""
+    V, _ = rational_array("V", ARB_CASES[name])
+    E = ValueExponential(V)
+    d = len(V)
+    saved = ctx.prec
+    ctx.prec = 120
+    try:
+        exact = arb_mat(d, d, [arb(Fraction(v).numerator) / Fraction(v).denominator
+                               for v in V.flat])
+        for t in (Fraction(0), Fraction(7, 10), Fraction(3)):
+            rows, growth = E.scaled_rows_arb(arb(t.numerator) / t.denominator,
+                                             arb_mat(d, d, [int(i == j) for i in range(d)
+                                                            for j in range(d)]), 120)
+            truth = (exact * (arb(t.numerator) / t.denominator)).exp()
+            for i in range(d):
+                for j in range(d):  # row i of Ẽ(t)ᵀ times e^{μt}: (e^{tV})_{ji}
+                    ball = rows[i, j] * growth.exp()
+                    assert ball.overlaps(truth[j, i])
+                    assert ball.rad() < 1e-25 * max(1.0, abs(float(truth[j, i].mid())))
+    finally:
+        ctx.prec = saved
+
+
 @pytest.mark.parametrize("name", ["hyperplanes-2d", "rotation-dominant", "jordan"])
 def test_single_token_is_linear_flow(name):
     """n = 1: P = 1, so x(t) = e^{tV} x(0) exactly; in the rescaled form z is constant."""

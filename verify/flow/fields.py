@@ -213,10 +213,8 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
             log_factor) <= 1.0:
         top = int(np.argmax(tops))
         shift = entries[top * n + int(best[top])].mid()    # exact: cancels in every row
-        if len(evaluated) == n * n:
-            upper, position = _pairs(n)
-        else:
-            upper, position = _pairs(n)
+        upper, position = _pairs(n)
+        if len(evaluated) < n * n:                         # a mask, or weights below precision
             pairs = needed | needed.T
             upper = [k for k in upper if pairs.flat[k]]
             index = np.full(n * n, len(upper), dtype=np.intp)

@@ -213,6 +213,7 @@ import multiprocessing, sys
 from verify.analysis.summary import spectral_reading, spectral_reading_aside
 from verify.model.instance_file import load_instance_file
 loaded = load_instance_file(sys.argv[1])
+print("before", end=" ")  # in the buffer at the fork: printed once (multiprocessing flushes)
 with spectral_reading_aside(loaded) as reading:
     workers = multiprocessing.active_children()
     if sys.argv[2] == "kill":
@@ -234,7 +235,7 @@ def test_spectral_class_is_computed_beside_the_run(kill):
     done = subprocess.run([sys.executable, "-c", SPECTRAL_ASIDE,
                            "claims/examples/two-tokens-symmetric.toml", kill],
                           capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["1", "0", "True"]
+    assert done.stdout.split() == ["before", "1", "0", "True"]
     assert done.stderr == ""
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -63,13 +64,20 @@ RTOL, ATOL = 1e-10, 1e-12
 ROW = "{:<50}{:>9}{:>10}{:>8}{:>8}{:>11}{:>11}"
 
 
-def best_of(repeat: int, fn):
-    """``(minimum wall seconds over repeat calls, last result)``."""
-    times, out = [], None
+CPU: dict = {}  # fn -> minimum CPU seconds of its calls in best_of (this process's own CPU)
+
+
+def best_of(repeat: int, fn, name: str | None = None):
+    """``(minimum wall seconds over repeat calls, last result)``; the minimum CPU seconds of
+    this process over the same calls is left in ``CPU[name or fn]`` (on a loaded machine the
+    wall time also counts the other jobs' share of the cores, the CPU time much less so)."""
+    times, cpus, out = [], [], None
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    CPU[fn if name is None else name] = min(cpus)
     return min(times), out
 
 
@@ -155,7 +163,8 @@ def diffrax_solve(f, y0, T, solver_name, max_steps, repeat=2):
     start = time.perf_counter()
     solve(y0)[0].block_until_ready()
     compiled = time.perf_counter() - start
-    run, (y, steps, ok) = best_of(repeat, lambda: [v.block_until_ready() for v in solve(y0)])
+    run, (y, steps, ok) = best_of(repeat, lambda: [v.block_until_ready() for v in solve(y0)],
+                                  name=f"diffrax {solver_name}")
     return compiled, run, np.asarray(y), int(steps), bool(ok)
 
 
@@ -306,7 +315,7 @@ def heyoka_sphere(x0, T):
     return compiled, seconds, ta.state.reshape(n, d).copy(), int(outcome[3])
 
 
-def sphere_case(repeat: int) -> None:
+def sphere_case(repeat: int, heyoka: bool = True) -> None:
     from scipy.integrate import solve_ivp
 
     inst = sphere_instance()
@@ -322,7 +331,7 @@ def sphere_case(repeat: int) -> None:
     print(f"\nsphere: n = 16, d = 3, β = 1, Q = K = V = I, T = 10^4 (reference: simulate at "
           f"30 digits, frozen at consensus t = {ref.continuation['t_switch']:.3g})")
     print(ROW.format("method", "wall s", "compile s", "steps", "t", "abs err", ""))
-    full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=11))
+    full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=11), name="sphere+est")
     bare_s, bare = best_of(repeat, lambda: simulate(inst, T, checkpoints=11,
                                                     error_estimate=False))
     row("verify simulate, with its error estimate", full_s, "", full.stats["steps"], "1e4",
@@ -341,24 +350,37 @@ def sphere_case(repeat: int) -> None:
             compiled, run, x, steps = diffrax_sphere(x0, T, name)
             row(f"diffrax {name}", run, f"{compiled - run:.2f}", steps, "1e4", err(x))
             times[name] = run
-    if optional("heyoka") is not None:
+    if not heyoka:
+        print("  (heyoka skipped: --no-heyoka)")
+    elif optional("heyoka") is not None:
         compiled, run, x, steps = heyoka_sphere(x0, T)
         row("heyoka Taylor (tol 1e-10)", run, f"{compiled:.2f}", steps, "1e4", err(x))
     if times:
         fastest = min(times, key=times.get)
         print(f"  verify with its estimate / diffrax {fastest}: "
-              f"×{full_s / times[fastest]:.2f}; / SciPy DOP853: ×{full_s / sp_s:.2f}")
-    auto_s, auto = best_of(1, lambda: simulate(inst, T, precision="auto", checkpoints=11))
+              f"×{full_s / times[fastest]:.2f} wall, "
+              f"×{CPU['sphere+est'] / CPU['diffrax ' + fastest]:.2f} CPU; / SciPy DOP853: "
+              f"×{full_s / sp_s:.2f}")
+    def plain():
+        return solve_ivp(f, (0, T), x0.ravel(), method="DOP853", rtol=RTOL, atol=ATOL)
+
+    def digits20():
+        return simulate(inst, T, precision="auto", checkpoints=11)
+
+    sp_s, _ = best_of(repeat, plain)  # again, next to the 20-digit run (the load moves)
+    auto_s, auto = best_of(repeat, digits20)
     row("verify simulate, 20 digits (auto), with estimate", auto_s, "", auto.stats["steps"],
         "1e4", err(auto.state[-1]))
-    print(f"  20 digits with the estimate / plain float64 DOP853: ×{auto_s / sp_s:.1f} "
-          f"(its own estimate {auto.error_estimate:.1e}; the reference has 30 digits)")
+    print(f"  20 digits with the estimate / plain float64 DOP853: ×{auto_s / sp_s:.1f} wall, "
+          f"×{CPU[digits20] / CPU[plain]:.1f} CPU ({CPU[digits20]:.2f} / {CPU[plain]:.2f} s; "
+          f"its own estimate {auto.error_estimate:.1e}; the reference has 30 digits)")
 
 
 # --------------------------------------------------------------------------- cli
 def cli_case(repeat: int) -> None:
     print("\ncli: `verify simulate FILE --json` (a process) against the library call it makes")
-    print(f"{'instance':<40}{'process s':>11}{'library s':>11}{'overhead s':>12}")
+    print(f"{'instance':<40}{'process s':>11}{'library s':>11}{'overhead s':>12}"
+          f"{'process CPU':>13}{'library CPU':>13}{'overhead CPU':>14}")
     with tempfile.TemporaryDirectory() as tmp:
         sphere = Path(tmp) / "sphere.toml"
         sphere.write_text(instance_to_toml(sphere_instance(), {"horizon": "10000"}))
@@ -372,13 +394,25 @@ def cli_case(repeat: int) -> None:
                             if k in ("checkpoints", "precision", "rtol")}
                 return simulate(loaded.instance, horizon, **settings)
 
-            process_s, done = best_of(repeat, lambda command=command: subprocess.run(
-                command, capture_output=True, text=True, cwd=ROOT, check=False))
+            cpus = []
+
+            def process(command=command, cpus=cpus):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                                      check=False)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+                return done
+
+            process_s, done = best_of(repeat, process)
             if done.returncode != 0:
                 print(f"  {path.name}: verify simulate failed: {done.stderr[-300:]}")
             library_s, _ = best_of(repeat, library)
             print(f"{path.name + ' (T = ' + horizon + ')':<40}{process_s:>11.2f}"
-                  f"{library_s:>11.2f}{process_s - library_s:>12.2f}")
+                  f"{library_s:>11.2f}{process_s - library_s:>12.2f}{min(cpus):>13.2f}"
+                  f"{CPU[library]:>13.2f}{min(cpus) - CPU[library]:>14.2f}")
+    print("  (process CPU counts the worker that computes the summary's exact spectral class "
+          "beside the run, on another core when one is free)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,6 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed repeats (minimum kept)")
     parser.add_argument("--heyoka-hd", action="store_true",
                         help="also run heyoka on the 128×128 system (~10 GB, minutes)")
+    parser.add_argument("--no-heyoka", action="store_true",
+                        help="skip heyoka on the sphere too (its compilation of the 16-token "
+                             "system takes minutes, far more on a loaded machine)")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
           f"rtol {RTOL:g}, atol {ATOL:g}")
@@ -394,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         hd_case(4.0, args.repeat, args.heyoka_hd)
         hd_case(15.0, 1, False)
     if args.part in ("sphere", "all"):
-        sphere_case(args.repeat)
+        sphere_case(args.repeat, heyoka=not args.no_heyoka)
     if args.part in ("cli", "all"):
         cli_case(args.repeat)
     return 0

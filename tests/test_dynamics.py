@@ -12,6 +12,7 @@ from verify.flow.exponential import ValueExponential
 from verify.flow.fields import (
     VectorField,
     attention_weights,
+    attention_weights_arb,
     discrete_step_rescaled,
     discrete_step_tokens,
 )
@@ -53,6 +54,90 @@ def test_value_exponential_matches_rigorous_expm(name):
         scaled, growth = E.scaled_float(t)
         reference = flint_expm(V_CASES[name], t)
         assert np.allclose(np.exp(growth) * scaled, reference, rtol=1e-12, atol=1e-12)
+
+
+ARB_CASES = {**V_CASES, "thirds": [["1/3", 0, 0], [0, "1/3", 0], [0, 0, "-1/2"]]}
+
+
+@pytest.mark.parametrize("name", ARB_CASES)
+def test_arb_value_exponential_contains_rigorous_expm(name):
+    """The arb route (an eigen-decomposition by FLINT, P = I exactly for a diagonal V, SymPy's
+    Jordan form for a defective one) gives balls that contain e^{tV} of FLINT's arb_mat.exp."""
+    V, _ = rational_array("V", ARB_CASES[name])
+    E = ValueExponential(V)
+    d = len(V)
+    saved = ctx.prec
+    ctx.prec = 120
+    try:
+        exact = arb_mat(d, d, [arb(Fraction(v).numerator) / Fraction(v).denominator
+                               for v in V.flat])
+        for t in (Fraction(0), Fraction(7, 10), Fraction(3)):
+            rows, growth = E.scaled_rows_arb(arb(t.numerator) / t.denominator,
+                                             arb_mat(d, d, [int(i == j) for i in range(d)
+                                                            for j in range(d)]), 120)
+            truth = (exact * (arb(t.numerator) / t.denominator)).exp()
+            for i in range(d):
+                for j in range(d):  # row i of Ẽ(t)ᵀ times e^{μt}: (e^{tV})_{ji}
+                    ball = rows[i, j] * growth.exp()
+                    assert ball.overlaps(truth[j, i])
+                    assert ball.rad() < 1e-25 * max(1.0, abs(float(truth[j, i].mid())))
+    finally:
+        ctx.prec = saved
+
+
+def _exact_softmax(X: np.ndarray, log_scale: float, mask) -> list:
+    """Softmax weights of the exact scores ``e^L <x_i, x_j>`` (Fractions from the float tokens)
+    by mpmath at 200 digits: an independent route."""
+    n = len(X)
+    S = [[sum((Fraction(a) * Fraction(b) for a, b in zip(X[i], X[j], strict=True)), Fraction(0))
+          for j in range(n)] for i in range(n)]
+    with mpmath.workdps(200):
+        scale = mpmath.exp(mpmath.mpf(log_scale))
+        out = []
+        for i in range(n):
+            row = [mpmath.exp(scale * mpmath.mpf(S[i][j].numerator) / S[i][j].denominator)
+                   if mask is None or mask[i, j] else mpmath.mpf(0) for j in range(n)]
+            total = sum(row)
+            out.append([w / total for w in row])
+        return out
+
+
+@pytest.mark.parametrize("sphere", [True, False])
+@pytest.mark.parametrize("log_scale", [0.0, 2.5])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_arb_softmax_balls_contain_the_exact_weights(sphere, log_scale, symmetric):
+    """Every ball of the arb softmax contains the exact weight (mpmath at 200 digits from the
+    exact scores), with the pair exponentials shared between rows (``symmetric``, used when
+    every row's largest score is within e^{-L} of the largest: tokens on the sphere) or not; a
+    weight set to 0 is below the working precision. The two routes give midpoints within a few
+    units of the working precision of each other."""
+    rng = np.random.default_rng(int(sphere) + 2 * int(symmetric) + int(4 * log_scale))
+    for trial in range(6):
+        n = int(rng.integers(2, 9))
+        X = rng.standard_normal((n, 3))
+        if sphere:
+            X /= np.linalg.norm(X, axis=1, keepdims=True)
+        mask = None if trial % 2 else np.tril(np.ones((n, n), dtype=bool)) | np.eye(n, dtype=bool)
+        if mask is not None and symmetric:
+            mask = mask | mask.T
+        exact = _exact_softmax(X, log_scale, mask)
+        saved = ctx.prec
+        ctx.prec = 99
+        try:
+            Xa = arb_mat([[arb(float(v)) for v in row] for row in X])
+            L = 0 if log_scale == 0 else arb(log_scale)
+            P = attention_weights_arb(Xa * Xa.transpose(), L, "softmax", mask, symmetric)
+            plain = attention_weights_arb(Xa * Xa.transpose(), L, "softmax", mask, False)
+            for i in range(n):
+                for j in range(n):
+                    truth, ball = exact[i][j], P[i, j]
+                    if ball == 0:
+                        assert truth < mpmath.mpf(2) ** -(ctx.prec + 20)
+                        continue
+                    assert ball.overlaps(arb(mpmath.nstr(truth, 60), 1e-55)), (i, j, ball, truth)
+                    assert abs(float((ball - plain[i, j]).mid())) <= 2.0 ** -85
+        finally:
+            ctx.prec = saved
 
 
 @pytest.mark.parametrize("name", ["hyperplanes-2d", "rotation-dominant", "jordan"])

@@ -208,6 +208,37 @@ def test_cli_simulate(capsys, tmp_path):
     assert load_trajectory(tmp_path / "t.npz").n == 20
 
 
+SPECTRAL_ASIDE = """
+import multiprocessing, sys
+from verify.analysis.summary import spectral_reading, spectral_reading_aside
+from verify.model.instance_file import load_instance_file
+loaded = load_instance_file(sys.argv[1])
+print("before", end=" ")  # in the buffer at the fork: printed once (multiprocessing flushes)
+with spectral_reading_aside(loaded) as reading:
+    workers = multiprocessing.active_children()
+    if sys.argv[2] == "kill":
+        for worker in workers:
+            worker.kill()
+    line = reading()
+print(len(workers), len(multiprocessing.active_children()), line == spectral_reading(loaded))
+"""
+
+
+@pytest.mark.parametrize("kill", ["keep", "kill"])
+def test_spectral_class_is_computed_beside_the_run(kill):
+    """`verify simulate` forks a worker for the summary's exact spectral class before the run
+    (in a fresh process: one thread, so a fork is safe) and stops it after; the line is the
+    one computed in the process, also when the worker is killed (it is computed again)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SPECTRAL_ASIDE,
+                           "claims/examples/two-tokens-symmetric.toml", kill],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["before", "1", "0", "True"]
+    assert done.stderr == ""
+
+
 def test_cli_errors(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[model]\nV = [[1, 0]]\n[tokens]\nx0 = [[1, 0]]\n")

@@ -371,20 +371,27 @@ def _simulate(args: argparse.Namespace) -> int:
     checked = _positive_horizon(horizon, what, args.allow_large, bounded)
     if not bounded:
         _check_growth(loaded.instance, checked, precision, args.file, args.allow_large)
-    from verify.analysis.summary import format_summary, simulation_summary  # start-up
+    from verify.analysis.summary import (  # start-up
+        format_summary,
+        simulation_summary,
+        spectral_reading_aside,
+    )
     from verify.flow.simulate import simulate  # start-up
 
     settings.setdefault("progress", True)  # a line on stderr every 10 s of a long run
-    try:
-        with stop_on_signals((signal.SIGINT, signal.SIGTERM)):
-            traj = simulate(loaded.instance, horizon, **settings)
-    except ArithmeticError as exc:  # an overflow the checks above did not foresee
-        print(f"verify: the integration failed: {type(exc).__name__}: {exc} (entries too large "
-              "for the precision? try --precision auto or a shorter horizon).", file=sys.stderr)
-        return 1
-    if args.save:
-        traj.save(args.save)
-    summary = simulation_summary(loaded, traj, tolerance)
+    # the summary's exact spectral class (seconds for a large V) is computed beside the run
+    with spectral_reading_aside(loaded) as spectral:
+        try:
+            with stop_on_signals((signal.SIGINT, signal.SIGTERM)):
+                traj = simulate(loaded.instance, horizon, **settings)
+        except ArithmeticError as exc:  # an overflow the checks above did not foresee
+            print(f"verify: the integration failed: {type(exc).__name__}: {exc} (entries too "
+                  "large for the precision? try --precision auto or a shorter horizon).",
+                  file=sys.stderr)
+            return 1
+        if args.save:
+            traj.save(args.save)
+        summary = simulation_summary(loaded, traj, tolerance, spectral)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0 if traj.success else 1
 

@@ -9,6 +9,12 @@ Examples
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 from verify.analysis.end_certificates import leader_map_at
@@ -19,7 +25,8 @@ from verify.exact.spectral import spectral_summary
 from verify.flow.trajectory import Trajectory
 from verify.model.instance_file import InstanceFile
 
-__all__ = ["position_clusters", "simulation_summary", "format_summary"]
+__all__ = ["position_clusters", "simulation_summary", "format_summary", "spectral_reading",
+           "spectral_reading_aside"]
 
 
 def position_clusters(points: np.ndarray, tolerance: float) -> list[list[int]]:
@@ -43,6 +50,74 @@ def spectral_reading(loaded: InstanceFile) -> str | None:
     if not model.single_head:
         return None
     return spectral_summary(model.beta * model.Q, model.K, model.V)
+
+
+def _reading_worker(loaded: InstanceFile, conn) -> None:
+    """The worker of :func:`spectral_reading_aside`: a Ctrl-C is the parent's to handle (the
+    terminal sends it to the whole process group), and the parent's terminate() stops it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        line = spectral_reading(loaded)
+    except Exception:  # the parent computes it again and reports the error as it would
+        return
+    conn.send(line)
+
+
+@contextmanager
+def spectral_reading_aside(loaded: InstanceFile) -> Iterator[Callable[[], str | None]]:
+    """:func:`spectral_reading` computed beside the run: a worker process is forked on entry,
+    the function yielded waits for its line, and the worker is stopped on exit.
+
+    The exact class of a large ``V`` costs seconds (``d = 128``: a characteristic polynomial of
+    degree 128 factored over ℚ and its roots isolated, ~4 CPU s; SymPy's import for exact roots
+    of small factors, ~0.5 s), and ``verify simulate`` needs it only once the run is over: on a
+    second core it is done by then. A fork imports nothing again and pickles nothing but the
+    line. Where no fork is safe (no ``fork`` start method, or other threads running, whose locks
+    a fork would copy held) or the worker fails, the line is computed in this process when asked
+    for: the same line, later.
+
+    Examples
+    --------
+    >>> from verify.model import Instance, Model
+    >>> from verify.model.instance_file import InstanceFile
+    >>> loaded = InstanceFile(Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0]]), {}, "example")
+    >>> with spectral_reading_aside(loaded) as reading:
+    ...     pass  # the run
+    >>> reading()
+    'V = I'
+    """
+    process = conn = None
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        conn, child = multiprocessing.Pipe(duplex=False)
+        process = multiprocessing.get_context("fork").Process(
+            target=_reading_worker, args=(loaded, child), daemon=True)
+        try:
+            process.start()
+        except OSError:  # no process to be had (a limit on processes, no memory): inline
+            process = None
+        child.close()
+    done: list = []
+
+    def reading() -> str | None:
+        if not done:
+            line = None
+            if process is not None:
+                try:
+                    line = (conn.recv(),)
+                except (EOFError, OSError):  # the worker died (killed, out of memory) or failed
+                    pass
+            done.append(line[0] if line else spectral_reading(loaded))
+        return done[0]
+
+    try:
+        yield reading
+    finally:
+        if process is not None:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+            conn.close()
 
 
 def _why_no_estimate(status: str) -> str:
@@ -117,10 +192,12 @@ def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -
     return reading
 
 
-def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float) -> dict:
+def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float,
+                       spectral: Callable[[], str | None] | None = None) -> dict:
     """Plain data for ``verify simulate``: run facts, spectral class, final tokens, clusters,
     attention, leaders and the hardmax attention at the horizon (the limit only where a
-    certificate says so)."""
+    certificate says so). ``spectral`` returns the spectral class (default: computed here; see
+    :func:`spectral_reading_aside`)."""
     final = traj.z[-1] if traj.z is not None else traj.state[-1]
     summary = {
         "instance": loaded.instance.name,
@@ -134,7 +211,7 @@ def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float)
         "clusters": {"tolerance": tolerance, "groups": position_clusters(final, tolerance)},
         "final_attention": traj.attention[-1].tolist(),
         "agreeing_digits": None if traj.digits is None else traj.digits.tolist(),
-        "spectral_class": spectral_reading(loaded),
+        "spectral_class": spectral() if spectral is not None else spectral_reading(loaded),
         "hardmax": attention_reading(traj, mask=loaded.instance.model.mask_for(traj.n),
                                      instance=loaded.instance),
     }

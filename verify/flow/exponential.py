@@ -149,8 +149,15 @@ class ValueExponential:
         return self._arb_cache[bits]
 
     def _decompose_arb(self, bits: int):
-        from flint import acb_mat, fmpq
+        from flint import acb, acb_mat, fmpq
 
+        d = self.d
+        if all(self.V_exact[i, j] == 0 for i in range(d) for j in range(d) if i != j):
+            # diagonal V (V = λI above all): P = I exactly. acb_mat.eig cannot isolate a
+            # repeated eigenvalue, and SymPy's Jordan form (~0.3 s to import) is not needed
+            identity = acb_mat(d, d, [int(i == j) for i in range(d) for j in range(d)])
+            lam = [acb(fmpq(v.numerator, v.denominator)) for v in np.diagonal(self.V_exact)]
+            return lam, identity, identity, None
         if self.kind == "jordan":
             result = self._jordan(digits=int(bits * 0.302) + 10, to="arb")
         else:

@@ -33,6 +33,7 @@ array([[1., 0.],
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -47,6 +48,7 @@ from verify.numerics import Arb, Backend
 __all__ = [
     "attention_weights",
     "attention_weights_arb",
+    "softmax_terms_arb",
     "VectorField",
     "EigenRescaledField",
     "discrete_step_tokens",
@@ -110,7 +112,7 @@ _ZERO, _ONE = arb(0), arb(1)
 
 
 def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
-                          mask: np.ndarray | None = None):
+                          mask: np.ndarray | None = None, symmetric: bool = False):
     """The same kernel in ball arithmetic: ``arb_mat`` scores, ``arb`` log-scale (``arb`` has
     unbounded exponents, so nothing overflows).
 
@@ -118,44 +120,121 @@ def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
     (estimated in float64 as ``L + log(m_i − S̃_ij)``; the factor 2 absorbs that estimate's
     rounding) is set to 0 without evaluating it: it is smaller than ``2^{-(prec+20)}`` while the
     row's largest weight is 1, so it is below the working precision.
+
+    ``symmetric``: the caller knows the exact scores are symmetric (``QᵀK`` symmetric, a
+    symmetric mask or none); see :func:`softmax_terms_arb` for what it saves.
     """
     n = scaled_scores.nrows()
-    entries = scaled_scores.entries()
-    unscaled = isinstance(log_scale, (int, float)) and log_scale == 0
-    factor = _ONE if unscaled else log_scale.exp()
-    allowed = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if kind == "unnormalised":
+        factor = _ONE if _unscaled(log_scale) else log_scale.exp()
+        allowed = np.ones(n * n, dtype=bool) if mask is None else np.asarray(mask, bool).flat
         scaled = (scaled_scores * factor).entries()
         return arb_mat(n, n, [(v.exp() / n if ok else _ZERO)
-                              for v, ok in zip(scaled, allowed.flat, strict=True)])
-    # The decisions (which entry leads its row, which weights are needed) are read off the
-    # midpoints in float64, vectorised; only the needed weights are evaluated in balls.
-    mids = np.fromiter(map(float, entries), dtype=float, count=n * n).reshape(n, n)
-    mids[~allowed] = -np.inf
-    best = np.argmax(mids, axis=1)             # the first largest allowed entry of each row
-    tops = mids[np.arange(n), best][:, None]
-    best = best.tolist()
+                              for v, ok in zip(scaled, allowed, strict=True)])
     if kind == "hardmax":
-        winners = allowed & (mids == tops)
+        mids, allowed = _midpoints(scaled_scores, mask)
+        winners = allowed & (mids == mids.max(axis=1, keepdims=True))
         shares = [_ONE / int(c) for c in winners.sum(axis=1)]
         return arb_mat(n, n, [shares[k // n] if w else _ZERO
                               for k, w in enumerate(winners.flat)])
-    gap = tops - mids                          # ≥ 0, +inf where masked out
+    weights, needed, _ = softmax_terms_arb(scaled_scores, log_scale, mask, symmetric)
+    return _normalised(weights, needed, n)
+
+
+def _normalised(weights: list, needed: list[int], n: int):
+    """``P_ij = w_ij / Σ_l w_il`` as an ``arb_mat`` (rows summed left to right)."""
+    totals = [sum(weights[i * n:(i + 1) * n], _ZERO) for i in range(n)]
+    for k in needed:
+        weights[k] = weights[k] / totals[k // n]
+    return arb_mat(n, n, weights)
+
+
+def _unscaled(log_scale) -> bool:
+    return isinstance(log_scale, (int, float)) and log_scale == 0
+
+
+def _midpoints(scaled_scores, mask, entries=None) -> tuple[np.ndarray, np.ndarray]:
+    """The scores' midpoints in float64 (``-inf`` where masked out) and the allowed pairs."""
+    n = scaled_scores.nrows()
+    entries = scaled_scores.entries() if entries is None else entries
+    mids = np.fromiter(map(float, entries), dtype=float, count=n * n).reshape(n, n)
+    allowed = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    mids[~allowed] = -np.inf
+    return mids, allowed
+
+
+@functools.lru_cache(maxsize=8)
+def _pairs(n: int) -> tuple[list[int], list[int]]:
+    """The flat indices of the pairs ``i ≤ j`` of an ``n×n`` matrix, and for every entry the
+    position of its pair in that list."""
+    upper = np.flatnonzero(np.triu(np.ones((n, n), dtype=bool)))
+    position = np.zeros(n * n, dtype=np.intp)
+    position[upper] = np.arange(len(upper))
+    position = np.maximum(position.reshape(n, n), position.reshape(n, n).T)
+    return upper.tolist(), position.ravel().tolist()
+
+
+def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
+                      symmetric: bool = False) -> tuple[list, list[int], bool]:
+    r"""The softmax weights before their row normalisation, in balls: ``(w, needed, shared)``
+    with ``P_ij = w_ij / Σ_l w_il`` (``w`` row-major, ``n²`` entries, exact 0 where not needed;
+    ``needed``: the flat indices evaluated).
+
+    Each row is shifted by its largest score: ``w_ij = e^{e^L (S̃_ij − m_i)}``, one ball ``exp``
+    per needed weight. The decisions (which entry leads its row, which weights are needed) are
+    read off the midpoints in float64, vectorised.
+
+    ``symmetric`` (the caller knows the exact scores are symmetric): where every row's largest
+    midpoint is within ``e^{-L}`` of the largest of all, ``c``, every row is shifted by the one
+    exact number ``c`` instead (``shared`` is then True): ``w_ij = e^{e^L (S̃_ij − c)} = w_ji``,
+    so the exponential of the pair ``(i, j)`` serves both rows — one ball ``exp`` per pair instead
+    of two. The ball of ``S̃_ij`` contains the true ``S̃_ij = S̃_ji``, and a shift cancels in the
+    ratio, so every weight still contains the truth; the rounding of ``e^L (S̃_ij − c)`` is that of
+    ``e^L (S̃_ij − m_i)`` plus at most one unit of the working precision (on the sphere every
+    ``m_i = |x_i|² = 1``).
+    """
+    n = scaled_scores.nrows()
+    entries = scaled_scores.entries()
+    unscaled = _unscaled(log_scale)
+    factor = _ONE if unscaled else log_scale.exp()
+    mids, allowed = _midpoints(scaled_scores, mask, entries)
+    best = np.argmax(mids, axis=1)             # the first largest allowed entry of each row
+    tops = mids[np.arange(n), best]
+    gap = tops[:, None] - mids                 # ≥ 0, +inf where masked out
     log_cutoff = math.log(2 * (ctx.prec + 20) * math.log(2))
     log_factor = 0.0 if unscaled else float(log_scale.mid())
-    with np.errstate(divide="ignore"):         # is the weight above the working precision?
-        needed = allowed & ((gap <= 0) | (log_factor + np.log(gap) < log_cutoff))
-    weights, totals = [_ZERO] * (n * n), [_ZERO] * n
+    if unscaled:                               # is the weight above the working precision?
+        needed = allowed & (gap < math.exp(log_cutoff))
+    else:
+        with np.errstate(divide="ignore"):
+            needed = allowed & ((gap <= 0) | (log_factor + np.log(gap) < log_cutoff))
     evaluated = np.flatnonzero(needed).tolist()  # row by row, left to right
+    if symmetric and log_factor <= 700 and float(tops.max() - tops.min()) * math.exp(
+            log_factor) <= 1.0:
+        top = int(np.argmax(tops))
+        shift = entries[top * n + int(best[top])].mid()    # exact: cancels in every row
+        upper, position = _pairs(n)
+        if len(evaluated) < n * n:                         # a mask, or weights below precision
+            pairs = needed | needed.T
+            upper = [k for k in upper if pairs.flat[k]]
+            index = np.full(n * n, len(upper), dtype=np.intp)
+            index[upper] = np.arange(len(upper))
+            index = np.minimum(index.reshape(n, n), index.reshape(n, n).T)
+            index[~needed] = len(upper)
+            position = index.ravel().tolist()
+        exponents = [entries[k] - shift for k in upper]
+        if not unscaled:
+            exponents = [x * factor for x in exponents]
+        values = [x.exp() for x in exponents]
+        values.append(_ZERO)                               # where a weight is not needed
+        return [values[p] for p in position], evaluated, True
+    weights = [_ZERO] * (n * n)
+    best = best.tolist()
     for k in evaluated:
         i = k // n
         exponent = entries[k] - entries[i * n + best[i]]       # × e^L: e^L (S̃_ij − m_i) ≤ 0
-        w = (exponent if unscaled else exponent * factor).exp()
-        weights[k] = w
-        totals[i] = totals[i] + w
-    for k in evaluated:
-        weights[k] = weights[k] / totals[k // n]
-    return arb_mat(n, n, weights)
+        weights[k] = (exponent if unscaled else exponent * factor).exp()
+    return weights, evaluated, False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,14 +273,18 @@ def _row_normalise_arb(X):
 
 def _tangent_arb(X, Vel):
     """Velocity minus its radial part: ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere)."""
-    rows = []
-    for i in range(X.nrows()):
-        x = [X[i, j] for j in range(X.ncols())]
-        v = [Vel[i, j] for j in range(X.ncols())]
-        coef = sum((a * b for a, b in zip(v, x, strict=True)), 0 * x[0]) / sum(
-            (a * a for a in x), 0 * x[0])
-        rows.append([b - coef * a for a, b in zip(x, v, strict=True)])
-    return arb_mat(rows)
+    n, d = X.nrows(), X.ncols()
+    xs, vs = X.entries(), Vel.entries()
+    out = []
+    for i in range(0, n * d, d):
+        x, v = xs[i:i + d], vs[i:i + d]
+        dot, norm = v[0] * x[0], x[0] * x[0]
+        for a in range(1, d):
+            dot += v[a] * x[a]
+            norm += x[a] * x[a]
+        coef = dot / norm
+        out += [b - coef * a for a, b in zip(x, v, strict=True)]
+    return arb_mat(n, d, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,6 +323,11 @@ class VectorField:
         self.rescaled = model.rescaled
         self.exponential = ValueExponential(model.V) if self.rescaled else None
         self.nfev = 0
+        # exactly symmetric scores (QᵀK symmetric, a symmetric mask): the arb softmax shares
+        # the exponential of a pair between its two rows
+        symmetric_mask = self.mask is None or bool(np.array_equal(self.mask, self.mask.T))
+        self._symmetric = [symmetric_mask and bool(np.all(B == B.T))
+                           for B in (h.B for h in model.heads)] if self.arb else None
         if self.arb:
             with backend.working_precision():
                 self._heads = [(backend.from_exact(h.V).transpose(),
@@ -274,8 +362,28 @@ class VectorField:
         """The attention matrix ``A`` (``P`` for softmax) at time ``t``."""
         scaled, log_scale = self.scores(t, state, head)
         if self.arb:
-            return attention_weights_arb(scaled, log_scale, self.model.attention, self.mask)
+            return attention_weights_arb(scaled, log_scale, self.model.attention, self.mask,
+                                         self._symmetric[head])
         return attention_weights(scaled, log_scale, self.model.attention, self.mask)
+
+    def _attend(self, t, state, Y, head: int = 0):
+        """``A Y`` for the attention matrix ``A`` of ``head`` at ``t``. In arb, where the softmax
+        shares the exponential of a pair between its rows (:func:`softmax_terms_arb`), the row
+        normalisation is applied to the ``n×d`` product: ``(w Y)_i / Σ_l w_il``."""
+        if not self.arb:
+            return self.attention(t, state, head) @ Y
+        if self.model.attention != "softmax":
+            return self.attention(t, state, head) * Y
+        scaled, log_scale = self.scores(t, state, head)
+        weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
+                                                    self._symmetric[head])
+        n = scaled.nrows()
+        if not shared:
+            return _normalised(weights, needed, n) * Y
+        W = arb_mat(n, n, weights)
+        totals = (W * arb_mat(n, 1, [1] * n)).entries()
+        d = Y.ncols()
+        return arb_mat(n, d, [v / totals[k // d] for k, v in enumerate((W * Y).entries())])
 
     def _attention_input(self, X):
         if not self.model.pre_ln:
@@ -295,16 +403,13 @@ class VectorField:
             state = state.mid()
         if self.rescaled:
             Vt, _ = self._heads[0]
-            A = self.attention(t, state)
             W = state * Vt if self.arb else state @ Vt
             # Σ_j A_ij V z_j − V z_i  (= Σ_j P_ij V (z_j − z_i) when rows of A sum to 1)
-            out = A * W - W if self.arb else A @ W - W
-            return self._mlp_apply(out)
+            return self._mlp_apply(self._attend(t, state, W) - W)
         values = self._attention_input(state)
         total = None
         for index, (Vt, _) in enumerate(self._heads):
-            A = self.attention(t, state, index)
-            term = A * (values * Vt) if self.arb else A @ (values @ Vt)
+            term = self._attend(t, state, values * Vt if self.arb else values @ Vt, index)
             total = term if total is None else total + term
         total = self._mlp_apply(total)
         if self.model.on_sphere:

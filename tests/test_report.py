@@ -20,6 +20,7 @@ from verify.report.results import (
     RESULTS_SCHEMA,
     SCHEMA_VERSION,
     load_results,
+    report_side_jobs,
     results_problems,
     validate_results,
     write_reports,
@@ -258,3 +259,32 @@ def test_no_character_of_the_report_is_a_missing_glyph_box(report, tmp_path):
             if any(abs(cell(row, k) - b).max() < 0.02 for b in boxes):
                 missing.append(f"U+{ord(c):04X} {c!r} ({'MathML' if row else 'text'})")
     assert missing == [], f"drawn as a missing-glyph box: {missing}"
+
+
+def test_figures_drawn_alongside_the_checks_are_the_report_s_own(report, monkeypatch):
+    """The claims' figures drawn in the run's side jobs, as each claim is judged, are those the
+    report would draw afterwards: the report asks to draw only the dependency graph (it needs
+    every verdict), and its HTML is the one drawn from results.json alone."""
+    from verify.report import html as report_html
+
+    first, _ = report  # its report filled the paper-figure cache that this run shares
+    out = first.out_dir.parent / "20261101T000001Z-abcdef"
+    claims = load_claims(DATA)
+    run = run_claims(claims, out_dir=out, executor=InlineExecutor(), progress=False,
+                     run_id=out.name, side_jobs=report_side_jobs(claims, out))
+    assert {k for k in run.side if k[0] == "claim"} == {
+        ("claim", c.id) for c in claims if c.id not in ("tiny-out-of-scope", "tiny-raises")}
+    drawing = report_html.draw_figures
+    asked: list = []
+    monkeypatch.setattr(report_html, "draw_figures",
+                        lambda jobs: asked.extend(jobs) or drawing(jobs))
+    paths = write_reports(run)
+    assert asked == [("graph",)]
+    monkeypatch.setattr(report_html, "draw_figures", drawing)
+    again = report_html.render_html(load_results(paths["results.json"]), run_dir=out,
+                                    cache_dir=out.parent / ".cache")
+
+    def undated(text: str) -> str:  # the SVG of the graph carries the time it was drawn
+        return re.sub(r"<dc:date>[^<]*</dc:date>", "", text)
+
+    assert undated(paths["report.html"].read_text(encoding="utf-8")) == undated(again)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+from concurrent.futures import Executor
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from verify.run import (
     longer_checkpoints,
     new_run_id,
     run_claims,
+    run_task,
 )
+from verify.run._runner import _tasks, expected_cost
 
 CONCLUSIONS_MODULE = load_conclusions()
 
@@ -284,3 +287,51 @@ def test_cli_bad_usage_exits_2_with_a_message(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", "--precision", "lots"])
     assert exc.value.code == 2
+
+
+class _OneAtATime(Executor):
+    """Runs each job at once, like :class:`InlineExecutor`, but declares one worker (so the
+    runner keeps only two jobs submitted) and records what it was given, in order."""
+
+    workers = 1
+
+    def __init__(self) -> None:
+        self.given: list = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.given.append(args[0].key if fn is run_task else ("side", fn.__name__, args))
+        return InlineExecutor().submit(fn, *args, **kwargs)
+
+
+def test_side_jobs_go_ahead_of_the_instances_not_yet_started(claims, tmp_path):
+    seen: list = []
+
+    def side_jobs(claim, records):
+        if claim is None:
+            return {"start": (pow, (2, 10)), "fails": (int, ("not a number",))}
+        seen.append((claim.id, sorted(r["key"] for r in records)))
+        return {("claim", claim.id): (len, (records,))}
+
+    pool = _OneAtATime()
+    selected = [claims["tiny-holds"], claims["tiny-refuted"]]
+    run = run_claims(selected, out_dir=tmp_path / "s", executor=pool, progress=False,
+                     side_jobs=side_jobs)
+    assert run.side == {"start": 1024, ("claim", "tiny-holds"): 3, ("claim", "tiny-refuted"): 1}
+    assert sorted(seen) == [("tiny-holds", sorted(run.records)[:3]),
+                            ("tiny-refuted", sorted(run.records)[3:])]  # once, when all done
+    assert [g[1] for g in pool.given[:2]] == ["pow", "int"]  # the start's jobs first
+    instances = [g for g in pool.given if isinstance(g, str)]
+    for claim_id, keys in seen:  # a claim's job precedes every instance submitted after it
+        done = max(instances.index(k) for k in keys)
+        job = next(i for i, g in enumerate(pool.given) if not isinstance(g, str)
+                   and g[2] and isinstance(g[2][0], list) and g[2][0][0]["claim"] == claim_id)
+        assert all(pool.given.index(k) < job for k in instances[:done + 1])
+        assert all(pool.given.index(k) > job for k in instances[done + 3:])
+
+
+def test_instances_start_longest_first(claims, tmp_path):
+    pool = _OneAtATime()
+    run = run_claims(claims.values(), out_dir=tmp_path / "o", executor=pool, progress=False)
+    tasks = {t.key: t for t in _tasks(run.claims, None, None, None, None)}
+    costs = [expected_cost(tasks[key]) for key in pool.given]
+    assert costs == sorted(costs, reverse=True) and len(set(costs)) > 1

@@ -509,17 +509,19 @@ def _run(args: argparse.Namespace) -> int:
                               "give the directory of the claim files.")
     _check_families_memory(selected, args.precision, args.allow_large)
     _prepare_out_dir(args.resume or args.out, "--resume" if args.resume else "--out")
-    from verify.report.results import build_results, write_reports  # matplotlib: after checks
+    from verify.report.results import build_results, report_side_jobs, write_reports
 
     if not args.resume:
         out_dir = Path(args.out) / new_run_id({"ids": ids})
     budget = _cluster_settings(args)
     executor = _executor(args)
-    try:
+    try:  # the report's figures are drawn alongside the checks (side jobs)
         run = run_claims(selected, instances=args.instances, seed=args.seed,
                          precision=args.precision, horizon=args.horizon, out_dir=out_dir,
                          resume=bool(args.resume), executor=executor, budget=budget,
-                         run_id=None if args.resume else out_dir.name)
+                         run_id=None if args.resume else out_dir.name,
+                         side_jobs=report_side_jobs(selected, out_dir,
+                                                    figures=not args.no_figures))
     except KeyboardInterrupt as exc:
         exc.hint = _resume_hint(out_dir, args)
         raise
@@ -542,7 +544,8 @@ def _run(args: argparse.Namespace) -> int:
             grades = f" [{res.grades_text}]" if res.grades["proved"] else ""
             print(f"{res.claim:<{width}}  {res.text}{grades}{flag}{_bases_text(res)}")
         print(f"report: {paths['report.html']}  ({run.seconds + report_seconds:.1f} s: "
-              f"{run.seconds:.1f} s of checks, {report_seconds:.1f} s writing the report"
+              f"{run.seconds:.1f} s of checks and figures, {report_seconds:.1f} s writing the "
+              "report"
               + (f"; {run.resumed} instances resumed" if run.resumed else "") + ")")
     return run.exit_code
 

@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import html
 
 from verify.errors import OutOfScope
@@ -47,35 +48,90 @@ CLAIM_ID = "real-heads"  #: the claim whose presence in a run adds the section
 _DONE: dict = {}
 
 
-def _compute(claim) -> dict:
-    family = next((f for f in claim.families if f.kind == "weights"), None)
+@functools.lru_cache(maxsize=2)
+def _weights(source: str | None):
+    return load_weights(source)
+
+
+def _family(claim):
+    return next((f for f in claim.families if f.kind == "weights"), None)
+
+
+def classes_part(source: str | None, layer: int) -> list:
+    """The classes of every head of one layer (the head table and the spectra)."""
+    weights = _weights(source)
+    return classify_heads(weights, heads=[(layer, h) for h in range(weights.n_heads)])
+
+
+def dynamics_part(source: str | None, sentence: str, head: str, variant: str,
+                  horizon: float) -> dict:
+    """:func:`~verify.weights._dynamics.sentence_dynamics` of ``head`` (``"layer.head"``) on
+    ``sentence``."""
+    weights = _weights(source)
+    words, ids = tokenize(weights, sentence)
+    layer, index = (int(v) for v in head.split("."))
+    return sentence_dynamics(head_weights(weights, layer, index), embed(weights, ids), words,
+                             variant=variant, horizon=horizon)
+
+
+def weights_side_jobs(claim) -> dict:
+    """The section's computations as independent jobs ``{key: (function, args)}`` (the run
+    does them alongside the checks: :func:`verify.report.results.report_side_jobs`); ``{}``
+    when the weights are not installed or the claim has no weights family."""
+    family = _family(claim)
     if family is None:
         return {}
     try:
-        weights = load_weights(family.source)
-        words, ids = tokenize(weights, family.sentence)
+        weights = _weights(family.source)
+    except OutOfScope:
+        return {}
+    jobs = {("weights", "dynamics", variant): (dynamics_part, (
+        family.source, family.sentence, family.heads[0], variant, float(family.horizon)))
+        for variant in ("plain", "sphere")}
+    jobs.update({("weights", "classes", layer): (classes_part, (family.source, layer))
+                 for layer in range(weights.n_layers)})
+    return jobs
+
+
+def _compute(claim, ahead: dict | None = None) -> dict:
+    """The section's data; the parts in ``ahead`` (results of :func:`weights_side_jobs`, by
+    key) are not computed again."""
+    family = _family(claim)
+    if family is None:
+        return {}
+    try:
+        weights = _weights(family.source)
+        words, _ = tokenize(weights, family.sentence)
     except OutOfScope as exc:
         return {"available": False, "reason": str(exc)}
-    classes = classify_heads(weights, jobs=2)
-    layer, head = (int(v) for v in family.heads[0].split("."))
-    hw, x = head_weights(weights, layer, head), embed(weights, ids)
-    dynamics = sentence_dynamics(hw, x, words, variant="plain", horizon=float(family.horizon))
-    sphere = sentence_dynamics(hw, x, words, variant="sphere", horizon=float(family.horizon))
+    done = dict(ahead or {})
+    missing = [layer for layer in range(weights.n_layers) if ("weights", "classes", layer)
+               not in done]
+    found = iter(classify_heads(weights, heads=[(layer, h) for layer in missing
+                                                for h in range(weights.n_heads)], jobs=2))
+    for layer in missing:
+        done["weights", "classes", layer] = [next(found) for _ in range(weights.n_heads)]
+    for key, (function, args) in weights_side_jobs(claim).items():
+        if key not in done:
+            done[key] = function(*args)
+    classes = [c for layer in range(weights.n_layers) for c in done["weights", "classes", layer]]
     return {"available": True, "source": weights.source, "counts": count_classes(classes),
             "counts_text": counts_sentence(classes), "table": head_table_markdown(classes),
             "heads": [c.to_json() for c in classes], "sentence": family.sentence,
-            "dynamics": dynamics, "sphere": sphere}
+            "dynamics": done["weights", "dynamics", "plain"],
+            "sphere": done["weights", "dynamics", "sphere"]}
 
 
 def real_weights_part(run) -> dict:
-    """``{"real_weights": {...}}`` for a run that judged ``real-heads``, else ``{}``."""
+    """``{"real_weights": {...}}`` for a run that judged ``real-heads``, else ``{}`` (the parts
+    computed alongside the checks, in ``run.side``, are used as they are)."""
     claim = next((c for c in run.claims if c.id == CLAIM_ID), None)
     if claim is None:
         return {}
     key = (run.run_id, claim.sha256)
     if key not in _DONE:
         _DONE.clear()
-        _DONE[key] = _compute(claim)
+        _DONE[key] = _compute(claim, getattr(run, "side", None))
     return {"real_weights": _DONE[key]} if _DONE[key] else {}
 
 

@@ -341,24 +341,52 @@ def _decisive(data: dict, claim_id: str, verdict: str, run_dir: Path | None) -> 
     return dict(record, replay_toml=replay) if replay else record
 
 
+def claim_figure_job(data: dict, claim: dict, verdict: str, run_dir: Path | None) -> tuple | None:
+    """The figure job ``(maker, args)`` of one claim (its decisive instance, from
+    ``data["instances"]``), or ``None`` when it has none to draw."""
+    decisive = _decisive(data, claim["id"], verdict, run_dir)
+    if decisive is None or not (decisive.get("instance_toml") or decisive.get("replay_toml")) \
+            or decisive.get("exception"):
+        return None
+    return default_figures, (decisive, claim)
+
+
+def paper_figure_jobs() -> dict:
+    """The jobs of the paper's figures (fixed and seeded: they depend on nothing in a run)."""
+    return {("paper", i): (maker, ()) for i, maker in enumerate(PAPER_FIGURES)}
+
+
 def _figure_jobs(data: dict, check: bool, run_dir: Path | None = None) -> dict:
     """Every figure of the report as a job: the paper's figures (slowest, first), the claims'
     decisive instances, the dependency graph."""
     verdicts = {v["claim"]: v for v in data["verdicts"]}
-    jobs: dict = {}
-    if not check:
-        jobs.update({("paper", i): (maker, ()) for i, maker in enumerate(PAPER_FIGURES)})
+    jobs: dict = {} if check else paper_figure_jobs()
     for c in data["claims"]:
-        decisive = _decisive(data, c["id"], verdicts[c["id"]]["verdict"], run_dir)
-        if decisive is not None and (decisive.get("instance_toml") or
-                                     decisive.get("replay_toml")) \
-                and not decisive.get("exception"):
-            jobs[("claim", c["id"])] = (default_figures, (decisive, c))
+        job = claim_figure_job(data, c, verdicts[c["id"]]["verdict"], run_dir)
+        if job is not None:
+            jobs[("claim", c["id"])] = job
     if data.get("real_weights", {}).get("available"):
         jobs[("weights",)] = (weights_figures, (data["real_weights"],))
     jobs[("graph",)] = (dependency_figures, ({c["id"]: list(c["uses"]) for c in data["claims"]},
                                              {k: verdict_class(v) for k, v in verdicts.items()}))
     return jobs
+
+
+def job_digest(job: tuple) -> str:
+    """A hash of a figure job (its maker and its arguments): a figure drawn ahead is used only
+    for the very job the report asks for."""
+    import hashlib
+    import json
+
+    maker, args = job
+    blob = json.dumps([maker.__module__, maker.__qualname__, args], sort_keys=True, default=repr)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def draw_ahead(job: tuple) -> tuple[str, str]:
+    """``(job_digest(job), html)``: a figure job drawn before the report is written (alongside
+    the checks, :func:`verify.report.results.report_side_jobs`)."""
+    return job_digest(job), _draw(job)
 
 
 def _machine(text: str) -> str:
@@ -441,6 +469,11 @@ def _code_key() -> str:
     return digest.hexdigest()[:20]
 
 
+def paper_figures_cache(cache_dir: str | Path) -> Path:
+    """The file in ``cache_dir`` where the paper's figures of this very code are kept."""
+    return Path(cache_dir) / f"paper-figures-{_code_key()}.html"
+
+
 def _paper_section(drawn: dict, cached: Path | None) -> list[str]:
     """The paper's figures: drawn now (and kept in the file ``cached``) or read from it (its
     name carries :func:`_code_key`: the figures of this very code)."""
@@ -467,13 +500,14 @@ def _legend() -> str:
 
 
 def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | None = None,
-                run_dir: str | Path | None = None) -> str:
+                run_dir: str | Path | None = None, ahead: dict | None = None) -> str:
     """The self-contained HTML report of a ``results.json`` dict (figures optional).
 
     ``cache_dir``: where the paper's figures are kept between runs of the same code (they
     take half the time of a report and never change with the run). ``run_dir``: the run's
     folder, where the saved counterexample files are read (a refutation is shown from its
-    file)."""
+    file). ``ahead``: figures already drawn, ``{key: (job_digest, html)}`` (:func:`draw_ahead`);
+    one is used when its digest is that of the job asked for, else drawn again."""
     e = html.escape
     run_dir = None if run_dir is None else Path(run_dir)
     p = data["parameters"]
@@ -503,10 +537,13 @@ def render_html(data: dict, *, figures: bool = True, cache_dir: str | Path | Non
     body += [f"<p>{e(line)}</p>" for line in check_lines(data)]
     jobs = _figure_jobs(data, check, run_dir) if figures else {}
     cached = None if cache_dir is None or not figures or check else \
-        Path(cache_dir) / f"paper-figures-{_code_key()}.html"
+        paper_figures_cache(cache_dir)
     if cached is not None and cached.is_file():
         jobs = {key: job for key, job in jobs.items() if key[0] != "paper"}
-    drawn = draw_figures(jobs)
+    ready = {key: (ahead or {})[key][1] for key, job in jobs.items()
+             if (ahead or {}).get(key, ("",))[0] == job_digest(job)}
+    fresh = draw_figures({key: job for key, job in jobs.items() if key not in ready})
+    drawn = {key: ready[key] if key in ready else fresh[key] for key in jobs}
     body.append(drawn.get(("graph",), ""))
     for c in data["claims"]:
         body.append(_claim_section(data, c, verdicts[c["id"]], drawn.get(("claim", c["id"]), ""),

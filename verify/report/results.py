@@ -28,16 +28,22 @@ from importlib import metadata
 from pathlib import Path
 
 from verify.atomic import write_atomic
-from verify.claim import InstanceResult, effective_verdict
+from verify.claim import InstanceResult, effective_verdict, judge_claim
 from verify.errors import InvalidArgument
 from verify.exact.plain import to_plain
-from verify.report._weights_section import real_weights_part
-from verify.report.html import render_html
+from verify.report._weights_section import CLAIM_ID, real_weights_part, weights_side_jobs
+from verify.report.html import (
+    claim_figure_job,
+    draw_ahead,
+    paper_figure_jobs,
+    paper_figures_cache,
+    render_html,
+)
 from verify.report.markdown import render_markdown
 
 __all__ = ["SCHEMA_VERSION", "RESULTS_SCHEMA", "build_results", "validate_results",
            "results_problems", "check_schema", "library_versions", "write_reports",
-           "load_results"]
+           "load_results", "report_side_jobs"]
 
 SCHEMA_VERSION = 2
 _VERDICTS = ["holds", "violated", "inconclusive", "out-of-scope", "error"]
@@ -338,9 +344,44 @@ def load_results(path: str | Path) -> dict:
     return data
 
 
+def report_side_jobs(claims, run_dir: str | Path, *, figures: bool = True):
+    """The ``side_jobs`` of :func:`verify.run.run_claims` for a report of ``claims`` written to
+    ``run_dir``: the work of the report that does not wait for the verdicts is done alongside
+    the checks, in the run's workers, instead of after them —
+
+    * at the start, the paper's figures (unless the figure cache of this code has them) and the
+      real-weights section's head classes and sentence runs (when ``real-heads`` is run);
+    * once a claim's instances are judged, the figures of its decisive instance.
+
+    :func:`write_reports` then takes them from :attr:`RunResult.side <verify.run.RunResult>`
+    (a figure only when it was drawn for the very data the report shows).
+    """
+    claims = {c.id: c for c in claims}
+    run_dir = Path(run_dir)
+    cached = paper_figures_cache(run_dir.parent / _CACHE) if figures else None
+
+    def jobs(claim, records: list[dict]) -> dict:
+        if claim is None:
+            out = {} if cached is None or cached.is_file() else {
+                key: (draw_ahead, (job,)) for key, job in paper_figure_jobs().items()}
+            return out | (weights_side_jobs(claims[CLAIM_ID]) if CLAIM_ID in claims else {})
+        if not figures:
+            return {}
+        verdict = judge_claim(claim, [InstanceResult.from_json(r["result"]) for r in records])
+        job = claim_figure_job({"instances": [_instance(r) for r in records]}, _claim(claim),
+                               verdict.verdict.value, run_dir)
+        return {} if job is None else {("claim", claim.id): (draw_ahead, (job,))}
+
+    return jobs
+
+
+_CACHE = ".cache"  # beside the run folders: what later runs of the same code reuse
+
+
 def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     """Write ``results.json`` (validated first), ``results.schema.json``, ``report.md`` and
-    ``report.html`` into ``run.out_dir``; return their paths by name."""
+    ``report.html`` into ``run.out_dir``; return their paths by name (figures drawn alongside
+    the checks, :func:`report_side_jobs`, are taken from ``run.side``)."""
 
     data = build_results(run)
     validate_results(data)
@@ -352,5 +393,6 @@ def write_reports(run, *, figures: bool = True) -> dict[str, Path]:
     write_atomic(paths["results.schema.json"], json.dumps(RESULTS_SCHEMA, indent=1) + "\n")
     write_atomic(paths["report.md"], render_markdown(data))
     write_atomic(paths["report.html"], render_html(data, figures=figures,
-                                                   cache_dir=out.parent / ".cache", run_dir=out))
+                                                   cache_dir=out.parent / _CACHE, run_dir=out,
+                                                   ahead=getattr(run, "side", None)))
     return paths

@@ -5,7 +5,14 @@ check, re-checks a violation at higher precision and a longer horizon, writes a 
 counterexample to ``<out>/counterexamples/`` and applies the claim-level verdict rules
 (:func:`verify.claim.judge_claim`).  Instances run in a :mod:`concurrent.futures` executor (the
 local process pool, or a Dask cluster: :mod:`verify.run._cluster`) and are stored by this
-process as they finish (:class:`~verify.run._store.ResultStore`).  An instance whose worker
+process as they finish (:class:`~verify.run._store.ResultStore`).
+
+**Scheduling.** The instances are handed to the executor a few at a time, the most expensive
+first (:func:`expected_cost`), so that a long instance never runs alone at the end while the
+other worker idles; *side jobs* (``side_jobs``: work that does not depend on the verdicts, such
+as the report's fixed figures, or that depends on one claim only, such as its figures once its
+instances are judged) go ahead of the remaining instances as soon as they are known, so that
+they are done alongside the checks instead of after them.  An instance whose worker
 died (a broken pool, a Dask ``KilledWorker``) is stored as *lost* (``"lost": true``, verdict
 inconclusive) and computed again by a resumed run, whichever executor it uses.
 """
@@ -16,7 +23,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -34,7 +41,8 @@ from verify.run._store import ResultStore
 from verify.run._tasks import Task, _error_result, new_record, run_task
 from verify.run._workers import new_pool, stop_workers
 
-__all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS"]
+__all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS",
+           "expected_cost"]
 
 DEFAULT_WORKERS = 2
 _TICK_SECONDS = 5.0  # how often the progress lines of a non-terminal may be written
@@ -87,6 +95,9 @@ class RunResult:
         Wall time of this invocation.
     resumed : int
         Instances read back from the store instead of being computed.
+    side : dict
+        The results of the side jobs (``run_claims(side_jobs=...)``) by their key; a job that
+        raised or was lost is absent.
     """
 
     run_id: str
@@ -101,6 +112,7 @@ class RunResult:
     resumed: int = 0
     executor: str = ""
     extra: dict = field(default_factory=dict)
+    side: dict = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -125,6 +137,44 @@ def _tasks(claims, instances, seed, precision, horizon, budget=None) -> list[Tas
             for k in range(count):
                 tasks.append(Task(claim, family.name, k, seed, precision, horizon, budget))
     return tasks
+
+
+#: Relative cost of an integration in arbitrary precision against float64 (run and reference),
+#: and of a field with a non-smooth MLP (extrapolation through the kink): measured on the suite.
+_ARB_COST, _MLP_COST = 8, 4
+
+
+def expected_cost(task: Task) -> float:
+    """A rough relative cost of ``task``, only to order the work (longest first): the size of
+    one field evaluation ``n²·d`` times the horizon, times :data:`_ARB_COST` for a family in
+    arbitrary precision and :data:`_MLP_COST` with an MLP. A family of real weights (whose
+    ``n``, ``d`` are those of its head space) counts like any other.
+
+    >>> from verify.claim import load_claims
+    >>> from verify.cli import default_claims_dir
+    >>> claims = {c.id: c for c in load_claims(default_claims_dir())}
+    >>> heads = Task(claims["real-heads"], "minilm-fastest-head", 0)
+    >>> small = Task(claims["polytope"], "paper-uniform-2d", 0)
+    >>> expected_cost(heads) > 10 * expected_cost(small)
+    True
+    """
+    family = task.claim.family(task.family)
+    precision = task.precision if task.precision is not None else family.precision
+    horizon = task.horizon if task.horizon is not None else family.horizon
+    cost = family.n ** 2 * family.d * float(horizon or 1)
+    if precision != "float64":
+        cost *= _ARB_COST
+    if family.model.get("mlp"):
+        cost *= _MLP_COST
+    return cost
+
+
+def _in_flight(pool: Executor) -> int | None:
+    """How many jobs to keep submitted to ``pool`` (its workers and one spare each, so that no
+    worker waits while the next job is chosen); ``None``: all at once (an executor that runs
+    jobs as they are submitted, or whose size is unknown)."""
+    workers = getattr(pool, "workers", None) or getattr(pool, "_max_workers", None)
+    return None if isinstance(pool, InlineExecutor) or not workers else 2 * int(workers)
 
 
 def _check_parameters(given: dict, stored: dict, out_dir: Path) -> dict:
@@ -174,7 +224,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                executor: Executor | None = None,
                progress: bool | Callable[[str, dict], None] | None = None,
                resume: bool = False, run_id: str | None = None,
-               budget: Budget | None = None) -> RunResult:
+               budget: Budget | None = None,
+               side_jobs: Callable[[object, list[dict]], Mapping] | None = None) -> RunResult:
     """Check every claim on its instances and judge it.
 
     Parameters
@@ -212,6 +263,13 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     budget : Budget, optional
         Wall time and memory of each instance (:mod:`verify.run._budget`); one that uses it up
         is inconclusive, with a reason starting ``budget:``.
+    side_jobs : callable, optional
+        ``side_jobs(claim, records) -> {key: (function, args)}``: work to do in the same
+        executor, ahead of the instances not yet started. Called once with ``(None, [])`` at
+        the start, then with each claim and its instance records (in family order) once all of
+        them are stored. ``function(*args)`` must be picklable and its result is stored in
+        :attr:`RunResult.side` under ``key`` (a job that raises is left out: its caller does the
+        work itself). The run waits for the side jobs before it returns.
 
     Returns
     -------
@@ -254,17 +312,50 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     records = {t.key: records[t.key] for t in tasks if t.key in done}
     bar = Progress(len(todo), enabled=False if progress is False or callable(progress)
                    else None)
-    own = executor is None and bool(todo)
+    queue = sorted(todo, key=expected_cost, reverse=True)  # the longest first
+    side: list = []  # (key, function, args), ahead of the queued instances
+    side_results: dict = {}
+    remaining = {claim.id: sum(t.claim.id == claim.id and t.key not in records
+                               for t in tasks) for claim in claims}
+
+    def claim_done(claim) -> None:
+        if side_jobs is not None:
+            keys = [t.key for t in tasks if t.claim.id == claim.id]
+            side.extend((key, *job) for key, job in side_jobs(claim, [records[k] for k in keys])
+                        .items())
+
+    if side_jobs is not None:
+        side.extend((key, *job) for key, job in side_jobs(None, []).items())
+        for claim in claims:
+            if not remaining[claim.id]:
+                claim_done(claim)
+    own = executor is None and bool(todo or side)
     pool = new_pool(DEFAULT_WORKERS) if own else executor or InlineExecutor()
+    limit = _in_flight(pool)
     finished = False
     try:
-        futures = {pool.submit(run_task, task): task for task in todo}
-        order = {future: i for i, future in enumerate(futures)}
-        pending = set(futures)
-        while pending:
-            ready, pending = wait(pending, timeout=_TICK_SECONDS, return_when=FIRST_COMPLETED)
+        futures: dict = {}  # future -> Task, or ("side", key)
+        order: dict = {}
+
+        def submit() -> None:
+            while (side or queue) and (limit is None or len(futures) < limit):
+                if side:
+                    key, function, args = side.pop(0)
+                    future, what = pool.submit(function, *args), ("side", key)
+                else:
+                    what = queue.pop(0)
+                    future = pool.submit(run_task, what)
+                futures[future], order[future] = what, len(order)
+
+        submit()
+        while futures:
+            ready, _ = wait(set(futures), timeout=_TICK_SECONDS, return_when=FIRST_COMPLETED)
             for future in sorted(ready, key=order.__getitem__):
-                task = futures[future]
+                task = futures.pop(future)
+                if isinstance(task, tuple):  # a side job: its caller redoes what failed
+                    if not future.cancelled() and future.exception() is None:
+                        side_results[task[1]] = future.result()
+                    continue
                 try:
                     record = future.result()
                 except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
@@ -275,6 +366,10 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                 bar.update(task.key, record["result"]["verdict"])
                 if callable(progress):
                     progress(task.key, record)
+                remaining[task.claim.id] -= 1
+                if not remaining[task.claim.id]:
+                    claim_done(task.claim)
+            submit()
             bar.tick()
         finished = True
     finally:
@@ -291,7 +386,7 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     return RunResult(run_id, out_dir, claims, records, results, parameters,
                      (stored_run or {}).get("started", started.isoformat()),
                      datetime.now(UTC).isoformat(), time.perf_counter() - clock, len(done),
-                     type(pool).__name__ if todo else "")
+                     type(pool).__name__ if todo else "", side=side_results)
 
 
 def _lost_record(task: Task, exc: BaseException) -> dict:

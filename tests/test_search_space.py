@@ -14,6 +14,7 @@ from verify.claim import TOKEN_DISTRIBUTIONS
 from verify.claim._family_file import parse_family
 from verify.errors import InvalidArgument
 from verify.exact.symmetry import find_symmetries
+from verify.search import _strategies as strategies
 from verify.search._space import parse_search
 from verify.search._strategies import Draw, build_family, build_instance, search
 
@@ -202,7 +203,7 @@ def test_a_finite_deterministic_space_is_enumerated_once():
     assert all(dr.seed == 0 for dr in seen)
 
 
-def test_stop_on_found_and_budget():
+def test_stop_on_found_and_budget(monkeypatch):
     space = parse_search({"d": 2}, "c.toml")
     calls = []
 
@@ -216,14 +217,17 @@ def test_stop_on_found_and_budget():
     stats = search(space, fifth, seed=0, deadline=time.monotonic())
     assert (stats.stopped, stats.drawn) == ("budget", 0)
 
+    # A clock of our own (no wall-clock threshold): each evaluation takes 1/64 "second" (exact
+    # in binary), so a deadline 1/4 after the start allows exactly 16 draws, whatever the load.
+    clock = [1000.0]
+    monkeypatch.setattr(strategies.time, "monotonic", lambda: clock[0])
+
     def slow(dr):
-        time.sleep(0.02)
+        clock[0] += 1 / 64
         return False
 
-    start = time.monotonic()
-    stats = search(space, slow, seed=0, deadline=start + 0.3)
-    assert stats.stopped == "budget" and 3 <= stats.drawn <= 16
-    assert time.monotonic() - start < 0.6
+    stats = search(space, slow, seed=0, deadline=clock[0] + 1 / 4)
+    assert (stats.stopped, stats.drawn) == ("budget", 16)
 
 
 def test_evaluate_errors_propagate_without_replay():

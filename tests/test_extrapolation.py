@@ -8,7 +8,6 @@ Exact solutions are evaluated with mpmath at more digits than the integration ca
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 import mpmath
@@ -223,13 +222,11 @@ def test_nan_field_is_nonfinite_arb():
 
 
 def test_nan_later_stops_there():
-    start = time.perf_counter()
     res = integrate_extrapolation(lambda t, y: y * (np.nan if t > 0.5 else 1.0), [0, 1],
                                   np.array([[1.0]]), backend=Float64(), rtol=1e-8, atol=1e-8)
     assert res.status == "nonfinite"
     assert res.stats["t_final"] <= Fraction(1, 2) + Fraction(1, 1000)
     assert "t=0.5" in res.message
-    assert time.perf_counter() - start < 5
 
 
 def test_blow_up_is_step_size_underflow():

@@ -11,7 +11,6 @@ estimate (an independent route: a different horizon, not an extrapolation).
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 import mpmath
@@ -374,10 +373,8 @@ def test_follower_converges_to_its_leader_at_rate_one():
     from verify.model import Instance, Model
 
     inst = Instance(Model(V=[[1, 0], [0, 1]]), [[2, 0], [0, 2], [1, "1/2"]])
-    start = time.perf_counter()
     traj = simulate(inst, 12, checkpoints=25)
     long = simulate(inst, 25, checkpoints=51)
-    elapsed = time.perf_counter() - start
     for run in (traj, long):
         assert run.success and run.error is not None and run.reference["status"] == "success"
     leader, _, follower = token_limits(traj)
@@ -410,4 +407,3 @@ def test_follower_converges_to_its_leader_at_rate_one():
     assert compatible(*distance_with_error(follower_far.limit, follower_far.limit_error,
                                            leader_far.limit, leader_far.limit_error))
     assert follower_far.limit_error < 1e-4 * follower.limit_error
-    assert elapsed < 20  # measured ~0.7 s idle (both runs with their arb references)

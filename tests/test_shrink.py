@@ -13,6 +13,7 @@ import pytest
 from verify.errors import InvalidArgument
 from verify.model import Instance, Model
 from verify.model.instance_file import instance_to_toml, load_instance_file, parse_instance
+from verify.search import _shrink as shrinking
 from verify.search._shrink import (
     DENOMINATORS,
     ShrinkResult,
@@ -221,7 +222,7 @@ def test_discrete_form_skips_moves_that_make_i_plus_hv_singular():
     assert (result.instance.n, result.instance.d) == (1, 1)
 
 
-def test_budgets_stop_the_search(messy):
+def test_budgets_stop_the_search(messy, monkeypatch):
     result = shrink(messy, big_coordinate, max_evaluations=3)
     assert result.evaluations == 3 and result.stopped == "budget"
     check_chain(result, big_coordinate)
@@ -230,14 +231,17 @@ def test_budgets_stop_the_search(messy):
     assert result.evaluations == 0 and result.stopped == "budget"
     assert result.instance is messy and result.moves == []
 
+    # A clock of our own (no wall-clock threshold): each evaluation takes 1/32 "second" (exact
+    # in binary), so a deadline 1/8 after the start allows exactly 4 evaluations.
+    clock = [1000.0]
+    monkeypatch.setattr(shrinking.time, "monotonic", lambda: clock[0])
+
     def slow(inst):
-        time.sleep(0.02)
+        clock[0] += 1 / 32
         return big_coordinate(inst)
 
-    start = time.monotonic()
-    result = shrink(messy, slow, deadline=start + 0.1)
-    assert result.stopped == "budget" and 1 <= result.evaluations <= 8
-    assert time.monotonic() - start < 1
+    result = shrink(messy, slow, deadline=clock[0] + 1 / 8)
+    assert result.stopped == "budget" and result.evaluations == 4
 
 
 def test_oracle_exceptions_count_as_not_failing(messy):

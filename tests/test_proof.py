@@ -144,3 +144,57 @@ def test_a_theta_statement_has_no_proof_through_the_consensus_lemma():
     with proof_budget(60):
         result = prove_result(request, _undecided(request))
     assert result.basis is None and "has no proof" in result.evidence["proof"]["reason"]
+
+
+def test_a_score_tie_stops_the_proof_early_and_says_why():
+    # square with edge midpoints: a midpoint's scores with the two vertices of its edge tie
+    # exactly (a symmetry) and with itself in the limit, so no strict leader map ever exists;
+    # the lemma's worst margin stays put and the attempt stops long before its budget
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-edge-midpoints")
+    start = time.thread_time()
+    with proof_budget(600):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is None and "stopped improving" in proof["reason"]
+    assert "the budget ran out" not in proof["reason"] and proof["enclosure"]["status"] == "ok"
+    assert max(t for t, _ in proof["margins"]) <= 3
+    assert time.thread_time() - start < 600  # stopped by the rule, not by the CPU budget
+
+
+def test_a_provable_instance_is_still_proved_by_the_stopping_rules():
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE, result.evidence["proof"]
+    assert check_certificate(result.certificate["document"]).valid
+
+
+def test_a_proof_stops_when_the_next_mark_would_overrun_its_budget(monkeypatch):
+    # a deterministic CPU clock: one unit per reading (the enclosure reads it before each
+    # Taylor step), so the marks' costs grow with their step counts as in a real run
+    ticks = iter(range(10 ** 9))
+    monkeypatch.setattr(time, "thread_time", lambda: float(next(ticks)))
+    claim = load_claim(CLAIMS / "boolean-1d.toml")
+    family = claim.family("qk-two")
+    request = CheckRequest(claim, family, family.instance(1), None, Fraction(family.horizon),
+                           family.checkpoints, family.precision, dict(claim.parameters))
+    with proof_budget(400):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert "at the pace of the last marks" in proof["reason"], proof["reason"]
+    assert proof["enclosure"]["status"] == "ok"  # it stopped before running out
+    marks = [t for t, _ in proof["margins"]]
+    assert marks == sorted(marks) and marks[-1] >= 1
+
+
+def test_the_stopping_rules_on_margin_and_cost_sequences():
+    from verify.proof._prove import next_mark_cost, stalled, worst_margin
+
+    assert worst_margin("the argmax chains do not end at self-attending leaders yet.") is None
+    assert not stalled([None, -1.0, -1.0, -1.0])  # a mark without a margin is not a stall
+    assert not stalled([-1.0, -1.0, -1.0])  # not enough marks
+    assert stalled([-26.7, -27.7, -31.2, -35.9])  # getting worse
+    assert not stalled([-1.0, -1.0, -1.0, 0.5])  # it holds at the last mark
+    assert next_mark_cost([0.0, 1.0]) == 1.0  # no growth measurable: the last cost

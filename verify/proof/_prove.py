@@ -27,8 +27,9 @@ estimate-based verdict stands and its evidence says what was tried and why it fa
 from __future__ import annotations
 
 import os
+import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -67,22 +68,43 @@ def proof_budget(seconds: float | None) -> Iterator[None]:
         _BUDGET.reset(token)
 #: Spacing of the times t1 at which the lemma is tried.
 MARK_STEP = Fraction(1, 2)
+#: The attempt stops when the lemma's worst failing margin has gained less than
+#: ``STALL_GAIN`` of its size over ``STALL_MARKS`` marks in a row (:func:`stalled`).
+STALL_MARKS = 3
+STALL_GAIN = 0.01
+#: A stalled margin within this many enclosure radii of 0 is the enclosure's width, not the
+#: dynamics: the attempt escalates the digits instead of stopping.
+WIDTH_LIMITED = 100.0
+_MARGIN = re.compile(r"fails \(margin ([-+0-9.e]+)\)")
 
 
-def _expiry(request) -> Callable[[], bool]:
-    """Whether the proof's time is up: its budget counts the CPU seconds of this thread
-    (``time.thread_time``), so that what is proved does not depend on how loaded the machine
-    is (on a shared machine 120 wall seconds gave some proofs 20 CPU seconds); the instance's
-    wall budget, when it has one, stops the proof too."""
+class _Clock:
+    """Whether the proof's time is up (call it), and how many CPU seconds are left.
 
-    seconds = float(request.parameters.get("proof_seconds", _BUDGET.get()))
-    end = time.thread_time() + seconds
-    shared = _WALL_BUDGET.get()
+    The budget counts the CPU seconds of this thread (``time.thread_time``), so that what is
+    proved does not depend on how loaded the machine is (on a shared machine 120 wall seconds
+    gave some proofs 20 CPU seconds); the instance's wall budget, when it has one, stops the
+    proof too."""
 
-    def expired() -> bool:
-        return time.thread_time() > end or (shared is not None
-                                            and time.monotonic() >= shared.deadline)
-    return expired
+    def __init__(self, seconds: float) -> None:
+        self.end = time.thread_time() + seconds
+        self.shared = _WALL_BUDGET.get()
+
+    def remaining(self) -> float:
+        """CPU seconds left (the wall budget, when nearer, in wall seconds)."""
+        left = self.end - time.thread_time()
+        if self.shared is not None:
+            left = min(left, self.shared.deadline - time.monotonic())
+        return left
+
+    def __call__(self) -> bool:
+        return self.remaining() < 0
+
+
+def _expiry(request) -> _Clock:
+    """The proof's clock: its budget is ``parameters.proof_seconds`` of the claim, or the
+    current :func:`proof_budget`."""
+    return _Clock(float(request.parameters.get("proof_seconds", _BUDGET.get())))
 
 
 def _applying(request) -> list:
@@ -145,35 +167,108 @@ def _reach(request, result: InstanceResult) -> Fraction:
     return reach
 
 
-def _search(request, lemma: str, plans: list, expired: Callable[[], bool],
+def worst_margin(why: str) -> float | None:
+    """The most negative margin a failed lemma reports in its reason (the builders write
+    ``"g_in fails (margin -0.347)"``), or ``None`` when it names none.
+
+    >>> worst_margin("g_out fails (margin -35.8); g_in fails (margin -14.9)")
+    -35.8
+    """
+    found = [float(m) for m in _MARGIN.findall(why)]
+    return min(found) if found else None
+
+
+def stalled(margins: list, marks: int = STALL_MARKS) -> bool:
+    """Whether the lemma's worst failing margin has stopped improving: over the last
+    ``marks`` steps between marks it stayed negative and gained less than
+    :data:`STALL_GAIN` of its size (``None``: a mark where no margin was read).
+
+    >>> stalled([-7e-9, -7e-9, -7e-9, -7e-9]), stalled([-36, -0.3, -0.35, -0.05])
+    (True, False)
+    """
+    window = margins[-marks - 1:]
+    if len(window) <= marks or any(m is None or not m < 0 for m in window):
+        return False
+    return window[-1] - window[0] < STALL_GAIN * abs(window[0])
+
+
+def next_mark_cost(costs: list[float]) -> float | None:
+    r"""The CPU seconds the next mark should take at the pace of the last two: the last
+    segment times its growth (never less than the last). The enclosure's steps shrink like
+    :math:`e^{-2\lambda t}` in the rescaled form (the scores grow like :math:`e^{2\lambda
+    t}`), so each mark costs a roughly constant factor more than the one before.
+
+    >>> next_mark_cost([1.0, 2.0]), next_mark_cost([2.0, 1.0]), next_mark_cost([1.0])
+    (4.0, 1.0, None)
+    """
+    if len(costs) < 2:
+        return None
+    growth = costs[-1] / costs[-2] if costs[-2] > 0 else 1.0
+    return costs[-1] * max(growth, 1.0)
+
+
+def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction) -> dict:
     """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
-    once."""
+    once. It stops early, saying why, when the proof cannot succeed in its budget: the lemma's
+    worst margin has stopped improving (:func:`stalled`; when that margin is within the
+    enclosure's width it escalates instead), or the next mark would take more CPU time than is
+    left (:func:`next_mark_cost`)."""
 
     instance = request.instance
-    tried = []
+    tried, history = [], []
     why = "no mark reached"
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
-        mark = None
+        mark, margins, costs, escalate = None, [], [], False
         while mark is None or mark < last_mark:
             mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
+            ahead = next_mark_cost(costs)
+            if ahead is not None and ahead > expired.remaining():
+                why = (f"stopped before t1 = {float(mark):.4g}: at the pace of the last marks "
+                       f"({costs[-2]:.3g} then {costs[-1]:.3g} CPU s) it would take about "
+                       f"{ahead:.3g} CPU s, more than the {max(expired.remaining(), 0):.3g} s "
+                       f"left of the budget (the last reason: {why})")
+                return _failed(lemma, why, tried, history, enclosure)
+            started = time.thread_time()
             if not enclosure.advance(mark, expired=expired):
                 why = f"the enclosure stopped: {enclosure.message}"
                 break
             document, why = try_lemma(lemma, instance, enclosure, mark)
             tried.append(float(mark))
-            if document is None:
-                continue
-            document, why = _with_facts(request, document, plans, enclosure, mark)
             if document is not None:
-                return {"proved": True, "document": document, "t1": str(mark),
-                        "enclosure": enclosure.describe(), "marks_tried": tried}
-        if enclosure.status != "failed":
+                document, why = _with_facts(request, document, plans, enclosure, mark)
+                if document is not None:
+                    return {"proved": True, "document": document, "t1": str(mark),
+                            "enclosure": enclosure.describe(), "marks_tried": tried,
+                            "margins": history}
+            if mark > 0:  # the cost of integrating a segment (t = 0 integrates nothing)
+                costs.append(time.thread_time() - started)
+            margins.append(worst_margin(why))
+            history.append([float(mark), margins[-1]])
+            if stalled(margins):
+                width = enclosure.radius()
+                if abs(margins[-1]) > WIDTH_LIMITED * width:
+                    window = ", ".join(f"{m:.3g}" for m in margins[-STALL_MARKS - 1:])
+                    why = (f"the lemma's worst margin stopped improving ({window} at t1 = "
+                           f"{float(mark) - STALL_MARKS * float(MARK_STEP):.4g}.."
+                           f"{float(mark):.4g}, far from 0 on the enclosure's radius {width:.2g}): "
+                           f"the dynamics, not the digits, keep it from holding, e.g. a tie "
+                           f"between scores that stays a tie (the last reason: {why})")
+                    return _failed(lemma, why, tried, history, enclosure)
+                why = (f"the lemma's worst margin {margins[-1]:.3g} stopped improving within "
+                       f"the enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
+                escalate = True  # more digits may resolve it
+                break
+        if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
+    return _failed(lemma, why, tried, history, enclosure)
+
+
+def _failed(lemma: str, why: str, tried: list, history: list, enclosure) -> dict:
     return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
-            "enclosure": enclosure.describe()}
+            "margins": history, "enclosure": enclosure.describe()}
 
 
 def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):

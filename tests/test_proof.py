@@ -198,3 +198,13 @@ def test_the_stopping_rules_on_margin_and_cost_sequences():
     assert stalled([-26.7, -27.7, -31.2, -35.9])  # getting worse
     assert not stalled([-1.0, -1.0, -1.0, 0.5])  # it holds at the last mark
     assert next_mark_cost([0.0, 1.0]) == 1.0  # no growth measurable: the last cost
+
+
+def test_an_undecided_instance_says_why_no_proof_could_be_tried():
+    claim = load_claim(CLAIMS / "mlp.toml")
+    request = _request(claim, claim.families[0].name)
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.verdict is InstanceVerdict.INCONCLUSIVE and result.basis is None
+    assert result.reason.startswith("not judged yet [no proof for all t could be tried: ")
+    assert result.evidence["proof"]["reason"] in result.reason

@@ -125,6 +125,8 @@ def _note(result: InstanceResult, tried: dict) -> InstanceResult:
         reason += (f" [a proof was tried with lemma {tried.get('reason', '').split(':')[0]} "
                    f"at t1 = {marks[0]:g}..{max(marks):g} ({len(marks)} times, "
                    f"{tried.get('seconds', 0):.3g} s): {tried.get('reason', '')}]")
+    elif result.verdict is InstanceVerdict.INCONCLUSIVE:
+        reason += f" [no proof for all t could be tried: {tried.get('reason', '')}]"
     return replace(result, reason=reason, evidence={**result.evidence, "proof": tried})
 
 
@@ -253,7 +255,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                     window = ", ".join(f"{m:.3g}" for m in margins[-STALL_MARKS - 1:])
                     why = (f"the lemma's worst margin stopped improving ({window} at t1 = "
                            f"{float(mark) - STALL_MARKS * float(MARK_STEP):.4g}.."
-                           f"{float(mark):.4g}, far from 0 on the enclosure's radius {width:.2g}): "
+                           f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
                            f"the dynamics, not the digits, keep it from holding, e.g. a tie "
                            f"between scores that stays a tie (the last reason: {why})")
                     return _failed(lemma, why, tried, history, enclosure)

@@ -190,13 +190,18 @@ def test_a_proof_stops_when_the_next_mark_would_overrun_its_budget(monkeypatch):
 
 
 def test_the_stopping_rules_on_margin_and_cost_sequences():
-    from verify.proof._prove import next_mark_cost, stalled, worst_margin
+    from verify.proof._prove import failing_margins, next_mark_cost, stalled
 
-    assert worst_margin("the argmax chains do not end at self-attending leaders yet.") is None
-    assert not stalled([None, -1.0, -1.0, -1.0])  # a mark without a margin is not a stall
-    assert not stalled([-1.0, -1.0, -1.0])  # not enough marks
-    assert stalled([-26.7, -27.7, -31.2, -35.9])  # getting worse
-    assert not stalled([-1.0, -1.0, -1.0, 0.5])  # it holds at the last mark
+    assert failing_margins("the argmax chains do not end at self-attending leaders yet.") == {}
+    assert not stalled([{}, {"g": -1.0}, {"g": -1.0}, {"g": -1.0}])  # a mark without margins
+    assert not stalled([{"g": -1.0}] * 3)  # not enough marks
+    assert stalled([{"plus": -26.5}, {"plus": -27.7}, {"plus": -31.2}, {"plus": -35.9}])
+    assert not stalled([{"g": -1.0}, {"g": -1.0}, {"g": -1.0}, {"g": 0.5}])
+    # spd-3d#1 of polytope: the score gaps improve, then the allowances fail: progress
+    assert not stalled([{"g_in": -0.718}, {"g_in": -0.155}, {"g_in": -0.0525},
+                        {"rho": -7.18e3}])
+    # an improvement within the window (0.5 -> 1 of square-with-edge-midpoints) is no stall
+    assert not stalled([{"g": -7.01e-9}, {"g": -6.22e-9}, {"g": -7.03e-9}, {"g": -6.98e-9}])
     assert next_mark_cost([0.0, 1.0]) == 1.0  # no growth measurable: the last cost
 
 

@@ -68,14 +68,14 @@ def proof_budget(seconds: float | None) -> Iterator[None]:
         _BUDGET.reset(token)
 #: Spacing of the times t1 at which the lemma is tried.
 MARK_STEP = Fraction(1, 2)
-#: The attempt stops when the lemma's worst failing margin has gained less than
-#: ``STALL_GAIN`` of its size over ``STALL_MARKS`` marks in a row (:func:`stalled`).
+#: The attempt stops when each failing margin of the lemma has gained less than ``STALL_GAIN``
+#: of its size at each of ``STALL_MARKS`` marks in a row (:func:`stalled`).
 STALL_MARKS = 3
 STALL_GAIN = 0.01
 #: A stalled margin within this many enclosure radii of 0 is the enclosure's width, not the
 #: dynamics: the attempt escalates the digits instead of stopping.
 WIDTH_LIMITED = 100.0
-_MARGIN = re.compile(r"fails \(margin ([-+0-9.e]+)\)")
+_MARGIN = re.compile(r"(\S+) fails \(margin ([-+0-9.e]+)\)")
 
 
 class _Clock:
@@ -169,29 +169,36 @@ def _reach(request, result: InstanceResult) -> Fraction:
     return reach
 
 
-def worst_margin(why: str) -> float | None:
-    """The most negative margin a failed lemma reports in its reason (the builders write
-    ``"g_in fails (margin -0.347)"``), or ``None`` when it names none.
+def failing_margins(why: str) -> dict[str, float]:
+    """The margins of the lemma's failed inequalities, by name, as its builder reports them in
+    its reason (``"g_in fails (margin -0.347)"``); empty when it names none.
 
-    >>> worst_margin("g_out fails (margin -35.8); g_in fails (margin -14.9)")
-    -35.8
+    >>> failing_margins("g_out fails (margin -35.8); g_in fails (margin -14.9)")
+    {'g_out': -35.8, 'g_in': -14.9}
     """
-    found = [float(m) for m in _MARGIN.findall(why)]
-    return min(found) if found else None
+    return {name: float(m) for name, m in _MARGIN.findall(why)}
 
 
-def stalled(margins: list, marks: int = STALL_MARKS) -> bool:
-    """Whether the lemma's worst failing margin has stopped improving: over the last
-    ``marks`` steps between marks it stayed negative and gained less than
-    :data:`STALL_GAIN` of its size (``None``: a mark where no margin was read).
+def stalled(margins: list[dict], marks: int = STALL_MARKS) -> bool:
+    """Whether the lemma has stopped getting closer to holding: every inequality that fails at
+    the last mark failed at each of the ``marks`` marks before it and gained less than
+    :data:`STALL_GAIN` of its size at each step (``margins``: the failing margins by name, one
+    dict per mark). A new inequality failing (e.g. the leader map's allowances once its score
+    gaps hold) is progress, not a stall.
 
-    >>> stalled([-7e-9, -7e-9, -7e-9, -7e-9]), stalled([-36, -0.3, -0.35, -0.05])
+    >>> stalled([{"g": -7e-9}] * 4), stalled([{"g": -36}, {"g": -0.3}, {"g": -0.4}, {"g": -0.5}])
     (True, False)
     """
     window = margins[-marks - 1:]
-    if len(window) <= marks or any(m is None or not m < 0 for m in window):
+    if len(window) <= marks or not window[-1]:
         return False
-    return window[-1] - window[0] < STALL_GAIN * abs(window[0])
+    for name in window[-1]:
+        values = [m.get(name) for m in window]
+        if any(v is None or not v < 0 for v in values):
+            return False
+        if any(b - a >= STALL_GAIN * abs(a) for a, b in zip(values, values[1:], strict=False)):
+            return False
+    return True
 
 
 def next_mark_cost(costs: list[float]) -> float | None:
@@ -213,7 +220,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction) -> dict:
     """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
     once. It stops early, saying why, when the proof cannot succeed in its budget: the lemma's
-    worst margin has stopped improving (:func:`stalled`; when that margin is within the
+    failing margins have stopped improving (:func:`stalled`; when they are within the
     enclosure's width it escalates instead), or the next mark would take more CPU time than is
     left (:func:`next_mark_cost`)."""
 
@@ -247,20 +254,22 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                             "margins": history}
             if mark > 0:  # the cost of integrating a segment (t = 0 integrates nothing)
                 costs.append(time.thread_time() - started)
-            margins.append(worst_margin(why))
+            margins.append(failing_margins(why))
             history.append([float(mark), margins[-1]])
             if stalled(margins):
-                width = enclosure.radius()
-                if abs(margins[-1]) > WIDTH_LIMITED * width:
-                    window = ", ".join(f"{m:.3g}" for m in margins[-STALL_MARKS - 1:])
-                    why = (f"the lemma's worst margin stopped improving ({window} at t1 = "
+                width, worst = enclosure.radius(), min(margins[-1].values())
+                if abs(worst) > WIDTH_LIMITED * width:
+                    window = "; ".join(f"{name}: " + ", ".join(
+                        f"{m[name]:.3g}" for m in margins[-STALL_MARKS - 1:])
+                        for name in margins[-1])
+                    why = (f"the lemma's failing margins stopped improving ({window} at t1 = "
                            f"{float(mark) - STALL_MARKS * float(MARK_STEP):.4g}.."
                            f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
                            f"the dynamics, not the digits, keep it from holding, e.g. a tie "
                            f"between scores that stays a tie (the last reason: {why})")
                     return _failed(lemma, why, tried, history, enclosure)
-                why = (f"the lemma's worst margin {margins[-1]:.3g} stopped improving within "
-                       f"the enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
+                why = (f"the lemma's worst margin {worst:.3g} stopped improving within the "
+                       f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
                 escalate = True  # more digits may resolve it
                 break
         if not escalate and enclosure.status != "failed":

@@ -195,7 +195,7 @@ def test_the_stopping_rules_on_margin_and_cost_sequences():
     assert failing_margins("the argmax chains do not end at self-attending leaders yet.") == {}
     assert not stalled([{}, {"g": -1.0}, {"g": -1.0}, {"g": -1.0}])  # a mark without margins
     assert not stalled([{"g": -1.0}] * 3)  # not enough marks
-    assert stalled([{"plus": -26.5}, {"plus": -27.7}, {"plus": -31.2}, {"plus": -35.9}])
+    assert stalled([{"g": -26.5}, {"g": -27.7}, {"g": -31.2}, {"g": -35.9}])
     assert not stalled([{"g": -1.0}, {"g": -1.0}, {"g": -1.0}, {"g": 0.5}])
     # spd-3d#1 of polytope: the score gaps improve, then the allowances fail: progress
     assert not stalled([{"g_in": -0.718}, {"g_in": -0.155}, {"g_in": -0.0525},
@@ -203,6 +203,22 @@ def test_the_stopping_rules_on_margin_and_cost_sequences():
     # an improvement within the window (0.5 -> 1 of square-with-edge-midpoints) is no stall
     assert not stalled([{"g": -7.01e-9}, {"g": -6.22e-9}, {"g": -7.03e-9}, {"g": -6.98e-9}])
     assert next_mark_cost([0.0, 1.0]) == 1.0  # no growth measurable: the last cost
+
+
+def test_the_good_triples_dominance_is_followed_without_its_exponential_factor():
+    # hyperplanes' symmetric-middle (lambda_1 = 2): G_+ grows more negative from t1 = 0 to 1.5
+    # and holds at t1 = 2; G_+ e^{-2 lambda_1 t1} improves at every mark, so no stall
+    from verify.lemmas import good_triple
+    from verify.proof._prove import comparable_margins, stalled
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    instance = claim.family("symmetric-middle").instance(0)
+    raw = [-6.58, -13.7, -33.8, -45.0]
+    assert stalled([{"dominance-plus": g} for g in raw])
+    seen = [comparable_margins(good_triple.ID, instance, Fraction(k, 2),
+                               {"dominance-plus": g, "mu-plus": -1.0})
+            for k, g in enumerate(raw)]
+    assert all(set(m) == {"dominance-plus"} for m in seen) and not stalled(seen)
 
 
 def test_an_undecided_instance_says_why_no_proof_could_be_tried():

@@ -26,6 +26,7 @@ estimate-based verdict stands and its evidence says what was tried and why it fa
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -35,10 +36,12 @@ from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
+import numpy as np
+
 from verify.analysis.evidence import Basis
 from verify.enclosure import MAX_SIZE, Enclosure, unsupported
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
-from verify.lemmas import check_certificate
+from verify.lemmas import check_certificate, good_triple, leader_map
 from verify.lemmas._balls import ball_text, parse_ball
 from verify.numerics._monitor import _WALL_BUDGET
 from verify.proof._lemmas import lemma_for, try_lemma
@@ -179,6 +182,27 @@ def failing_margins(why: str) -> dict[str, float]:
     return {name: float(m) for name, m in _MARGIN.findall(why)}
 
 
+def comparable_margins(lemma: str, instance, t1: Fraction, failing: dict) -> dict:
+    r"""The failing margins that :func:`stalled` follows, made comparable between marks: the
+    leader map's score gaps :math:`g_{\rm out}, g_{\rm in}` as they are (they tend to the
+    limits' gaps); the good triple's :math:`G_\pm e^{-2\lambda_1 t_1} = c\mu_\pm^2 -
+    e^{-\lambda_1 t_1} K_1 - e^{-2\lambda_1 t_1} K_2` (:mod:`verify.lemmas.good_triple`: it
+    tends to :math:`c\mu_\pm^2`, while :math:`G_\pm` itself first grows more negative). Other
+    inequalities and lemmas are not followed (no stall is declared on them).
+
+    >>> from verify.lemmas import leader_map
+    >>> comparable_margins(leader_map.ID, None, Fraction(1), {"g_in": -0.3, "rho": -5.0})
+    {'g_in': -0.3}
+    """
+    if lemma == leader_map.ID:
+        return {k: v for k, v in failing.items() if k in ("g_out", "g_in")}
+    if lemma == good_triple.ID:
+        lam = max(np.linalg.eigvals(np.asarray(instance.model.V, dtype=float)).real)
+        scale = math.exp(-2 * lam * float(t1))
+        return {k: v * scale for k, v in failing.items() if k.startswith("dominance-")}
+    return {}
+
+
 def stalled(margins: list[dict], marks: int = STALL_MARKS) -> bool:
     """Whether the lemma has stopped getting closer to holding: every inequality that fails at
     the last mark failed at each of the ``marks`` marks before it and gained less than
@@ -254,10 +278,11 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                             "margins": history}
             if mark > 0:  # the cost of integrating a segment (t = 0 integrates nothing)
                 costs.append(time.thread_time() - started)
-            margins.append(failing_margins(why))
-            history.append([float(mark), margins[-1]])
+            failing = failing_margins(why)
+            margins.append(comparable_margins(lemma, instance, mark, failing))
+            history.append([float(mark), failing])
             if stalled(margins):
-                width, worst = enclosure.radius(), min(margins[-1].values())
+                width, worst = enclosure.radius(), min(failing.values())
                 if abs(worst) > WIDTH_LIMITED * width:
                     window = "; ".join(f"{name}: " + ", ".join(
                         f"{m[name]:.3g}" for m in margins[-STALL_MARKS - 1:])

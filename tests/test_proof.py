@@ -144,3 +144,88 @@ def test_a_theta_statement_has_no_proof_through_the_consensus_lemma():
     with proof_budget(60):
         result = prove_result(request, _undecided(request))
     assert result.basis is None and "has no proof" in result.evidence["proof"]["reason"]
+
+
+def test_a_score_tie_stops_the_proof_early_and_says_why():
+    # square with edge midpoints: a midpoint's scores with the two vertices of its edge tie
+    # exactly (a symmetry) and with itself in the limit, so no strict leader map ever exists;
+    # the lemma's worst margin stays put and the attempt stops long before its budget
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-edge-midpoints")
+    start = time.thread_time()
+    with proof_budget(600):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is None and "stopped improving" in proof["reason"]
+    assert "the budget ran out" not in proof["reason"] and proof["enclosure"]["status"] == "ok"
+    assert max(t for t, _ in proof["margins"]) <= 3
+    assert time.thread_time() - start < 600  # stopped by the rule, not by the CPU budget
+
+
+def test_a_provable_instance_is_still_proved_by_the_stopping_rules():
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE, result.evidence["proof"]
+    assert check_certificate(result.certificate["document"]).valid
+
+
+def test_a_proof_stops_when_the_next_mark_would_overrun_its_budget(monkeypatch):
+    # a deterministic CPU clock: one unit per reading (the enclosure reads it before each
+    # Taylor step), so the marks' costs grow with their step counts as in a real run
+    ticks = iter(range(10 ** 9))
+    monkeypatch.setattr(time, "thread_time", lambda: float(next(ticks)))
+    claim = load_claim(CLAIMS / "boolean-1d.toml")
+    family = claim.family("qk-two")
+    request = CheckRequest(claim, family, family.instance(1), None, Fraction(family.horizon),
+                           family.checkpoints, family.precision, dict(claim.parameters))
+    with proof_budget(400):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert "at the pace of the last marks" in proof["reason"], proof["reason"]
+    assert proof["enclosure"]["status"] == "ok"  # it stopped before running out
+    marks = [t for t, _ in proof["margins"]]
+    assert marks == sorted(marks) and marks[-1] >= 1
+
+
+def test_the_stopping_rules_on_margin_and_cost_sequences():
+    from verify.proof._prove import failing_margins, next_mark_cost, stalled
+
+    assert failing_margins("the argmax chains do not end at self-attending leaders yet.") == {}
+    assert not stalled([{}, {"g": -1.0}, {"g": -1.0}, {"g": -1.0}])  # a mark without margins
+    assert not stalled([{"g": -1.0}] * 3)  # not enough marks
+    assert stalled([{"g": -26.5}, {"g": -27.7}, {"g": -31.2}, {"g": -35.9}])
+    assert not stalled([{"g": -1.0}, {"g": -1.0}, {"g": -1.0}, {"g": 0.5}])
+    # spd-3d#1 of polytope: the score gaps improve, then the allowances fail: progress
+    assert not stalled([{"g_in": -0.718}, {"g_in": -0.155}, {"g_in": -0.0525},
+                        {"rho": -7.18e3}])
+    # an improvement within the window (0.5 -> 1 of square-with-edge-midpoints) is no stall
+    assert not stalled([{"g": -7.01e-9}, {"g": -6.22e-9}, {"g": -7.03e-9}, {"g": -6.98e-9}])
+    assert next_mark_cost([0.0, 1.0]) == 1.0  # no growth measurable: the last cost
+
+
+def test_the_good_triples_dominance_is_followed_without_its_exponential_factor():
+    # hyperplanes' symmetric-middle (lambda_1 = 2): G_+ grows more negative from t1 = 0 to 1.5
+    # and holds at t1 = 2; G_+ e^{-2 lambda_1 t1} improves at every mark, so no stall
+    from verify.lemmas import good_triple
+    from verify.proof._prove import comparable_margins, stalled
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    instance = claim.family("symmetric-middle").instance(0)
+    raw = [-6.58, -13.7, -33.8, -45.0]
+    assert stalled([{"dominance-plus": g} for g in raw])
+    seen = [comparable_margins(good_triple.ID, instance, Fraction(k, 2),
+                               {"dominance-plus": g, "mu-plus": -1.0})
+            for k, g in enumerate(raw)]
+    assert all(set(m) == {"dominance-plus"} for m in seen) and not stalled(seen)
+
+
+def test_an_undecided_instance_says_why_no_proof_could_be_tried():
+    claim = load_claim(CLAIMS / "mlp.toml")
+    request = _request(claim, claim.families[0].name)
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.verdict is InstanceVerdict.INCONCLUSIVE and result.basis is None
+    assert result.reason.startswith("not judged yet [no proof for all t could be tried: ")
+    assert result.evidence["proof"]["reason"] in result.reason

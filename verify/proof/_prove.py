@@ -26,18 +26,22 @@ estimate-based verdict stands and its evidence says what was tried and why it fa
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
+import numpy as np
+
 from verify.enclosure import MAX_SIZE, Enclosure, unsupported
 from verify.judge._decision import proved
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
-from verify.lemmas import check_certificate
+from verify.lemmas import check_certificate, good_triple, leader_map
 from verify.lemmas._balls import ball_text, parse_ball
 from verify.numerics._monitor import _WALL_BUDGET
 from verify.proof._lemmas import lemma_for, try_lemma
@@ -67,22 +71,43 @@ def proof_budget(seconds: float | None) -> Iterator[None]:
         _BUDGET.reset(token)
 #: Spacing of the times t1 at which the lemma is tried.
 MARK_STEP = Fraction(1, 2)
+#: The attempt stops when each failing margin of the lemma has gained less than ``STALL_GAIN``
+#: of its size at each of ``STALL_MARKS`` marks in a row (:func:`stalled`).
+STALL_MARKS = 3
+STALL_GAIN = 0.01
+#: A stalled margin within this many enclosure radii of 0 is the enclosure's width, not the
+#: dynamics: the attempt escalates the digits instead of stopping.
+WIDTH_LIMITED = 100.0
+_MARGIN = re.compile(r"(\S+) fails \(margin ([-+0-9.e]+)\)")
 
 
-def _expiry(request) -> Callable[[], bool]:
-    """Whether the proof's time is up: its budget counts the CPU seconds of this thread
-    (``time.thread_time``), so that what is proved does not depend on how loaded the machine
-    is (on a shared machine 120 wall seconds gave some proofs 20 CPU seconds); the instance's
-    wall budget, when it has one, stops the proof too."""
+class _Clock:
+    """Whether the proof's time is up (call it), and how many CPU seconds are left.
 
-    seconds = float(request.parameters.get("proof_seconds", _BUDGET.get()))
-    end = time.thread_time() + seconds
-    shared = _WALL_BUDGET.get()
+    The budget counts the CPU seconds of this thread (``time.thread_time``), so that what is
+    proved does not depend on how loaded the machine is (on a shared machine 120 wall seconds
+    gave some proofs 20 CPU seconds); the instance's wall budget, when it has one, stops the
+    proof too."""
 
-    def expired() -> bool:
-        return time.thread_time() > end or (shared is not None
-                                            and time.monotonic() >= shared.deadline)
-    return expired
+    def __init__(self, seconds: float) -> None:
+        self.end = time.thread_time() + seconds
+        self.shared = _WALL_BUDGET.get()
+
+    def remaining(self) -> float:
+        """CPU seconds left (the wall budget, when nearer, in wall seconds)."""
+        left = self.end - time.thread_time()
+        if self.shared is not None:
+            left = min(left, self.shared.deadline - time.monotonic())
+        return left
+
+    def __call__(self) -> bool:
+        return self.remaining() < 0
+
+
+def _expiry(request) -> _Clock:
+    """The proof's clock: its budget is ``parameters.proof_seconds`` of the claim, or the
+    current :func:`proof_budget`."""
+    return _Clock(float(request.parameters.get("proof_seconds", _BUDGET.get())))
 
 
 def _applying(request) -> list:
@@ -103,6 +128,8 @@ def _note(result: InstanceResult, tried: dict) -> InstanceResult:
         reason += (f" [a proof was tried with lemma {tried.get('reason', '').split(':')[0]} "
                    f"at t1 = {marks[0]:g}..{max(marks):g} ({len(marks)} times, "
                    f"{tried.get('seconds', 0):.3g} s): {tried.get('reason', '')}]")
+    elif result.verdict is InstanceVerdict.INCONCLUSIVE:
+        reason += f" [no proof for all t could be tried: {tried.get('reason', '')}]"
     return replace(result, reason=reason, evidence={**result.evidence, "proof": tried})
 
 
@@ -145,35 +172,139 @@ def _reach(request, result: InstanceResult) -> Fraction:
     return reach
 
 
-def _search(request, lemma: str, plans: list, expired: Callable[[], bool],
+def failing_margins(why: str) -> dict[str, float]:
+    """The margins of the lemma's failed inequalities, by name, as its builder reports them in
+    its reason (``"g_in fails (margin -0.347)"``); empty when it names none.
+
+    >>> failing_margins("g_out fails (margin -35.8); g_in fails (margin -14.9)")
+    {'g_out': -35.8, 'g_in': -14.9}
+    """
+    return {name: float(m) for name, m in _MARGIN.findall(why)}
+
+
+def comparable_margins(lemma: str, instance, t1: Fraction, failing: dict) -> dict:
+    r"""The failing margins that :func:`stalled` follows, made comparable between marks: the
+    leader map's score gaps :math:`g_{\rm out}, g_{\rm in}` as they are (they tend to the
+    limits' gaps); the good triple's :math:`G_\pm e^{-2\lambda_1 t_1} = c\mu_\pm^2 -
+    e^{-\lambda_1 t_1} K_1 - e^{-2\lambda_1 t_1} K_2` (:mod:`verify.lemmas.good_triple`: it
+    tends to :math:`c\mu_\pm^2`, while :math:`G_\pm` itself first grows more negative). Other
+    inequalities and lemmas are not followed (no stall is declared on them).
+
+    >>> from verify.lemmas import leader_map
+    >>> comparable_margins(leader_map.ID, None, Fraction(1), {"g_in": -0.3, "rho": -5.0})
+    {'g_in': -0.3}
+    """
+    if lemma == leader_map.ID:
+        return {k: v for k, v in failing.items() if k in ("g_out", "g_in")}
+    if lemma == good_triple.ID:
+        lam = max(np.linalg.eigvals(np.asarray(instance.model.V, dtype=float)).real)
+        scale = math.exp(-2 * lam * float(t1))
+        return {k: v * scale for k, v in failing.items() if k.startswith("dominance-")}
+    return {}
+
+
+def stalled(margins: list[dict], marks: int = STALL_MARKS) -> bool:
+    """Whether the lemma has stopped getting closer to holding: every inequality that fails at
+    the last mark failed at each of the ``marks`` marks before it and gained less than
+    :data:`STALL_GAIN` of its size at each step (``margins``: the failing margins by name, one
+    dict per mark). A new inequality failing (e.g. the leader map's allowances once its score
+    gaps hold) is progress, not a stall.
+
+    >>> stalled([{"g": -7e-9}] * 4), stalled([{"g": -36}, {"g": -0.3}, {"g": -0.4}, {"g": -0.5}])
+    (True, False)
+    """
+    window = margins[-marks - 1:]
+    if len(window) <= marks or not window[-1]:
+        return False
+    for name in window[-1]:
+        values = [m.get(name) for m in window]
+        if any(v is None or not v < 0 for v in values):
+            return False
+        if any(b - a >= STALL_GAIN * abs(a) for a, b in zip(values, values[1:], strict=False)):
+            return False
+    return True
+
+
+def next_mark_cost(costs: list[float]) -> float | None:
+    r"""The CPU seconds the next mark should take at the pace of the last two: the last
+    segment times its growth (never less than the last). The enclosure's steps shrink like
+    :math:`e^{-2\lambda t}` in the rescaled form (the scores grow like :math:`e^{2\lambda
+    t}`), so each mark costs a roughly constant factor more than the one before.
+
+    >>> next_mark_cost([1.0, 2.0]), next_mark_cost([2.0, 1.0]), next_mark_cost([1.0])
+    (4.0, 1.0, None)
+    """
+    if len(costs) < 2:
+        return None
+    growth = costs[-1] / costs[-2] if costs[-2] > 0 else 1.0
+    return costs[-1] * max(growth, 1.0)
+
+
+def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction) -> dict:
     """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
-    once."""
+    once. It stops early, saying why, when the proof cannot succeed in its budget: the lemma's
+    failing margins have stopped improving (:func:`stalled`; when they are within the
+    enclosure's width it escalates instead), or the next mark would take more CPU time than is
+    left (:func:`next_mark_cost`)."""
 
     instance = request.instance
-    tried = []
+    tried, history = [], []
     why = "no mark reached"
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
-        mark = None
+        mark, margins, costs, escalate = None, [], [], False
         while mark is None or mark < last_mark:
             mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
+            ahead = next_mark_cost(costs)
+            if ahead is not None and ahead > expired.remaining():
+                why = (f"stopped before t1 = {float(mark):.4g}: at the pace of the last marks "
+                       f"({costs[-2]:.3g} then {costs[-1]:.3g} CPU s) it would take about "
+                       f"{ahead:.3g} CPU s, more than the {max(expired.remaining(), 0):.3g} s "
+                       f"left of the budget (the last reason: {why})")
+                return _failed(lemma, why, tried, history, enclosure)
+            started = time.thread_time()
             if not enclosure.advance(mark, expired=expired):
                 why = f"the enclosure stopped: {enclosure.message}"
                 break
             document, why = try_lemma(lemma, instance, enclosure, mark)
             tried.append(float(mark))
-            if document is None:
-                continue
-            document, why = _with_facts(request, document, plans, enclosure, mark)
             if document is not None:
-                return {"proved": True, "document": document, "t1": str(mark),
-                        "enclosure": enclosure.describe(), "marks_tried": tried}
-        if enclosure.status != "failed":
+                document, why = _with_facts(request, document, plans, enclosure, mark)
+                if document is not None:
+                    return {"proved": True, "document": document, "t1": str(mark),
+                            "enclosure": enclosure.describe(), "marks_tried": tried,
+                            "margins": history}
+            if mark > 0:  # the cost of integrating a segment (t = 0 integrates nothing)
+                costs.append(time.thread_time() - started)
+            failing = failing_margins(why)
+            margins.append(comparable_margins(lemma, instance, mark, failing))
+            history.append([float(mark), failing])
+            if stalled(margins):
+                width, worst = enclosure.radius(), min(failing.values())
+                if abs(worst) > WIDTH_LIMITED * width:
+                    window = "; ".join(f"{name}: " + ", ".join(
+                        f"{m[name]:.3g}" for m in margins[-STALL_MARKS - 1:])
+                        for name in margins[-1])
+                    why = (f"the lemma's failing margins stopped improving ({window} at t1 = "
+                           f"{float(mark) - STALL_MARKS * float(MARK_STEP):.4g}.."
+                           f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
+                           f"the dynamics, not the digits, keep it from holding, e.g. a tie "
+                           f"between scores that stays a tie (the last reason: {why})")
+                    return _failed(lemma, why, tried, history, enclosure)
+                why = (f"the lemma's worst margin {worst:.3g} stopped improving within the "
+                       f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
+                escalate = True  # more digits may resolve it
+                break
+        if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
+    return _failed(lemma, why, tried, history, enclosure)
+
+
+def _failed(lemma: str, why: str, tried: list, history: list, enclosure) -> dict:
     return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
-            "enclosure": enclosure.describe()}
+            "margins": history, "enclosure": enclosure.describe()}
 
 
 def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):

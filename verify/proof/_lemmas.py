@@ -29,7 +29,8 @@ from verify.lemmas._balls import CheckFailure, LemmaReport, ball_matrix, matrix_
 from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instance
 from verify.lemmas.checker import SCHEMA
 
-__all__ = ["instance_text", "symmetry_text", "try_lemma", "lemma_for", "masked_document"]
+__all__ = ["instance_text", "symmetry_text", "try_lemma", "lemmas_for", "lemma_for",
+           "masked_document"]
 
 
 def _strings(matrix) -> list:
@@ -66,19 +67,28 @@ def symmetry_text(group) -> list[dict]:
     return out
 
 
-def lemma_for(model) -> str | None:
-    """The lemma that can trap this model's dynamics, or ``None``."""
+def lemmas_for(model) -> tuple[str, ...]:
+    """The lemmas that can trap this model's dynamics, in the order they are tried (the
+    cheaper first: on the causal sphere with ``V = cI`` sphere consensus holds as soon as the
+    tokens lie within 90°, the equilibrium's contraction ball only much later); empty when
+    none applies.
+
+    >>> from verify.model import Model
+    >>> lemmas_for(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", mask="causal"))
+    ('sphere-consensus', 'equilibrium')
+    >>> lemmas_for(Model(V=[[1, 2], [0, 1]], form="x", normalisation="sphere"))
+    ()
+    """
     if _power_decay_applies(model):
-        return power_decay.ID
-    if _equilibrium_applies(model):
-        return equilibrium.ID
+        return (power_decay.ID,)
     if model.rescaled and not model.departures():
         V = model.V
         lam = V[0, 0]
         if lam > 0 and all(V[a, b] == (lam if a == b else 0) for a in range(model.d)
                            for b in range(model.d)):
-            return leader_map.ID
-        return good_triple.ID
+            return (leader_map.ID,)
+        return (good_triple.ID,)
+    found = ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
             and (model.full_mask or _causal(model)):
@@ -86,8 +96,15 @@ def lemma_for(model) -> str | None:
         c = V[0, 0]
         if c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(model.d)
                          for b in range(model.d)):
-            return sphere_consensus.ID
-    return None
+            found = (sphere_consensus.ID,)
+    if _equilibrium_applies(model):
+        found += (equilibrium.ID,)
+    return found
+
+
+def lemma_for(model) -> str | None:
+    """The first lemma :func:`lemmas_for` tries, or ``None``."""
+    return next(iter(lemmas_for(model)), None)
 
 
 def _causal(model) -> bool:

@@ -4,9 +4,10 @@ r"""Proving an instance: a rigorous enclosure up to :math:`t_1`, a trapping lemm
 :func:`prove_result` is the one call the judging engine makes: for an instance whose verdict
 rests on an estimate (or is undecided), it
 
-1. picks the lemma that can trap the model's dynamics (:func:`~verify.proof._lemmas.lemma_for`)
+1. picks the lemmas that can trap the model's dynamics (:func:`~verify.proof._lemmas.lemmas_for`)
    and maps each conclusion of the claim onto the facts that prove it
-   (:mod:`verify.proof._plans`); a conclusion without such a mapping ends the attempt;
+   (:mod:`verify.proof._plans`); a conclusion without such a mapping ends the attempt with
+   that lemma; the lemmas are tried in turn, each with the budget the ones before it left;
 2. encloses the trajectory (:class:`verify.enclosure.Enclosure`) and, at the marks
    :math:`t_1 = 0, \tfrac12, 1, \dots` up to the re-check horizon :math:`\tfrac32 T` of the
    estimate (or the longest horizon its extensions reached), asks the lemma whether it traps
@@ -44,7 +45,7 @@ from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate, good_triple, leader_map
 from verify.lemmas._balls import ball_text, parse_ball
 from verify.numerics._monitor import _WALL_BUDGET
-from verify.proof._lemmas import lemma_for, try_lemma
+from verify.proof._lemmas import lemmas_for, try_lemma
 from verify.proof._plans import NoPlan, plan_facts
 from verify.vocabulary.hypothesis_expressions import check_hypotheses
 
@@ -142,25 +143,41 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
         return result
     instance = request.instance
 
-    lemma = lemma_for(instance.model)
+    lemmas = lemmas_for(instance.model)
     why_not = unsupported(instance.model) or (
         None if instance.n * instance.d <= MAX_SIZE else
         f"n·d = {instance.n * instance.d} is above {MAX_SIZE}") or (
-        None if lemma is not None else "no trapping lemma applies to this model")
+        None if lemmas else "no trapping lemma applies to this model")
     if why_not:
         return _note(result, {"proved": False, "reason": why_not})
-    try:
-        plans = [(spec, plan_facts(spec, lemma, instance)) for spec in _applying(request)]
-    except NoPlan as exc:
-        return _note(result, {"proved": False, "reason": str(exc)})
-    if not plans:
-        return _note(result, {"proved": False, "reason": "no conclusion applies."})
-    start = time.perf_counter()
-    outcome = _search(request, lemma, plans, _expiry(request), _reach(request, result))
-    outcome["seconds"] = round(time.perf_counter() - start, 3)
-    if outcome.get("document") is None:
-        return _note(result, outcome)
-    return _proved(request, result, lemma, plans, outcome)
+    clock, outcome = _expiry(request), None
+    for lemma in lemmas:  # each with the budget the ones before it left
+        try:
+            plans = [(spec, plan_facts(spec, lemma, instance)) for spec in _applying(request)]
+        except NoPlan as exc:
+            outcome = outcome or {"proved": False, "reason": str(exc)}
+            continue
+        if not plans:
+            return _note(result, {"proved": False, "reason": "no conclusion applies."})
+        start = time.perf_counter()
+        tried = _search(request, lemma, plans, clock, _reach(request, result))
+        tried["seconds"] = round(time.perf_counter() - start, 3)
+        if tried.get("document") is not None:
+            return _proved(request, result, lemma, plans, tried)
+        outcome = _after(outcome, tried)
+        if clock():
+            break
+    return _note(result, outcome)
+
+
+def _after(before: dict | None, tried: dict) -> dict:
+    """What a failed attempt records, after the attempts of earlier lemmas: the last attempt,
+    its reason preceded by theirs, the marks of all."""
+    if before is None or not before.get("marks_tried"):
+        return tried
+    return {**tried, "reason": f"{before['reason']}; then {tried['reason']}",
+            "marks_tried": before["marks_tried"] + tried.get("marks_tried", []),
+            "seconds": before.get("seconds", 0) + tried.get("seconds", 0)}
 
 
 def _reach(request, result: InstanceResult) -> Fraction:

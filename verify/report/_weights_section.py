@@ -101,7 +101,7 @@ def _compute(claim, ahead: dict | None = None) -> dict:
         return {}
     try:
         weights = _weights(family.source)
-        words, _ = tokenize(weights, family.sentence)
+        tokenize(weights, family.sentence)  # OutOfScope without a usable tokenizer
     except OutOfScope as exc:
         return {"available": False, "reason": str(exc)}
     done = dict(ahead or {})

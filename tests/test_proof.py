@@ -157,7 +157,6 @@ def test_a_score_tie_stops_the_proof_early_and_says_why():
         result = prove_result(request, _undecided(request))
     proof = result.evidence["proof"]
     assert result.basis is None and "stopped improving" in proof["reason"]
-    assert "a float64 run still shows at t1 = 18: g_out" in proof["reason"]
     assert "the budget ran out" not in proof["reason"] and proof["enclosure"]["status"] == "ok"
     assert max(t for t, _ in proof["margins"]) <= 3
     assert time.thread_time() - start < 600  # stopped by the rule, not by the CPU budget
@@ -230,42 +229,3 @@ def test_an_undecided_instance_says_why_no_proof_could_be_tried():
     assert result.verdict is InstanceVerdict.INCONCLUSIVE and result.basis is None
     assert result.reason.startswith("not judged yet [no proof for all t could be tried: ")
     assert result.evidence["proof"]["reason"] in result.reason
-
-
-def test_tokens_held_apart_on_the_circle_stop_the_consensus_proof_early():
-    # a regular triangle on the circle up to 3e-4 degrees (exact rational unit vectors): an
-    # unstable equilibrium the dynamics leave only after t ≈ 20; up to the last mark (3/2 of
-    # the horizon 6) the smallest inner product stays near -1/2, so the sphere-consensus
-    # lemma's m1 does not improve, a float64 run agrees at t = 9, and the attempt stops
-    from verify.claim import parse_claim
-
-    c, s = "-6273/12545", "10864/12545"  # 6273² + 10864² = 12545²
-    claim = parse_claim({
-        "id": "toy", "label": "Remark 0", "kind": "remark", "expected": "holds",
-        "statement": "Consensus.", "conclusion": {"type": "consensus", "variable": "x"},
-        "families": [{"name": "triangle", "kind": "explicit", "V": [[1, 0], [0, 1]],
-                      "x0": [[1, 0], [c, s], [c, "-" + s]],
-                      "model": {"form": "x", "normalisation": "sphere"},
-                      "horizon": 6}]}, "<test>")
-    request = _request(claim, "triangle")
-    with proof_budget(600):
-        result = prove_result(request, _undecided(request))
-    proof = result.evidence["proof"]
-    assert result.basis is None and "stopped improving" in proof["reason"], proof["reason"]
-    assert "m1" in proof["reason"] and "a float64 run still shows at t1 = 9" in proof["reason"]
-    assert max(t for t, _ in proof["margins"]) <= 3
-
-
-def test_a_plateau_the_run_leaves_before_the_last_mark_is_not_a_stall(monkeypatch):
-    # if a float64 run showed the margins better at the last mark (a metastable state left in
-    # time), the stalled margins would not stop the attempt: the budget rules decide
-    from verify.proof import _prove
-
-    monkeypatch.setattr(_prove, "_ahead", lambda *args: {})
-    claim = load_claim(CLAIMS / "polytope.toml")
-    request = _request(claim, "square-with-edge-midpoints")
-    with proof_budget(10):
-        result = prove_result(request, _undecided(request))
-    reason = result.evidence["proof"]["reason"]
-    assert "stopped improving" not in reason
-    assert "at the pace of the last marks" in reason or "budget ran out" in reason

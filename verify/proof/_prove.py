@@ -37,13 +37,11 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat
 
 from verify.analysis.evidence import Basis
 from verify.enclosure import MAX_SIZE, Enclosure, unsupported
-from verify.flow.simulate import simulate
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
-from verify.lemmas import check_certificate, good_triple, leader_map, sphere_consensus
+from verify.lemmas import check_certificate, good_triple, leader_map
 from verify.lemmas._balls import ball_text, parse_ball
 from verify.numerics._monitor import _WALL_BUDGET
 from verify.proof._lemmas import lemma_for, try_lemma
@@ -186,11 +184,10 @@ def failing_margins(why: str) -> dict[str, float]:
 
 def comparable_margins(lemma: str, instance, t1: Fraction, failing: dict) -> dict:
     r"""The failing margins that :func:`stalled` follows, made comparable between marks: the
-    leader map's score gaps :math:`g_{\rm out}, g_{\rm in}` and the sphere's smallest inner
-    product :math:`m_1` as they are (they tend to their limits' values); the good triple's
-    :math:`G_\pm e^{-2\lambda_1 t_1} = c\mu_\pm^2 - e^{-\lambda_1 t_1} K_1 -
-    e^{-2\lambda_1 t_1} K_2` (:mod:`verify.lemmas.good_triple`: it tends to
-    :math:`c\mu_\pm^2`, while :math:`G_\pm` itself first grows more negative). Other
+    leader map's score gaps :math:`g_{\rm out}, g_{\rm in}` as they are (they tend to the
+    limits' gaps); the good triple's :math:`G_\pm e^{-2\lambda_1 t_1} = c\mu_\pm^2 -
+    e^{-\lambda_1 t_1} K_1 - e^{-2\lambda_1 t_1} K_2` (:mod:`verify.lemmas.good_triple`: it
+    tends to :math:`c\mu_\pm^2`, while :math:`G_\pm` itself first grows more negative). Other
     inequalities and lemmas are not followed (no stall is declared on them).
 
     >>> from verify.lemmas import leader_map
@@ -199,8 +196,6 @@ def comparable_margins(lemma: str, instance, t1: Fraction, failing: dict) -> dic
     """
     if lemma == leader_map.ID:
         return {k: v for k, v in failing.items() if k in ("g_out", "g_in")}
-    if lemma == sphere_consensus.ID:  # the smallest inner product m1 of two tokens
-        return {k: v for k, v in failing.items() if k == "m1"}
     if lemma == good_triple.ID:
         lam = max(np.linalg.eigvals(np.asarray(instance.model.V, dtype=float)).real)
         scale = math.exp(-2 * lam * float(t1))
@@ -259,7 +254,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
-        mark, margins, costs, escalate, looked_ahead = None, [], [], False, False
+        mark, margins, costs, escalate = None, [], [], False
         while mark is None or mark < last_mark:
             mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
             ahead = next_mark_cost(costs)
@@ -286,11 +281,9 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
             history.append([float(mark), failing])
-            if stalled(margins) and not looked_ahead:
+            if stalled(margins):
                 width, worst = enclosure.radius(), min(failing.values())
-                looked_ahead = abs(worst) > WIDTH_LIMITED * width
-                later = _ahead(request, lemma, enclosure, last_mark) if looked_ahead else None
-                if looked_ahead and not _improves(margins[-1], later):
+                if abs(worst) > WIDTH_LIMITED * width:
                     window = "; ".join(f"{name}: " + ", ".join(
                         f"{m[name]:.3g}" for m in margins[-STALL_MARKS - 1:])
                         for name in margins[-1])
@@ -298,13 +291,8 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                            f"{float(mark) - STALL_MARKS * float(MARK_STEP):.4g}.."
                            f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
                            f"the dynamics, not the digits, keep it from holding, e.g. a tie "
-                           f"between scores that stays a tie, as a float64 run still shows at "
-                           f"t1 = {float(last_mark):.4g}: "
-                           f"{', '.join(f'{k} {v:.3g}' for k, v in later.items())} "
-                           f"(the last reason: {why})")
+                           f"between scores that stays a tie (the last reason: {why})")
                     return _failed(lemma, why, tried, history, enclosure)
-                if looked_ahead:
-                    continue  # a plateau the run leaves before the last mark: go on
                 why = (f"the lemma's worst margin {worst:.3g} stopped improving within the "
                        f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
                 escalate = True  # more digits may resolve it
@@ -312,48 +300,6 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
         if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
     return _failed(lemma, why, tried, history, enclosure)
-
-
-class _PointState:
-    """A float64 state at one mark as exact point balls, read by a lemma's builder in place of
-    an enclosure: the stall rule's look ahead (never a proof)."""
-
-    def __init__(self, enclosure, variable: str, state: np.ndarray) -> None:
-        self.group, self.bits, self.variable = enclosure.group, enclosure.bits, variable
-        self.state = arb_mat([[arb(float(v)) for v in row] for row in state])
-
-    def x_at(self, t):
-        return self.state
-
-    z_at = x_at
-
-    def describe(self) -> dict:
-        return {}
-
-
-def _ahead(request, lemma: str, enclosure, last_mark: Fraction) -> dict | None:
-    """The comparable failing margins of ``lemma`` on a float64 run at ``last_mark`` (empty
-    when it holds there; ``None`` when the run fails): whether a stalled margin is a plateau
-    the dynamics leave before the last mark (a metastable state) or the end."""
-    variable = "x" if lemma == sphere_consensus.ID else "z"
-    traj = simulate(request.instance, last_mark, checkpoints=[0, last_mark],
-                    error_estimate=False)
-    if not traj.success:
-        return None
-    point = _PointState(enclosure, variable, traj.tokens(variable)[-1])
-    document, why = try_lemma(lemma, request.instance, point, last_mark)
-    return {} if document is not None else comparable_margins(
-        lemma, request.instance, last_mark, failing_margins(why))
-
-
-def _improves(now: dict, later: dict | None) -> bool:
-    """Whether the margins ``later`` (:func:`_ahead`) are better than ``now`` by more than
-    :data:`STALL_GAIN` (an inequality no longer failing is better); ``None`` (the run failed:
-    nothing is known) counts as better."""
-    if later is None:
-        return True
-    return any(name not in later or later[name] - m >= STALL_GAIN * abs(m)
-               for name, m in now.items())
 
 
 def _failed(lemma: str, why: str, tried: list, history: list, enclosure) -> dict:

@@ -242,28 +242,14 @@ def stalled(margins: list[dict], marks: int = STALL_MARKS) -> bool:
     return True
 
 
-def next_mark_cost(costs: list[float]) -> float | None:
-    r"""The CPU seconds the next mark should take at the pace of the last two: the last
-    segment times its growth (never less than the last). The enclosure's steps shrink like
-    :math:`e^{-2\lambda t}` in the rescaled form (the scores grow like :math:`e^{2\lambda
-    t}`), so each mark costs a roughly constant factor more than the one before.
-
-    >>> next_mark_cost([1.0, 2.0]), next_mark_cost([2.0, 1.0]), next_mark_cost([1.0])
-    (4.0, 1.0, None)
-    """
-    if len(costs) < 2:
-        return None
-    growth = costs[-1] / costs[-2] if costs[-2] > 0 else 1.0
-    return costs[-1] * max(growth, 1.0)
-
-
 def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction) -> dict:
     """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
-    once. It stops early, saying why, when the proof cannot succeed in its budget: the lemma's
-    failing margins have stopped improving (:func:`stalled`; when they are within the
-    enclosure's width it escalates instead), or the next mark would take more CPU time than is
-    left (:func:`next_mark_cost`)."""
+    once. It stops early, saying why, when the lemma's failing margins have stopped improving
+    (:func:`stalled`; when they are within the enclosure's width it escalates instead). It does
+    not stop on a projection of the next mark's cost: on the paper suite that projection
+    (the last segment times its growth) stopped hyperplanes' paper-3d-negative-pair#0 at
+    t1 = 1.5 with 73 of its 120 CPU s left, where the proof succeeds within the budget."""
 
     instance = request.instance
     tried, history = [], []
@@ -271,17 +257,9 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
-        mark, margins, costs, escalate = None, [], [], False
+        mark, margins, escalate = None, [], False
         while mark is None or mark < last_mark:
             mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
-            ahead = next_mark_cost(costs)
-            if ahead is not None and ahead > expired.remaining():
-                why = (f"stopped before t1 = {float(mark):.4g}: at the pace of the last marks "
-                       f"({costs[-2]:.3g} then {costs[-1]:.3g} CPU s) it would take about "
-                       f"{ahead:.3g} CPU s, more than the {max(expired.remaining(), 0):.3g} s "
-                       f"left of the budget (the last reason: {why})")
-                return _failed(lemma, why, tried, history, enclosure)
-            started = time.thread_time()
             if not enclosure.advance(mark, expired=expired):
                 why = f"the enclosure stopped: {enclosure.message}"
                 break
@@ -293,8 +271,6 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                     return {"proved": True, "document": document, "t1": str(mark),
                             "enclosure": enclosure.describe(), "marks_tried": tried,
                             "margins": history}
-            if mark > 0:  # the cost of integrating a segment (t = 0 integrates nothing)
-                costs.append(time.thread_time() - started)
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
             history.append([float(mark), failing])

@@ -509,7 +509,11 @@ def _run(args: argparse.Namespace) -> int:
                               "give the directory of the claim files.")
     _check_families_memory(selected, args.precision, args.allow_large)
     _prepare_out_dir(args.resume or args.out, "--resume" if args.resume else "--out")
-    from verify.report.results import build_results, report_side_jobs, write_reports
+    from verify.report.results import (  # matplotlib: only when a run writes a report
+        build_results,
+        report_side_jobs,
+        write_reports,
+    )
 
     if not args.resume:
         out_dir = Path(args.out) / new_run_id({"ids": ids})

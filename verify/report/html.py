@@ -31,7 +31,9 @@ it, the violated quantity over time (:mod:`verify.report._fig_violation`).
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 import math
 import tomllib
 from collections.abc import Callable
@@ -375,9 +377,6 @@ def _figure_jobs(data: dict, check: bool, run_dir: Path | None = None) -> dict:
 def job_digest(job: tuple) -> str:
     """A hash of a figure job (its maker and its arguments): a figure drawn ahead is used only
     for the very job the report asks for."""
-    import hashlib
-    import json
-
     maker, args = job
     blob = json.dumps([maker.__module__, maker.__qualname__, args], sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()

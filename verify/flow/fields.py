@@ -372,7 +372,7 @@ class VectorField:
         normalisation is applied to the ``n×d`` product: ``(w Y)_i / Σ_l w_il``."""
         if not self.arb:
             return self.attention(t, state, head) @ Y
-        if self.model.attention != "softmax":
+        if not self.model.softmax:
             return self.attention(t, state, head) * Y
         scaled, log_scale = self.scores(t, state, head)
         weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,

@@ -28,10 +28,10 @@ also names the *variant* (design.md, "The model family"):
 
 **Which variant?** Code outside this module never compares these strings: it asks the model
 (:attr:`Model.rescaled`, :attr:`~Model.discrete`, :attr:`~Model.continuous_tokens`,
-:attr:`~Model.softmax`, :attr:`~Model.full_mask`, :attr:`~Model.on_sphere`,
-:attr:`~Model.pre_ln`, :attr:`~Model.normalised`, :attr:`~Model.bounded_scores`,
-:attr:`~Model.single_head`, :attr:`~Model.has_mlp`, :meth:`~Model.departures`), so that a new
-variant is answered here once.
+:attr:`~Model.softmax`, :attr:`~Model.full_mask`, :attr:`~Model.causal_mask`,
+:attr:`~Model.on_sphere`, :attr:`~Model.pre_ln`, :attr:`~Model.normalised`,
+:attr:`~Model.bounded_scores`, :attr:`~Model.single_head`, :attr:`~Model.has_mlp`,
+:meth:`~Model.departures`), so that a new variant is answered here once.
 
 Every matrix is kept **exactly** (an object array of :class:`~fractions.Fraction`, see
 :mod:`verify.exact.inputs`) together with its float64 rounding.
@@ -381,6 +381,11 @@ class Model:
     def full_mask(self) -> bool:
         """Every token attends to every token (no causal mask, no adjacency)."""
         return isinstance(self.mask, str) and self.mask == "full"
+
+    @property
+    def causal_mask(self) -> bool:
+        """Token ``i`` attends to tokens ``j ≤ i`` only (token 0 sees only itself)."""
+        return isinstance(self.mask, str) and self.mask == "causal"
 
     @property
     def on_sphere(self) -> bool:

@@ -91,7 +91,7 @@ def lemmas_for(model) -> tuple[str, ...]:
     found = ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
-            and (model.full_mask or _causal(model)):
+            and (model.full_mask or model.causal_mask):
         V = model.V
         c = V[0, 0]
         if c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(model.d)
@@ -105,10 +105,6 @@ def lemmas_for(model) -> tuple[str, ...]:
 def lemma_for(model) -> str | None:
     """The first lemma :func:`lemmas_for` tries, or ``None``."""
     return next(iter(lemmas_for(model)), None)
-
-
-def _causal(model) -> bool:
-    return isinstance(model.mask, str) and model.mask == "causal"
 
 
 def _power_decay_applies(model) -> bool:
@@ -128,7 +124,7 @@ def _equilibrium_applies(model) -> bool:
     """Tokens on the sphere, one softmax head, ``V = cI`` (``c > 0``), a causal mask (lemma
     ``equilibrium``: token 0 is frozen)."""
     if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
-            and not model.has_mlp and isinstance(model.mask, str) and model.mask == "causal"):
+            and not model.has_mlp and model.causal_mask):
         return False
     V, d = model.V, model.d
     c = V[0, 0]
@@ -424,7 +420,7 @@ def masked_document(instance) -> tuple[dict | None, str]:
     """The certificate document of the masked-token lemma on the exact initial data
     (``t1 = 0``, no enclosure), or ``(None, why not)``: the model is not one the lemma is
     about, or the closed form decides nothing."""
-    if not _causal(instance.model):
+    if not instance.model.causal_mask:
         return None, "the mask is not causal"
     text = {"instance": instance_text(instance)}
     try:

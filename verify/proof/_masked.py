@@ -54,8 +54,7 @@ def certify_masked(request, result: InstanceResult) -> InstanceResult:
     if result.verdict in (InstanceVerdict.OUT_OF_SCOPE, InstanceVerdict.ERROR) or \
             (result.basis is not None and result.basis.rigorous):
         return result
-    model = request.instance.model
-    if not (isinstance(model.mask, str) and model.mask == "causal"):
+    if not request.instance.model.causal_mask:
         return result
     specs = _applying(request)
     document, why = masked_document(request.instance)

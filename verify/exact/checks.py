@@ -27,7 +27,8 @@ from verify.exact.inputs import rational_array
 from verify.exact.linalg import to_fmpq_mat
 
 __all__ = [
-    "SpectralCheck", "is_identity", "is_negative_identity", "qk_positive_definite",
+    "SpectralCheck", "identity_multiple", "is_identity", "is_negative_identity",
+    "qk_positive_definite",
     "positive_real_part_count", "complex_leading_pair",
 ]
 
@@ -71,6 +72,21 @@ def _is_scalar(V, scalar: int, name: str) -> SpectralCheck:
         if v != want:
             return SpectralCheck(name, False, f"V[{i}, {j}] = {fmt(v)} ≠ {want}.")
     return SpectralCheck(name, True, f"V = {'-' if scalar < 0 else ''}I_{array.shape[0]} exactly.")
+
+
+def identity_multiple(V: object) -> Fraction | None:
+    """The scalar ``c`` when ``V = c I`` exactly, else ``None``.
+
+    Examples
+    --------
+    >>> identity_multiple([[2, 0], [0, 2]]), identity_multiple([[1, 1], [0, 1]])
+    (Fraction(2, 1), None)
+    """
+    array = square_rational("V", V)
+    c = array[0, 0]
+    if any(v != (c if i == j else 0) for (i, j), v in np.ndenumerate(array)):
+        return None
+    return Fraction(c)
 
 
 def is_identity(V: object) -> SpectralCheck:

@@ -50,6 +50,7 @@ import math
 
 import numpy as np
 
+from verify.exact.checks import identity_multiple
 from verify.flow.legs import Certifier, Leg
 from verify.numerics import NORMALISED_ULPS, ulps
 
@@ -67,10 +68,8 @@ def cap_unavailable(model) -> str | None:
     if model.has_mlp:
         return "an MLP: caps are not known to be invariant."
     for head in model.heads:
-        V = head.V
-        c = V[0, 0]
-        if c < 0 or any(V[a, b] != (c if a == b else 0) for a in range(V.shape[0])
-                        for b in range(V.shape[1])):
+        c = identity_multiple(head.V)
+        if c is None or c < 0:
             return "V is not a nonnegative multiple of the identity: caps are not known to be " \
                    "invariant."
     return None

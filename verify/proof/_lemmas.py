@@ -17,6 +17,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 from scipy.linalg import schur
 
+from verify.exact.checks import identity_multiple
 from verify.lemmas import (
     equilibrium,
     good_triple,
@@ -82,20 +83,16 @@ def lemmas_for(model) -> tuple[str, ...]:
     if _power_decay_applies(model):
         return (power_decay.ID,)
     if model.rescaled and not model.departures():
-        V = model.V
-        lam = V[0, 0]
-        if lam > 0 and all(V[a, b] == (lam if a == b else 0) for a in range(model.d)
-                           for b in range(model.d)):
+        lam = identity_multiple(model.V)
+        if lam is not None and lam > 0:
             return (leader_map.ID,)
         return (good_triple.ID,)
     found = ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
             and (model.full_mask or model.causal_mask):
-        V = model.V
-        c = V[0, 0]
-        if c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(model.d)
-                         for b in range(model.d)):
+        c = identity_multiple(model.V)
+        if c is not None and c > 0:
             found = (sphere_consensus.ID,)
     if _equilibrium_applies(model):
         found += (equilibrium.ID,)
@@ -112,9 +109,8 @@ def _power_decay_applies(model) -> bool:
     lower bound is positive (lemma ``power-decay``)."""
     if model.departures() or not (model.continuous_tokens or model.rescaled):
         return False
-    V, d = model.V, model.d
-    mu = -V[0, 0]
-    if not mu > 0 or any(V[a, c] != (-mu if a == c else 0) for a in range(d) for c in range(d)):
+    c = identity_multiple(model.V)
+    if c is None or not c < 0:
         return False
     b = power_decay.gershgorin_lower([[Fraction(v) for v in row] for row in model.B])
     return b is not None and b > 0
@@ -126,9 +122,8 @@ def _equilibrium_applies(model) -> bool:
     if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
             and not model.has_mlp and model.causal_mask):
         return False
-    V, d = model.V, model.d
-    c = V[0, 0]
-    return c > 0 and all(V[a, b] == (c if a == b else 0) for a in range(d) for b in range(d))
+    c = identity_multiple(model.V)
+    return c is not None and c > 0
 
 
 def _dyadic_up(x: float, bits: int = 8) -> Fraction:

@@ -239,6 +239,62 @@ def test_spectral_class_is_computed_beside_the_run(kill):
     assert done.stderr == ""
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_position_clusters_are_scipy_single_linkage(seed):
+    """The summary's groups of final tokens (connected components of the pairs within the
+    tolerance) against an independent route: SciPy's single-linkage tree cut at the same
+    distance, on tokens drawn around a few centres with tolerances on either side of the gaps."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    from verify.analysis.summary import position_clusters
+
+    rng = np.random.default_rng(seed)
+    n, d = rng.integers(2, 40), rng.integers(1, 6)
+    centres = rng.standard_normal((rng.integers(1, 6), d))
+    points = centres[rng.integers(0, len(centres), n)] + 10.0 ** -rng.integers(2, 9) \
+        * rng.standard_normal((n, d))
+    for tolerance in (1e-9, 1e-6, 1e-3, 0.5, 3.0):
+        labels = fcluster(linkage(points, method="single"), t=tolerance, criterion="distance")
+        expected = sorted(sorted(np.flatnonzero(labels == label).tolist())
+                          for label in set(labels))
+        assert position_clusters(points, tolerance) == expected
+    assert position_clusters(points[:1], 1e-3) == [[0]]
+
+
+START_UP = """
+import atexit, sys
+WATCH = ("scipy", "sympy", "networkx", "matplotlib", "verify.flow.simulate",
+         "verify.analysis.summary", "verify.exact.spectral")
+atexit.register(lambda: print("loaded:", *[m for m in WATCH if m in sys.modules],
+                              file=sys.stderr))
+from verify.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _loaded_at_exit(*args: str) -> list[str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", START_UP, *args], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode in (0, 2), done.stderr
+    return done.stderr.splitlines()[-1].split()[1:]
+
+
+def test_start_up_imports_only_what_the_command_uses():
+    """Start-up (issue 26: `verify simulate` within a second of the library call): `--help`
+    loads none of the heavy modules; `simulate` of an arb run loads no SciPy (the summary's
+    clusters need none), and the exact spectral class (SymPy) is left to the worker forked
+    beside the run."""
+    assert _loaded_at_exit("--help") == []
+    assert _loaded_at_exit("simulate", "--help") == []
+    loaded = _loaded_at_exit("simulate", "claims/examples/two-tokens-symmetric.toml",
+                             "--horizon", "1", "--checkpoints", "3")
+    assert "verify.flow.simulate" in loaded and "verify.analysis.summary" in loaded
+    assert not {"scipy", "sympy", "matplotlib", "verify.exact.spectral"} & set(loaded)
+
+
 def test_cli_errors(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[model]\nV = [[1, 0]]\n[tokens]\nx0 = [[1, 0]]\n")

@@ -335,3 +335,28 @@ def test_instances_start_longest_first(claims, tmp_path):
     tasks = {t.key: t for t in _tasks(run.claims, None, None, None, None)}
     costs = [expected_cost(tasks[key]) for key in pool.given]
     assert costs == sorted(costs, reverse=True) and len(set(costs)) > 1
+
+
+def test_verify_run_does_not_load_the_conjecture_search(tmp_path):
+    """Start-up: ``verify run`` (and its forked workers) never use the search of ``verify
+    check``, so neither it nor Hypothesis is imported (``verify.run`` loads its conjecture
+    modules on first use); ``verify check``'s names are still there."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('loaded:', *[m for m in ('hypothesis', "
+            "'verify.search', 'verify.run._check') if m in sys.modules], file=sys.stderr))\n"
+            "from verify.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    done = subprocess.run([sys.executable, "-c", code, "run", "discrete-rescaling",
+                           "--proof-seconds", "0", "--no-figures", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "loaded:"
+    from verify import run
+
+    assert run.check_conjecture.__module__ == "verify.run._check"
+    assert run.EXIT_CODES is run._check.EXIT_CODES
+    with pytest.raises(AttributeError):
+        run.no_such_name  # noqa: B018

@@ -25,14 +25,31 @@ Examples
 True
 """
 
+import importlib
+
 from verify.run._budget import Budget, parse_memory
-from verify.run._check import EXIT_CODES, CheckRun, check_conjecture, judge_instance_file
 from verify.run._cluster import ClusterPool, connect
-from verify.run._conjecture import Conjecture, load_conjecture, parse_conjecture
 from verify.run._progress import Progress, progress_enabled
 from verify.run._runner import DEFAULT_WORKERS, InlineExecutor, RunResult, new_run_id, run_claims
 from verify.run._store import ResultStore
 from verify.run._tasks import Task, exact_inputs, higher_precision, longer_checkpoints, run_task
+
+# start-up: the conjecture modules (``verify check``) import the search and with it Hypothesis
+# (~0.2 s, measured with `python -X importtime -c "import verify.run"`), which ``verify run``
+# and its workers never use: they are imported on first use of one of their names.
+_CONJECTURE_NAMES = {"EXIT_CODES": "_check", "CheckRun": "_check",
+                     "check_conjecture": "_check", "judge_instance_file": "_check",
+                     "Conjecture": "_conjecture", "load_conjecture": "_conjecture",
+                     "parse_conjecture": "_conjecture"}
+
+
+def __getattr__(name: str):
+    if name not in _CONJECTURE_NAMES:
+        raise AttributeError(f"module 'verify.run' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"verify.run.{_CONJECTURE_NAMES[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS",
            "ResultStore", "Progress", "progress_enabled", "Task", "run_task", "exact_inputs",

@@ -475,3 +475,32 @@ def test_the_summary_reads_the_leaders_a_certified_continuation_carries():
     assert reading["leaders"] == leg["leaders"] and not reading["undecided"]
     assert reading["certified_by"].startswith("the hardmax continuation")
     assert reading["limit"] is False  # V is not λI: certified on [t0, T], not a limit
+
+
+def test_the_summary_prints_the_certified_attention_not_a_tie_of_rounded_scores():
+    """Issue 26: the 128×128 run's summary printed a final attention of ~1/64 per row (its
+    scores, recomputed from the state rounded to float64, tie across each cluster) beside the
+    leaders its continuation certified. Where a leg covers T the summary's attention is the
+    leg's 0/1 weights; where float64 still resolves the scores it is the run's, bit for bit."""
+    from verify.analysis.summary import final_attention, format_summary, simulation_summary
+    from verify.model.instance_file import InstanceFile
+
+    tokens = [["9/10", "1/5"], ["-7/10", "3/5"], ["1/2", "-4/5"], ["-3/10", "-1/2"],
+              ["1/10", "7/10"]]
+    instance = Instance(Model(V=[[1, 0], [0, "-1/2"]]), tokens)
+    traj = simulate(instance, 10, checkpoints=21, symmetry="off")
+    leg = traj.continuation["legs"][-1]
+    weights, how = final_attention(traj)
+    assert np.array_equal(weights, traj.attention[-1])  # two routes, one matrix
+    assert how.startswith("certified 0/1 by the hardmax continuation")
+    traj.attention[-1] = 1 / traj.n  # the rounded state's tie
+    weights, _ = final_attention(traj)
+    assert weights.tolist() == [[float(j == leg["leader_of"][i]) for j in range(traj.n)]
+                                for i in range(traj.n)]
+    summary = simulation_summary(InstanceFile(instance, {}, "example"), traj, 1e-3, lambda: "")
+    assert summary["final_attention"] == weights.tolist()
+    assert "(certified 0/1 by the hardmax continuation" in format_summary(summary)
+    early = simulate(instance, 5, checkpoints=11, symmetry="off")  # before the switch
+    assert all(leg["t_end"] < 5 or leg["t0"] > 5 for leg in early.continuation.get("legs", []))
+    weights, how = final_attention(early)
+    assert how is None and np.array_equal(weights, early.attention[-1])

@@ -26,7 +26,7 @@ from verify.flow.trajectory import Trajectory
 from verify.model.instance_file import InstanceFile
 
 __all__ = ["position_clusters", "simulation_summary", "format_summary", "spectral_reading",
-           "spectral_reading_aside"]
+           "spectral_reading_aside", "final_attention"]
 
 
 def position_clusters(points: np.ndarray, tolerance: float) -> list[list[int]]:
@@ -143,6 +143,25 @@ def _continuation_leg(traj: Trajectory, k: int) -> dict | None:
     return legs[-1] if legs else None
 
 
+def final_attention(traj: Trajectory) -> tuple[np.ndarray, str | None]:
+    """The attention matrix ``P(T)`` at the last checkpoint and what certifies it: the run's,
+    or — where a hardmax continuation leg covers ``T`` — its certified 0/1 weights (row ``i``
+    on its leader ``l(i)``), with the sentence that says so.
+
+    The continuation certifies that the float64 softmax weights are exactly 0 and 1; recomputed
+    from the state rounded to float64 instead, the score gaps (shrinking like ``e^{−λ₁t}``,
+    ``~3e-43`` relative at ``t = 15`` on the paper's 128×128 run) are lost, a row's scores tie
+    across its cluster and its weight looks spread over it (``~1/64``).
+    """
+    leg = _continuation_leg(traj, -1)
+    if leg is None:
+        return np.asarray(traj.attention[-1]), None
+    weights = np.zeros((traj.n, traj.n))
+    weights[np.arange(traj.n), leg["leader_of"]] = 1.0
+    return weights, (f"certified 0/1 by the hardmax continuation on "
+                     f"[{leg['t0']:.4g}, {leg['t_end']:.4g}]")
+
+
 def attention_reading(traj: Trajectory, k: int = -1, mask=None, instance=None) -> dict:
     """Leaders, clusters and the 0/1 attention read from the certified hardmax graph at
     checkpoint ``k`` (``mask``: the model's attention mask), with the score differences
@@ -204,6 +223,7 @@ def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float,
     certificate says so). ``spectral`` returns the spectral class (default: computed here; see
     :func:`spectral_reading_aside`)."""
     final = traj.z[-1] if traj.z is not None else traj.state[-1]
+    attention, certified_by = final_attention(traj)
     summary = {
         "instance": loaded.instance.name,
         "source": loaded.source,
@@ -214,7 +234,8 @@ def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float,
         "final_time": float(traj.times[-1]),
         "final_tokens": {"variable": "z" if traj.z is not None else "x", "values": final.tolist()},
         "clusters": {"tolerance": tolerance, "groups": position_clusters(final, tolerance)},
-        "final_attention": traj.attention[-1].tolist(),
+        "final_attention": attention.tolist(),
+        "final_attention_certified_by": certified_by,
         "agreeing_digits": None if traj.digits is None else traj.digits.tolist(),
         "spectral_class": spectral() if spectral is not None else spectral_reading(loaded),
         "hardmax": attention_reading(traj, mask=loaded.instance.model.mask_for(traj.n),
@@ -304,12 +325,14 @@ def format_summary(summary: dict, max_rows: int = 12, max_cols: int = 8) -> str:
                  f"{summary['clusters']['tolerance']:g} (tokens numbered from 1): {len(groups)} — "
                  + _first([_one_based(g) for g in groups], 2 * max_rows))
     attention = summary["final_attention"]
+    how = summary.get("final_attention_certified_by")
+    how = f" ({how})" if how else ""
     if len(attention) <= max_rows:
-        lines.append(f"attention matrix at t={summary['final_time']:g}:")
+        lines.append(f"attention matrix at t={summary['final_time']:g}{how}:")
         lines += _matrix_text(attention, "{:>7.3f}")
     else:
-        lines.append(f"attention at t={summary['final_time']:g} (largest weight per token; "
-                     "--json for the whole matrix):")
+        lines.append(f"attention at t={summary['final_time']:g}{how} (largest weight per "
+                     "token; --json for the whole matrix):")
         lines.append("  " + _first([f"{i + 1}→{int(np.argmax(row)) + 1} ({max(row):.3f})"
                                     for i, row in enumerate(attention)], 2 * max_rows, "  "))
     lines += _hardmax_lines(summary["hardmax"])

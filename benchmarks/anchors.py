@@ -359,7 +359,8 @@ def sphere_case(repeat: int, heyoka: bool = True, heyoka_compact: bool = False) 
         compiled, run, x, steps = heyoka_sphere(x0, T, compact=heyoka_compact)
         row(f"heyoka Taylor (tol 1e-10{', compact mode' * heyoka_compact})", run,
             f"{compiled:.2f}", steps, "1e4", err(x))
-        print(f"  (heyoka's run: {CPU['heyoka']:.3f} CPU s; its compilation is paid once "
+        print(f"  (heyoka's run: {CPU['heyoka']:.3f} CPU s, verify with its estimate "
+              f"×{CPU['sphere+est'] / CPU['heyoka']:.1f} that; its compilation is paid once "
               "per process)")
     if times:
         fastest = min(times, key=times.get)

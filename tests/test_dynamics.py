@@ -126,6 +126,42 @@ def test_arb_rows_real_form_agrees_with_the_complex_route(seed):
         ctx.prec = saved
 
 
+
+@pytest.mark.parametrize("seed", range(3))
+def test_arb_rescaled_scores_in_the_eigen_basis(seed):
+    """The arb field's rescaled scores S̃ = U (P_Rᵀ B P_R) Uᵀ (rows in V's real eigen-basis)
+    against Y B Yᵀ with Y = Z Ẽ(t)ᵀ of the complex route: the balls overlap and contain the
+    scores at twice the bits."""
+    from verify.numerics import Arb
+
+    rng = np.random.default_rng(10 + seed)
+    d, n = int(rng.integers(2, 8)), int(rng.integers(2, 6))
+    V, Q, K = (_random_rational_V(rng, d) for _ in range(3))
+    model = Model(V=V, Q=Q, K=K)
+    z0 = rng.standard_normal((n, d))
+    fine = {}
+    for bits in (240, 120):
+        backend = Arb(bits=bits)
+        with backend.working_precision():
+            field = VectorField(model, n, backend)
+            Z = backend.from_float(z0)
+            for t in (Fraction(0), Fraction(3, 4), Fraction(2)):
+                ta = backend.scalar(t)
+                S, L = field.scores(ta, Z)
+                if bits == 240:
+                    fine[t] = S
+                    continue
+                assert field.exponential.eigen_rows_arb(ta, Z, bits) is not None
+                Y, growth = field.exponential._scaled_rows_complex_arb(ta, Z, bits)
+                B = field._heads[0][1]
+                old = Y * B * Y.transpose()
+                assert L.overlaps(2 * growth)
+                for i in range(n):
+                    for j in range(n):
+                        assert S[i, j].overlaps(old[i, j])
+                        assert S[i, j].contains(fine[t][i, j]), (t, i, j)
+
+
 def _exact_softmax(X: np.ndarray, log_scale: float, mask) -> list:
     """Softmax weights of the exact scores ``e^L <x_i, x_j>`` (Fractions from the float tokens)
     by mpmath at 200 digits: an independent route."""

@@ -246,11 +246,25 @@ class ValueExponential:
         if self._arb_decomposition(bits)[3] is not None:
             E, growth = self.scaled_arb(t, bits)
             return Z * E.transpose(), growth
+        rows = self.eigen_rows_arb(t, Z, bits)
+        if rows is None:
+            return self._scaled_rows_complex_arb(t, Z, bits)
+        U, P_t, growth = rows
+        return U * P_t, growth
+
+    def eigen_rows_arb(self, t, Z, bits: int):
+        """``(U, P_Rᵀ, μ t)`` with ``Z Ẽ(t)ᵀ = U P_Rᵀ``, ``U = (Z P_R^{-T}) e^{(Λ_R − μ)t ᵀ}``
+        (the token rows in the real eigen-basis, see :meth:`scaled_rows_arb`), or ``None``
+        where ``V`` has no certified real eigen-decomposition (call inside the precision of
+        ``bits``). A quadratic form of the rows needs no ``P_R``: ``(Z Ẽᵀ) B (Z Ẽᵀ)ᵀ =
+        U (P_Rᵀ B P_R) Uᵀ``."""
+        if self._arb_decomposition(bits)[3] is not None:
+            return None
         form = self._real_form_arb(bits)
         if form is None:
-            return self._scaled_rows_complex_arb(t, Z, bits)
+            return None
         Pinv_t, P_t, _, mu = form
-        return Z * Pinv_t * self._rotation_arb(t, bits) * P_t, mu * t
+        return Z * Pinv_t * self._rotation_arb(t, bits), P_t, mu * t
 
     def _rotation_arb(self, t, bits: int):
         """``e^{(Λ_R − μ)t}ᵀ`` of the real form as a sparse ``arb_mat``."""

@@ -322,6 +322,7 @@ class VectorField:
         self.arb = isinstance(backend, Arb)
         self.rescaled = model.rescaled
         self.exponential = ValueExponential(model.V) if self.rescaled else None
+        self._eigen_scores: dict = {}  # head -> P_Rᵀ B P_R (arb, rescaled form)
         self.nfev = 0
         # exactly symmetric scores (QᵀK symmetric, a symmetric mask): the arb softmax shares
         # the exponential of a pair between its two rows
@@ -348,8 +349,7 @@ class VectorField:
         _, B = self._heads[head]
         if self.rescaled:
             if self.arb:
-                Y, growth = self.exponential.scaled_rows_arb(t, state, self.backend.bits)
-                return Y * B * Y.transpose(), 2 * growth
+                return self._scores_arb(t, state, head)
             E, growth = self.exponential.scaled_float(float(t))
             Y = state @ E.T
             return Y @ B @ Y.T, 2.0 * growth
@@ -357,6 +357,22 @@ class VectorField:
         if self.arb:
             return X * B * X.transpose(), 0
         return X @ B @ X.T, 0.0
+
+    def _scores_arb(self, t, state, head: int):
+        """Rescaled scores in arb. With ``V = P_R Λ_R P_R^{-1}`` real (see
+        :meth:`ValueExponential.eigen_rows_arb`), ``S̃ = U B_R Uᵀ`` from the rows ``U`` in the
+        eigen-basis and ``B_R = P_Rᵀ B P_R`` (computed once): one ``n×d×d`` product fewer than
+        ``Y B Yᵀ`` with ``Y = U P_Rᵀ``."""
+        _, B = self._heads[head]
+        bits = self.backend.bits
+        rows = self.exponential.eigen_rows_arb(t, state, bits)
+        if rows is None:
+            Y, growth = self.exponential.scaled_rows_arb(t, state, bits)
+            return Y * B * Y.transpose(), 2 * growth
+        U, P_t, growth = rows
+        if head not in self._eigen_scores:
+            self._eigen_scores[head] = P_t * B * P_t.transpose()
+        return U * self._eigen_scores[head] * U.transpose(), 2 * growth
 
     def attention(self, t, state, head: int = 0):
         """The attention matrix ``A`` (``P`` for softmax) at time ``t``."""

@@ -206,9 +206,9 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     unscaled = _unscaled(log_scale)
     log_cutoff = math.log(2 * (ctx.prec + 20) * math.log(2))
     if approx is not None and unscaled and symmetric and mask is None:
-        tops = approx.max(axis=1)              # the decisions below when they are trivial:
-        top = float(tops.max())                # every weight needed, one shift for all rows
-        if top - float(tops.min()) <= 1.0 and top - float(approx.min()) < math.exp(log_cutoff):
+        tops = approx.max(axis=1).tolist()     # the decisions below when they are trivial:
+        top = max(tops)                        # every weight needed, one shift for all rows
+        if top - min(tops) <= 1.0 and top - float(approx.min()) < math.exp(log_cutoff):
             _, position, pairs = _pairs(n)
             exponents = [scaled_scores[i, j] for i, j in pairs]
             if abs(top) > 1:
@@ -306,18 +306,25 @@ def _row_normalise_arb(X):
     return arb_mat(rows)
 
 
-def _tangent_arb(xs: list, vs: list, d: int, totals: list | None = None):
+def _tangent_arb(xs: list, vs: list, d: int, totals: list | None = None,
+                 norms: list | None = None):
     """Velocity minus its radial part, ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere), from
     the entries of the states ``xs`` and velocities ``vs`` (row-major, ``d`` per row); with
     ``v_i`` divided by ``totals[i]`` if given (a row normalisation: it commutes with the
-    projection, so it is applied once, to the projected row)."""
+    projection, so it is applied once, to the projected row); ``norms``: the ``|x_i|²`` if at
+    hand."""
     out = []
     for i in range(0, len(xs), d):
         x, v = xs[i:i + d], vs[i:i + d]
-        dot, norm = v[0] * x[0], x[0] * x[0]
+        dot = v[0] * x[0]
         for a in range(1, d):
             dot += v[a] * x[a]
-            norm += x[a] * x[a]
+        if norms is None:
+            norm = x[0] * x[0]
+            for a in range(1, d):
+                norm += x[a] * x[a]
+        else:
+            norm = norms[i // d]
         coef = dot / norm
         if totals is None:
             out += [b - coef * a for a, b in zip(x, v, strict=True)]
@@ -325,6 +332,10 @@ def _tangent_arb(xs: list, vs: list, d: int, totals: list | None = None):
             total = totals[i // d]
             out += [(b - coef * a) / total for a, b in zip(x, v, strict=True)]
     return arb_mat(len(xs) // d, d, out)
+
+
+def _is_identity(M: np.ndarray) -> bool:
+    return bool(np.all(M == np.eye(len(M), dtype=int)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,10 +381,14 @@ class VectorField:
         self._symmetric = [symmetric_mask and bool(np.all(B == B.T))
                            for B in (h.B for h in model.heads)] if self.arb else None
         # one softmax head on the sphere, tokens as they are (no MLP, no pre-LN): the row
-        # normalisation and the tangent projection in one pass (_sphere_softmax_arb)
+        # normalisation and the tangent projection in one pass (_sphere_softmax_arb); with
+        # V = I or βQᵀK = I exactly their products are left out (|x_i|² is then S_ii)
         self._sphere_softmax = (self.arb and model.on_sphere and not self.rescaled
                                 and model.single_head and model.softmax and not model.has_mlp
                                 and not model.pre_ln)
+        if self._sphere_softmax:
+            head = model.heads[0]
+            self._identity = (_is_identity(head.V), _is_identity(model.beta * head.B))
         if self.arb:
             # float64 βQᵀK: the token form's scores in float64 for the softmax's decisions
             self._float_B = [as_float_array(model.beta * h.B) for h in model.heads]
@@ -467,12 +482,16 @@ class VectorField:
         their row normalisation (:func:`softmax_terms_arb`), ``a = w X Vᵀ`` and ``r = w 1``,
         ``ẋ_i = (a_i − <a_i, x_i> x_i / |x_i|²) / r_i``."""
         Vt, B = self._heads[0]
+        identity_V, identity_B = self._identity
         xs = X.entries()
-        weights, _, _ = softmax_terms_arb(X * B * X.transpose(), 0, self.mask,
-                                          self._symmetric[0], self._float_scores(X, 0, xs))
-        W = arb_mat(X.nrows(), X.nrows(), weights)
-        return _tangent_arb(xs, (W * (X * Vt)).entries(), X.ncols(),
-                            (W * self._ones).entries())
+        scaled = X * X.transpose() if identity_B else X * B * X.transpose()
+        weights, _, _ = softmax_terms_arb(scaled, 0, self.mask, self._symmetric[0],
+                                          self._float_scores(X, 0, xs))
+        n = X.nrows()
+        W = arb_mat(n, n, weights)
+        return _tangent_arb(xs, (W * (X if identity_V else X * Vt)).entries(), X.ncols(),
+                            (W * self._ones).entries(),
+                            [scaled[i, i] for i in range(n)] if identity_B else None)
 
     def _attention_input(self, X):
         if not self.model.pre_ln:

@@ -115,6 +115,11 @@ def test_arb_rows_real_form_agrees_with_the_complex_route(seed):
                 real, growth = E.scaled_rows_arb(ta, Z, bits)
                 complex_, growth_c = E._scaled_rows_complex_arb(ta, Z, bits)
                 assert growth.overlaps(growth_c)
+                full, _ = E.scaled_arb(ta, bits)               # Ẽ(t) itself, real form too
+                identity = arb_mat(d, d, [int(i == j) for i in range(d) for j in range(d)])
+                columns, _ = E._scaled_rows_complex_arb(ta, identity, bits)   # Ẽ(t)ᵀ
+                assert all(full[i, j].overlaps(columns[j, i]) for i in range(d)
+                           for j in range(d))
                 results[bits, t] = real, complex_
         for t in (Fraction(0), Fraction(7, 10), Fraction(5, 2)):
             (real, complex_), (fine, _) = results[120, t], results[240, t]

@@ -196,11 +196,16 @@ class ValueExponential:
         """``(Ẽ(t), μ t)`` as (``arb_mat``, ``arb``) at ``bits`` bits (call inside that precision).
 
         ``μ`` is the midpoint of the certified largest real part, so ``e^{μt} Ẽ(t)`` is exactly
-        ``e^{tV}`` whichever ``μ`` is used.
+        ``e^{tV}`` whichever ``μ`` is used. Through the real eigen-form where it is certified
+        (:meth:`_real_form_arb`), else ``P diag(e^{(λ_k − μ)t} N_k(t)) P^{-1}`` in complex balls.
         """
         from flint import acb, acb_mat, arb_mat
 
         lam, P, Pinv, blocks = self._arb_decomposition(bits)
+        form = None if blocks is not None else self._real_form_arb(bits)
+        if form is not None:  # Ẽ(t)ᵀ = P_R^{-T} e^{(Λ_R − μ)t ᵀ} P_Rᵀ, real (scaled_rows_arb)
+            Pinv_t, P_t, _, mu = form
+            return (Pinv_t * self._rotation_arb(t, bits) * P_t).transpose(), mu * t
         mu = max((v.real.mid() for v in lam), key=float)
         d = self.d
         inner = [[acb(0)] * d for _ in range(d)]

@@ -234,10 +234,11 @@ def test_arb_softmax_balls_contain_the_exact_weights(sphere, log_scale, symmetri
             ctx.prec = saved
 
 
-def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask) -> list:
+def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask, pre_ln: bool = False) -> list:
     """``ẋ_i = P_{x_i}(Σ_j P_ij V x_j)`` with ``P = softmax(<x_i, B x_j>)`` and ``P_x`` the
-    projection on the tangent space at ``x``, from the exact tokens (Fractions of the floats) by
-    mpmath at 200 digits: an independent route."""
+    projection on the tangent space at ``x`` (pre-LN: ``ẋ_i = Σ_j P_ij V x̂_j`` with the scores of
+    ``x̂ = x/|x|``), from the exact tokens (Fractions of the floats) by mpmath at 200 digits: an
+    independent route."""
     with mpmath.workdps(200):
         Xm = mpmath.matrix([[mpmath.mpf(Fraction(v).numerator) / Fraction(v).denominator
                              for v in row] for row in X])
@@ -245,41 +246,49 @@ def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask) -> list:
                                   for v in row] for row in M]) for M in (V, B))
         n, d = Xm.rows, Xm.cols
         rows = [Xm[i, :].T for i in range(n)]
+        if pre_ln:
+            rows = [r / mpmath.sqrt((r.T * r)[0]) for r in rows]
         out = []
         for i in range(n):
             w = [mpmath.exp((rows[i].T * Bm * rows[j])[0]) if mask is None or mask[i, j]
                  else mpmath.mpf(0) for j in range(n)]
             mean = sum((w[j] * (Vm * rows[j]) for j in range(n)), mpmath.matrix(d, 1)) / sum(w)
-            radial = (mean.T * rows[i])[0] / (rows[i].T * rows[i])[0]
+            radial = 0 if pre_ln else (mean.T * rows[i])[0] / (rows[i].T * rows[i])[0]
             out.append([mean[a] - radial * rows[i][a] for a in range(d)])
         return out
 
 
-@pytest.mark.parametrize("case", ["identity", "symmetric-B", "general-B", "causal"])
+CASES_SPHERE = ["identity", "symmetric-B", "general-B", "causal", "pre-ln"]
+
+
+@pytest.mark.parametrize("case", CASES_SPHERE)
 def test_arb_sphere_field_contains_the_exact_field(case):
     """The arb field on the sphere (one softmax head: row normalisation and tangent projection
-    in one pass, the decisions read off float64 scores) at 99 bits: every ball contains the
-    field computed by mpmath at 200 digits and the field at 198 bits."""
+    in one pass, the decisions read off float64 scores) and of pre-LN tokens (the general path)
+    at 99 bits: every ball contains the field computed by mpmath at 200 digits and the field at
+    198 bits."""
     from verify.numerics import Arb
 
-    rng = np.random.default_rng(["identity", "symmetric-B", "general-B", "causal"].index(case))
+    rng = np.random.default_rng(CASES_SPHERE.index(case))
     n, d = 7, 3
     V = np.eye(d, dtype=int).tolist() if case == "identity" else _random_rational_V(rng, d)
     Q = np.eye(d, dtype=int).tolist() if case in ("identity", "causal") else \
         _random_rational_V(rng, d)
     K = Q if case != "general-B" else _random_rational_V(rng, d)
-    model = Model(V=V, Q=Q, K=K, beta="3/2", form="x", normalisation="sphere",
+    model = Model(V=V, Q=Q, K=K, beta="3/2", form="x",
+                  normalisation="pre-ln" if case == "pre-ln" else "sphere",
                   mask="causal" if case == "causal" else "full")
     X = rng.standard_normal((n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    if case != "pre-ln":
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
     B = (Fraction(3, 2) * np.array(Q, dtype=object).T.dot(np.array(K, dtype=object))).tolist()
-    exact = _exact_sphere_field(X, V, B, model.mask_for(n))
+    exact = _exact_sphere_field(X, V, B, model.mask_for(n), pre_ln=case == "pre-ln")
     fields = {}
     for bits in (198, 99):
         backend = Arb(bits=bits)
         with backend.working_precision():
             field = VectorField(model, n, backend)
-            assert field._sphere_softmax
+            assert field._sphere_softmax == (case != "pre-ln")
             fields[bits] = field(0, backend.from_float(X))
     for i in range(n):
         for a in range(d):

@@ -468,14 +468,14 @@ class VectorField:
     def _float_scores(self, state, head: int, entries: list | None = None):
         """The token form's scores in float64 (``None`` for the rescaled form, whose decisions
         read the balls' midpoints), for the softmax's decisions (:func:`softmax_terms_arb`);
-        ``entries``: those of ``state``'s attention input, if at hand."""
+        ``entries``: those of ``state``, if at hand."""
         if self.rescaled:
             return None
-        X = self._attention_input(state)
-        n, d = X.nrows(), X.ncols()
-        entries = X.entries() if entries is None else entries
-        Xf = np.fromiter(map(float, entries), dtype=float, count=n * d).reshape(n, d)
-        return Xf @ self._float_B[head] @ Xf.T
+        n, d = state.nrows(), state.ncols()
+        entries = state.entries() if entries is None else entries
+        X = np.fromiter(map(float, entries), dtype=float, count=n * d).reshape(n, d)
+        X = self._attention_input(X)                  # pre-LN: x/|x| in float64
+        return X @ self._float_B[head] @ X.T
 
     def _sphere_softmax_arb(self, X):
         """The field of one softmax head on the sphere in arb: with the weights ``w`` before
@@ -496,7 +496,7 @@ class VectorField:
     def _attention_input(self, X):
         if not self.model.pre_ln:
             return X
-        if self.arb:
+        if not isinstance(X, np.ndarray):
             return _row_normalise_arb(X)
         return X / np.linalg.norm(X, axis=1, keepdims=True)
 

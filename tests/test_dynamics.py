@@ -15,6 +15,7 @@ from verify.flow.fields import (
     attention_weights_arb,
     discrete_step_rescaled,
     discrete_step_tokens,
+    softmax_terms_arb,
 )
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
@@ -85,6 +86,88 @@ def test_arb_value_exponential_contains_rigorous_expm(name):
         ctx.prec = saved
 
 
+
+def _random_rational_V(rng, d: int) -> list:
+    """A random V with short rational entries (complex pairs and real eigenvalues, generic)."""
+    return [[Fraction(int(v), 64) for v in row] for row in rng.integers(-96, 97, (d, d))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_arb_rows_real_form_agrees_with_the_complex_route(seed):
+    """Z Ẽ(t)ᵀ through the real eigen-decomposition (real blocks for complex pairs) against the
+    complex one it replaced (kept as the fallback): the balls overlap, both contain the value
+    at twice the bits, the real form's are no wider, and it is certified for these V (real
+    and complex eigenvalues, d up to 9)."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 10))
+    V = np.array(_random_rational_V(rng, d), dtype=object)
+    E = ValueExponential(V)
+    Z0 = rng.standard_normal((int(rng.integers(1, 6)), d))
+    saved = ctx.prec
+    try:
+        results = {}
+        for bits in (120, 240):
+            ctx.prec = bits
+            Z = arb_mat([[arb(float(v)) for v in row] for row in Z0])
+            assert E._real_form_arb(bits) is not None
+            for t in (Fraction(0), Fraction(7, 10), Fraction(5, 2)):
+                ta = arb(t.numerator) / t.denominator
+                real, growth = E.scaled_rows_arb(ta, Z, bits)
+                complex_, growth_c = E._scaled_rows_complex_arb(ta, Z, bits)
+                assert growth.overlaps(growth_c)
+                full, _ = E.scaled_arb(ta, bits)               # Ẽ(t) itself, real form too
+                identity = arb_mat(d, d, [int(i == j) for i in range(d) for j in range(d)])
+                columns, _ = E._scaled_rows_complex_arb(ta, identity, bits)   # Ẽ(t)ᵀ
+                assert all(full[i, j].overlaps(columns[j, i]) for i in range(d)
+                           for j in range(d))
+                results[bits, t] = real, complex_
+        for t in (Fraction(0), Fraction(7, 10), Fraction(5, 2)):
+            (real, complex_), (fine, _) = results[120, t], results[240, t]
+            for i in range(real.nrows()):
+                for j in range(d):
+                    assert real[i, j].overlaps(complex_[i, j])
+                    assert real[i, j].contains(fine[i, j]) and complex_[i, j].contains(fine[i, j])
+                    assert float(real[i, j].rad()) <= 2 * float(complex_[i, j].rad())
+    finally:
+        ctx.prec = saved
+
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_arb_rescaled_scores_in_the_eigen_basis(seed):
+    """The arb field's rescaled scores S̃ = U (P_Rᵀ B P_R) Uᵀ (rows in V's real eigen-basis)
+    against Y B Yᵀ with Y = Z Ẽ(t)ᵀ of the complex route: the balls overlap and contain the
+    scores at twice the bits."""
+    from verify.numerics import Arb
+
+    rng = np.random.default_rng(10 + seed)
+    d, n = int(rng.integers(2, 8)), int(rng.integers(2, 6))
+    V, Q, K = (_random_rational_V(rng, d) for _ in range(3))
+    model = Model(V=V, Q=Q, K=K)
+    z0 = rng.standard_normal((n, d))
+    fine = {}
+    for bits in (240, 120):
+        backend = Arb(bits=bits)
+        with backend.working_precision():
+            field = VectorField(model, n, backend)
+            Z = backend.from_float(z0)
+            for t in (Fraction(0), Fraction(3, 4), Fraction(2)):
+                ta = backend.scalar(t)
+                S, L = field.scores(ta, Z)
+                if bits == 240:
+                    fine[t] = S
+                    continue
+                assert field.exponential.eigen_rows_arb(ta, Z, bits) is not None
+                Y, growth = field.exponential._scaled_rows_complex_arb(ta, Z, bits)
+                B = field._heads[0][1]
+                old = Y * B * Y.transpose()
+                assert L.overlaps(2 * growth)
+                for i in range(n):
+                    for j in range(n):
+                        assert S[i, j].overlaps(old[i, j])
+                        assert S[i, j].contains(fine[t][i, j]), (t, i, j)
+
+
 def _exact_softmax(X: np.ndarray, log_scale: float, mask) -> list:
     """Softmax weights of the exact scores ``e^L <x_i, x_j>`` (Fractions from the float tokens)
     by mpmath at 200 digits: an independent route."""
@@ -136,8 +219,82 @@ def test_arb_softmax_balls_contain_the_exact_weights(sphere, log_scale, symmetri
                         continue
                     assert ball.overlaps(arb(mpmath.nstr(truth, 60), 1e-55)), (i, j, ball, truth)
                     assert abs(float((ball - plain[i, j]).mid())) <= 2.0 ** -85
+            if log_scale == 0:  # the decisions read off float64 scores (the token form's route)
+                w, _, _ = softmax_terms_arb(Xa * Xa.transpose(), 0, mask, symmetric, X @ X.T)
+                for i in range(n):
+                    total = sum(w[i * n:(i + 1) * n], arb(0))
+                    for j in range(n):
+                        truth, ball = exact[i][j], w[i * n + j] / total
+                        if ball == 0:
+                            assert truth < mpmath.mpf(2) ** -(ctx.prec + 20)
+                            continue
+                        assert ball.overlaps(arb(mpmath.nstr(truth, 60), 1e-55)), (i, j)
+                        assert abs(float((ball - plain[i, j]).mid())) <= 2.0 ** -85
         finally:
             ctx.prec = saved
+
+
+def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask, pre_ln: bool = False) -> list:
+    """``ẋ_i = P_{x_i}(Σ_j P_ij V x_j)`` with ``P = softmax(<x_i, B x_j>)`` and ``P_x`` the
+    projection on the tangent space at ``x`` (pre-LN: ``ẋ_i = Σ_j P_ij V x̂_j`` with the scores of
+    ``x̂ = x/|x|``), from the exact tokens (Fractions of the floats) by mpmath at 200 digits: an
+    independent route."""
+    with mpmath.workdps(200):
+        Xm = mpmath.matrix([[mpmath.mpf(Fraction(v).numerator) / Fraction(v).denominator
+                             for v in row] for row in X])
+        Vm, Bm = (mpmath.matrix([[mpmath.mpf(Fraction(v).numerator) / Fraction(v).denominator
+                                  for v in row] for row in M]) for M in (V, B))
+        n, d = Xm.rows, Xm.cols
+        rows = [Xm[i, :].T for i in range(n)]
+        if pre_ln:
+            rows = [r / mpmath.sqrt((r.T * r)[0]) for r in rows]
+        out = []
+        for i in range(n):
+            w = [mpmath.exp((rows[i].T * Bm * rows[j])[0]) if mask is None or mask[i, j]
+                 else mpmath.mpf(0) for j in range(n)]
+            mean = sum((w[j] * (Vm * rows[j]) for j in range(n)), mpmath.matrix(d, 1)) / sum(w)
+            radial = 0 if pre_ln else (mean.T * rows[i])[0] / (rows[i].T * rows[i])[0]
+            out.append([mean[a] - radial * rows[i][a] for a in range(d)])
+        return out
+
+
+CASES_SPHERE = ["identity", "symmetric-B", "general-B", "causal", "pre-ln"]
+
+
+@pytest.mark.parametrize("case", CASES_SPHERE)
+def test_arb_sphere_field_contains_the_exact_field(case):
+    """The arb field on the sphere (one softmax head: row normalisation and tangent projection
+    in one pass, the decisions read off float64 scores) and of pre-LN tokens (the general path)
+    at 99 bits: every ball contains the field computed by mpmath at 200 digits and the field at
+    198 bits."""
+    from verify.numerics import Arb
+
+    rng = np.random.default_rng(CASES_SPHERE.index(case))
+    n, d = 7, 3
+    V = np.eye(d, dtype=int).tolist() if case == "identity" else _random_rational_V(rng, d)
+    Q = np.eye(d, dtype=int).tolist() if case in ("identity", "causal") else \
+        _random_rational_V(rng, d)
+    K = Q if case != "general-B" else _random_rational_V(rng, d)
+    model = Model(V=V, Q=Q, K=K, beta="3/2", form="x",
+                  normalisation="pre-ln" if case == "pre-ln" else "sphere",
+                  mask="causal" if case == "causal" else "full")
+    X = rng.standard_normal((n, d))
+    if case != "pre-ln":
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+    B = (Fraction(3, 2) * np.array(Q, dtype=object).T.dot(np.array(K, dtype=object))).tolist()
+    exact = _exact_sphere_field(X, V, B, model.mask_for(n), pre_ln=case == "pre-ln")
+    fields = {}
+    for bits in (198, 99):
+        backend = Arb(bits=bits)
+        with backend.working_precision():
+            field = VectorField(model, n, backend)
+            assert field._sphere_softmax == (case != "pre-ln")
+            fields[bits] = field(0, backend.from_float(X))
+    for i in range(n):
+        for a in range(d):
+            ball = fields[99][i, a]
+            assert ball.overlaps(arb(mpmath.nstr(exact[i][a], 60), 1e-55)), (i, a)
+            assert ball.contains(fields[198][i, a]), (i, a)
 
 
 @pytest.mark.parametrize("name", ["hyperplanes-2d", "rotation-dominant", "jordan"])

@@ -73,6 +73,7 @@ class ValueExponential:
         Vf = as_float_array(V)
         self._arb_cache: dict[int, tuple] = {}
         self._arb_transposed: dict[int, tuple] = {}  # bits -> (P^{-T}, Pᵀ, μ) for rows
+        self._arb_real: dict[int, tuple | None] = {}  # bits -> the real form (_real_form_arb)
         if _is_symmetric(V):
             lam, P = np.linalg.eigh(Vf)
             self.kind = "symmetric"  # real, contiguous arrays: the fast path of scaled_float
@@ -195,11 +196,16 @@ class ValueExponential:
         """``(Ẽ(t), μ t)`` as (``arb_mat``, ``arb``) at ``bits`` bits (call inside that precision).
 
         ``μ`` is the midpoint of the certified largest real part, so ``e^{μt} Ẽ(t)`` is exactly
-        ``e^{tV}`` whichever ``μ`` is used.
+        ``e^{tV}`` whichever ``μ`` is used. Through the real eigen-form where it is certified
+        (:meth:`_real_form_arb`), else ``P diag(e^{(λ_k − μ)t} N_k(t)) P^{-1}`` in complex balls.
         """
         from flint import acb, acb_mat, arb_mat
 
         lam, P, Pinv, blocks = self._arb_decomposition(bits)
+        form = None if blocks is not None else self._real_form_arb(bits)
+        if form is not None:  # Ẽ(t)ᵀ = P_R^{-T} e^{(Λ_R − μ)t ᵀ} P_Rᵀ, real (scaled_rows_arb)
+            Pinv_t, P_t, _, mu = form
+            return (Pinv_t * self._rotation_arb(t, bits) * P_t).transpose(), mu * t
         mu = max((v.real.mid() for v in lam), key=float)
         d = self.d
         inner = [[acb(0)] * d for _ in range(d)]
@@ -218,10 +224,19 @@ class ValueExponential:
         return real, mu * t
 
     def scaled_rows_arb(self, t, Z, bits: int):
-        """``(Z Ẽ(t)ᵀ, μ t)`` for an ``arb_mat`` ``Z`` of token rows, without forming ``Ẽ(t)``
-        when ``V = P Λ P^{-1}`` is diagonalisable: ``Z Ẽ(t)ᵀ = ((Z P^{-T}) e^{(Λ − μ)t}) Pᵀ``, two
-        ``n×d×d`` products instead of the two ``d³`` products of :meth:`scaled_arb` (call
-        inside the precision of ``bits``).
+        r"""``(Z Ẽ(t)ᵀ, μ t)`` for an ``arb_mat`` ``Z`` of token rows, without forming ``Ẽ(t)``
+        (call inside the precision of ``bits``).
+
+        For a diagonalisable ``V`` this uses its real eigen-decomposition
+        ``V = P_R Λ_R P_R^{-1}`` (:meth:`_real_form_arb`: ``Λ_R`` block-diagonal with the real
+        eigenvalues and, for each pair ``α ± iβ``, the block ``[[α, β], [−β, α]]``):
+
+        .. math:: Z \tilde E(t)^T = \big((Z P_R^{-T})\, e^{(Λ_R - μ)t\,T}\big)\, P_R^T,
+
+        two real ``n×d×d`` products and one with the sparse ``e^{(Λ_R − μ)t}ᵀ`` (blocks
+        ``e^{(α−μ)t} [[cos βt, −sin βt], [sin βt, cos βt]]``), all in C. Where the real form
+        cannot be certified it goes through the complex decomposition
+        (:meth:`_scaled_rows_complex_arb`); a defective ``V`` through :meth:`scaled_arb`.
 
         >>> from flint import arb_mat
         >>> from verify.numerics import Arb
@@ -233,12 +248,102 @@ class ValueExponential:
         ...     bool(abs(float((rows - Z * E.transpose()).mid()[1, 0])) < 1e-20)
         True
         """
-        from flint import acb_mat
-
-        lam, P, Pinv, blocks = self._arb_decomposition(bits)
-        if blocks is not None:
+        if self._arb_decomposition(bits)[3] is not None:
             E, growth = self.scaled_arb(t, bits)
             return Z * E.transpose(), growth
+        rows = self.eigen_rows_arb(t, Z, bits)
+        if rows is None:
+            return self._scaled_rows_complex_arb(t, Z, bits)
+        U, P_t, growth = rows
+        return U * P_t, growth
+
+    def eigen_rows_arb(self, t, Z, bits: int):
+        """``(U, P_Rᵀ, μ t)`` with ``Z Ẽ(t)ᵀ = U P_Rᵀ``, ``U = (Z P_R^{-T}) e^{(Λ_R − μ)t ᵀ}``
+        (the token rows in the real eigen-basis, see :meth:`scaled_rows_arb`), or ``None``
+        where ``V`` has no certified real eigen-decomposition (call inside the precision of
+        ``bits``). A quadratic form of the rows needs no ``P_R``: ``(Z Ẽᵀ) B (Z Ẽᵀ)ᵀ =
+        U (P_Rᵀ B P_R) Uᵀ``."""
+        if self._arb_decomposition(bits)[3] is not None:
+            return None
+        form = self._real_form_arb(bits)
+        if form is None:
+            return None
+        Pinv_t, P_t, _, mu = form
+        return Z * Pinv_t * self._rotation_arb(t, bits), P_t, mu * t
+
+    def _rotation_arb(self, t, bits: int):
+        """``e^{(Λ_R − μ)t}ᵀ`` of the real form as a sparse ``arb_mat``."""
+        from flint import arb_mat
+
+        _, _, blocks, mu = self._real_form_arb(bits)
+        M = arb_mat(self.d, self.d)
+        for position, lam, pair in blocks:
+            if pair:  # e^{(λ−μ)t} = e^{(α−μ)t} (cos βt + i sin βt)
+                z = ((lam - mu) * t).exp()
+                c, s = z.real, z.imag
+                M[position, position] = M[position + 1, position + 1] = c
+                M[position, position + 1], M[position + 1, position] = -s, s
+            else:
+                M[position, position] = ((lam - mu) * t).exp()
+        return M
+
+    def _real_form_arb(self, bits: int):
+        r"""``(P_R^{-T}, P_Rᵀ, blocks, μ)`` with ``V = P_R Λ_R P_R^{-1}`` real, or ``None``.
+
+        From the certified complex decomposition (disjoint balls, one simple eigenvalue each):
+        an eigenvalue whose ball excludes the real axis is non-real; one whose conjugate ball
+        meets no other ball is real (its conjugate is an eigenvalue, in no other ball). For a
+        real ``λ`` the column is ``Re w`` with ``w = v / v_m`` for its eigenvector ``v = c u``
+        (``u`` real, ``v_m`` the largest entry: ``w = u / u_m`` is real); for a pair ``α ± iβ``
+        (``β > 0``) the columns are ``Re w, Im w`` (any eigenvector ``w`` gives ``V Re w = α Re w
+        − β Im w`` and ``V Im w = β Re w + α Im w``). Every ball contains the exact entries of
+        one real basis, and ``arb_mat.inv`` certifies its inverse. ``blocks``: ``(column, λ,
+        pair)`` with ``λ`` an ``arb`` for a real eigenvalue and an ``acb`` for a pair; ``μ`` the
+        midpoint of the largest real part (exact), as in :meth:`scaled_arb`.
+        """
+        if bits in self._arb_real:
+            return self._arb_real[bits]
+        from flint import arb_mat
+
+        lam, P, _, _ = self._arb_decomposition(bits)
+        d = self.d
+        form = None
+        if not any(lam[j].overlaps(lam[k]) for k in range(d) for j in range(k)) or all(
+                v.imag.is_zero() for v in lam):
+            columns, blocks = [], []
+            for k, value in enumerate(lam):
+                real = value.imag.is_zero() or (value.imag.contains(0) and not any(
+                    lam[m].overlaps(value.conjugate()) for m in range(d) if m != k))
+                if not real and value.imag.contains(0):
+                    break  # neither certified real nor certified non-real
+                if not real and value.imag < 0:
+                    continue  # the conjugate of a pair taken with β > 0
+                v = [P[i, k] for i in range(d)]
+                top = v[max(range(d), key=lambda i: abs(complex(v[i].mid())))]
+                w = [x / top for x in v]
+                blocks.append((len(columns), value.real if real else value, not real))
+                columns.append([x.real for x in w])
+                if not real:
+                    columns.append([x.imag for x in w])
+            else:
+                if len(columns) == d:
+                    P_R = arb_mat(d, d, [columns[j][i] for i in range(d) for j in range(d)])
+                    try:
+                        P_inv = P_R.inv()
+                    except ZeroDivisionError:
+                        P_inv = None
+                    if P_inv is not None:
+                        mu = max((v.real.mid() for v in lam), key=float)
+                        form = (P_inv.transpose(), P_R.transpose(), blocks, mu)
+        self._arb_real[bits] = form
+        return form
+
+    def _scaled_rows_complex_arb(self, t, Z, bits: int):
+        """``(Z Ẽ(t)ᵀ, μ t)`` through the complex decomposition: ``((Z P^{-T}) e^{(Λ − μ)t})
+        Pᵀ``, two complex ``n×d×d`` products (where the real form is not certified)."""
+        from flint import acb_mat
+
+        lam, P, Pinv, _ = self._arb_decomposition(bits)
         if bits not in self._arb_transposed:
             self._arb_transposed[bits] = (Pinv.transpose(), P.transpose(),
                                           max((v.real.mid() for v in lam), key=float))

@@ -164,18 +164,19 @@ def _midpoints(scaled_scores, mask, entries=None) -> tuple[np.ndarray, np.ndarra
 
 
 @functools.lru_cache(maxsize=8)
-def _pairs(n: int) -> tuple[list[int], list[int]]:
-    """The flat indices of the pairs ``i ≤ j`` of an ``n×n`` matrix, and for every entry the
-    position of its pair in that list."""
+def _pairs(n: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """The flat indices of the pairs ``i ≤ j`` of an ``n×n`` matrix, for every entry the
+    position of its pair in that list, and the pairs as ``(i, j)``."""
     upper = np.flatnonzero(np.triu(np.ones((n, n), dtype=bool)))
     position = np.zeros(n * n, dtype=np.intp)
     position[upper] = np.arange(len(upper))
     position = np.maximum(position.reshape(n, n), position.reshape(n, n).T)
-    return upper.tolist(), position.ravel().tolist()
+    return upper.tolist(), position.ravel().tolist(), [divmod(k, n) for k in upper.tolist()]
 
 
 def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
-                      symmetric: bool = False) -> tuple[list, list[int], bool]:
+                      symmetric: bool = False, approx: np.ndarray | None = None,
+                      ) -> tuple[list, list[int], bool]:
     r"""The softmax weights before their row normalisation, in balls: ``(w, needed, shared)``
     with ``P_ij = w_ij / Σ_l w_il`` (``w`` row-major, ``n²`` entries, exact 0 where not needed;
     ``needed``: the flat indices evaluated).
@@ -192,16 +193,41 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     ratio, so every weight still contains the truth; the rounding of ``e^L (S̃_ij − c)`` is that of
     ``e^L (S̃_ij − m_i)`` plus at most one unit of the working precision (on the sphere every
     ``m_i = |x_i|² = 1``).
+
+    ``approx`` (only where ``L = 0``, the token form): float64 values of the scores, accurate to
+    a few units of float64 relative to the scores' size, read instead of the midpoints for the
+    decisions. A decision only picks the shift (any exact number cancels) or drops a weight
+    whose exponent is below ``−2 (prec + 20) ln 2`` up to that float error — still far below
+    ``2^{-(prec+20)}`` —, so the weights are what the midpoints would give up to rounding. Then
+    the balls are read one by one where needed, and a shift ``|c| ≤ 1`` is left out (``c = 0``:
+    the weights ``e^{S̃_ij}`` stay within ``e^{±(1 + gap)}``).
     """
     n = scaled_scores.nrows()
-    entries = scaled_scores.entries()
     unscaled = _unscaled(log_scale)
+    log_cutoff = math.log(2 * (ctx.prec + 20) * math.log(2))
+    if approx is not None and unscaled and symmetric and mask is None:
+        tops = approx.max(axis=1).tolist()     # the decisions below when they are trivial:
+        top = max(tops)                        # every weight needed, one shift for all rows
+        if top - min(tops) <= 1.0 and top - float(approx.min()) < math.exp(log_cutoff):
+            _, position, pairs = _pairs(n)
+            exponents = [scaled_scores[i, j] for i, j in pairs]
+            if abs(top) > 1:
+                shift = arb(top)
+                exponents = [x - shift for x in exponents]
+            values = [x.exp() for x in exponents]
+            return [values[p] for p in position], list(range(n * n)), True
     factor = _ONE if unscaled else log_scale.exp()
-    mids, allowed = _midpoints(scaled_scores, mask, entries)
+    entries = None
+    if approx is not None and unscaled:
+        mids = np.array(approx, dtype=float)
+        allowed = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        mids[~allowed] = -np.inf
+    else:
+        entries = scaled_scores.entries()
+        mids, allowed = _midpoints(scaled_scores, mask, entries)
     best = np.argmax(mids, axis=1)             # the first largest allowed entry of each row
     tops = mids[np.arange(n), best]
     gap = tops[:, None] - mids                 # ≥ 0, +inf where masked out
-    log_cutoff = math.log(2 * (ctx.prec + 20) * math.log(2))
     log_factor = 0.0 if unscaled else float(log_scale.mid())
     if unscaled:                               # is the weight above the working precision?
         needed = allowed & (gap < math.exp(log_cutoff))
@@ -212,22 +238,31 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     if symmetric and log_factor <= 700 and float(tops.max() - tops.min()) * math.exp(
             log_factor) <= 1.0:
         top = int(np.argmax(tops))
-        shift = entries[top * n + int(best[top])].mid()    # exact: cancels in every row
-        upper, position = _pairs(n)
+        upper, position, pairs = _pairs(n)
         if len(evaluated) < n * n:                         # a mask, or weights below precision
-            pairs = needed | needed.T
-            upper = [k for k in upper if pairs.flat[k]]
+            pairs_needed = needed | needed.T
+            upper = [k for k in upper if pairs_needed.flat[k]]
+            pairs = [divmod(k, n) for k in upper]
             index = np.full(n * n, len(upper), dtype=np.intp)
             index[upper] = np.arange(len(upper))
             index = np.minimum(index.reshape(n, n), index.reshape(n, n).T)
             index[~needed] = len(upper)
             position = index.ravel().tolist()
-        exponents = [entries[k] - shift for k in upper]
+        if entries is None:                                # exact: cancels in every row
+            shift = None if abs(float(tops[top])) <= 1 else arb(float(tops[top]))
+            exponents = [scaled_scores[i, j] for i, j in pairs]
+            if shift is not None:
+                exponents = [x - shift for x in exponents]
+        else:
+            shift = entries[top * n + int(best[top])].mid()
+            exponents = [entries[k] - shift for k in upper]
         if not unscaled:
             exponents = [x * factor for x in exponents]
         values = [x.exp() for x in exponents]
         values.append(_ZERO)                               # where a weight is not needed
         return [values[p] for p in position], evaluated, True
+    if entries is None:
+        entries = scaled_scores.entries()
     weights = [_ZERO] * (n * n)
     best = best.tolist()
     for k in evaluated:
@@ -271,20 +306,36 @@ def _row_normalise_arb(X):
     return arb_mat(rows)
 
 
-def _tangent_arb(X, Vel):
-    """Velocity minus its radial part: ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere)."""
-    n, d = X.nrows(), X.ncols()
-    xs, vs = X.entries(), Vel.entries()
+def _tangent_arb(xs: list, vs: list, d: int, totals: list | None = None,
+                 norms: list | None = None):
+    """Velocity minus its radial part, ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere), from
+    the entries of the states ``xs`` and velocities ``vs`` (row-major, ``d`` per row); with
+    ``v_i`` divided by ``totals[i]`` if given (a row normalisation: it commutes with the
+    projection, so it is applied once, to the projected row); ``norms``: the ``|x_i|²`` if at
+    hand."""
     out = []
-    for i in range(0, n * d, d):
+    for i in range(0, len(xs), d):
         x, v = xs[i:i + d], vs[i:i + d]
-        dot, norm = v[0] * x[0], x[0] * x[0]
+        dot = v[0] * x[0]
         for a in range(1, d):
             dot += v[a] * x[a]
-            norm += x[a] * x[a]
+        if norms is None:
+            norm = x[0] * x[0]
+            for a in range(1, d):
+                norm += x[a] * x[a]
+        else:
+            norm = norms[i // d]
         coef = dot / norm
-        out += [b - coef * a for a, b in zip(x, v, strict=True)]
-    return arb_mat(n, d, out)
+        if totals is None:
+            out += [b - coef * a for a, b in zip(x, v, strict=True)]
+        else:
+            total = totals[i // d]
+            out += [(b - coef * a) / total for a, b in zip(x, v, strict=True)]
+    return arb_mat(len(xs) // d, d, out)
+
+
+def _is_identity(M: np.ndarray) -> bool:
+    return bool(np.all(M == np.eye(len(M), dtype=int)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,16 +373,29 @@ class VectorField:
         self.arb = isinstance(backend, Arb)
         self.rescaled = model.rescaled
         self.exponential = ValueExponential(model.V) if self.rescaled else None
+        self._eigen_scores: dict = {}  # head -> P_Rᵀ B P_R (arb, rescaled form)
         self.nfev = 0
         # exactly symmetric scores (QᵀK symmetric, a symmetric mask): the arb softmax shares
         # the exponential of a pair between its two rows
         symmetric_mask = self.mask is None or bool(np.array_equal(self.mask, self.mask.T))
         self._symmetric = [symmetric_mask and bool(np.all(B == B.T))
                            for B in (h.B for h in model.heads)] if self.arb else None
+        # one softmax head on the sphere, tokens as they are (no MLP, no pre-LN): the row
+        # normalisation and the tangent projection in one pass (_sphere_softmax_arb); with
+        # V = I or βQᵀK = I exactly their products are left out (|x_i|² is then S_ii)
+        self._sphere_softmax = (self.arb and model.on_sphere and not self.rescaled
+                                and model.single_head and model.softmax and not model.has_mlp
+                                and not model.pre_ln)
+        if self._sphere_softmax:
+            head = model.heads[0]
+            self._identity = (_is_identity(head.V), _is_identity(model.beta * head.B))
         if self.arb:
+            # float64 βQᵀK: the token form's scores in float64 for the softmax's decisions
+            self._float_B = [as_float_array(model.beta * h.B) for h in model.heads]
             with backend.working_precision():
                 self._heads = [(backend.from_exact(h.V).transpose(),
                                 backend.from_exact(model.beta * h.B)) for h in model.heads]
+                self._ones = arb_mat(n, 1, [1] * n)
                 if model.has_mlp:
                     self._mlp = (backend.from_exact(model.mlp.W).transpose(),
                                  None if model.mlp.bias is None
@@ -348,8 +412,7 @@ class VectorField:
         _, B = self._heads[head]
         if self.rescaled:
             if self.arb:
-                Y, growth = self.exponential.scaled_rows_arb(t, state, self.backend.bits)
-                return Y * B * Y.transpose(), 2 * growth
+                return self._scores_arb(t, state, head)
             E, growth = self.exponential.scaled_float(float(t))
             Y = state @ E.T
             return Y @ B @ Y.T, 2.0 * growth
@@ -357,6 +420,22 @@ class VectorField:
         if self.arb:
             return X * B * X.transpose(), 0
         return X @ B @ X.T, 0.0
+
+    def _scores_arb(self, t, state, head: int):
+        """Rescaled scores in arb. With ``V = P_R Λ_R P_R^{-1}`` real (see
+        :meth:`ValueExponential.eigen_rows_arb`), ``S̃ = U B_R Uᵀ`` from the rows ``U`` in the
+        eigen-basis and ``B_R = P_Rᵀ B P_R`` (computed once): one ``n×d×d`` product fewer than
+        ``Y B Yᵀ`` with ``Y = U P_Rᵀ``."""
+        _, B = self._heads[head]
+        bits = self.backend.bits
+        rows = self.exponential.eigen_rows_arb(t, state, bits)
+        if rows is None:
+            Y, growth = self.exponential.scaled_rows_arb(t, state, bits)
+            return Y * B * Y.transpose(), 2 * growth
+        U, P_t, growth = rows
+        if head not in self._eigen_scores:
+            self._eigen_scores[head] = P_t * B * P_t.transpose()
+        return U * self._eigen_scores[head] * U.transpose(), 2 * growth
 
     def attention(self, t, state, head: int = 0):
         """The attention matrix ``A`` (``P`` for softmax) at time ``t``."""
@@ -376,19 +455,48 @@ class VectorField:
             return self.attention(t, state, head) * Y
         scaled, log_scale = self.scores(t, state, head)
         weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
-                                                    self._symmetric[head])
+                                                    self._symmetric[head],
+                                                    self._float_scores(state, head))
         n = scaled.nrows()
         if not shared:
             return _normalised(weights, needed, n) * Y
         W = arb_mat(n, n, weights)
-        totals = (W * arb_mat(n, 1, [1] * n)).entries()
+        totals = (W * self._ones).entries()
         d = Y.ncols()
         return arb_mat(n, d, [v / totals[k // d] for k, v in enumerate((W * Y).entries())])
+
+    def _float_scores(self, state, head: int, entries: list | None = None):
+        """The token form's scores in float64 (``None`` for the rescaled form, whose decisions
+        read the balls' midpoints), for the softmax's decisions (:func:`softmax_terms_arb`);
+        ``entries``: those of ``state``, if at hand."""
+        if self.rescaled:
+            return None
+        n, d = state.nrows(), state.ncols()
+        entries = state.entries() if entries is None else entries
+        X = np.fromiter(map(float, entries), dtype=float, count=n * d).reshape(n, d)
+        X = self._attention_input(X)                  # pre-LN: x/|x| in float64
+        return X @ self._float_B[head] @ X.T
+
+    def _sphere_softmax_arb(self, X):
+        """The field of one softmax head on the sphere in arb: with the weights ``w`` before
+        their row normalisation (:func:`softmax_terms_arb`), ``a = w X Vᵀ`` and ``r = w 1``,
+        ``ẋ_i = (a_i − <a_i, x_i> x_i / |x_i|²) / r_i``."""
+        Vt, B = self._heads[0]
+        identity_V, identity_B = self._identity
+        xs = X.entries()
+        scaled = X * X.transpose() if identity_B else X * B * X.transpose()
+        weights, _, _ = softmax_terms_arb(scaled, 0, self.mask, self._symmetric[0],
+                                          self._float_scores(X, 0, xs))
+        n = X.nrows()
+        W = arb_mat(n, n, weights)
+        return _tangent_arb(xs, (W * (X if identity_V else X * Vt)).entries(), X.ncols(),
+                            (W * self._ones).entries(),
+                            [scaled[i, i] for i in range(n)] if identity_B else None)
 
     def _attention_input(self, X):
         if not self.model.pre_ln:
             return X
-        if self.arb:
+        if not isinstance(X, np.ndarray):
             return _row_normalise_arb(X)
         return X / np.linalg.norm(X, axis=1, keepdims=True)
 
@@ -401,6 +509,8 @@ class VectorField:
             # balls. The arithmetic stays at the working precision; accuracy is measured by
             # re-running at a higher one (see verify.flow.simulate).
             state = state.mid()
+            if self._sphere_softmax:
+                return self._sphere_softmax_arb(state)
         if self.rescaled:
             Vt, _ = self._heads[0]
             W = state * Vt if self.arb else state @ Vt
@@ -414,7 +524,7 @@ class VectorField:
         total = self._mlp_apply(total)
         if self.model.on_sphere:
             if self.arb:
-                return _tangent_arb(state, total)
+                return _tangent_arb(state.entries(), total.entries(), state.ncols())
             radial = np.sum(total * state, axis=1, keepdims=True) / np.sum(
                 state * state, axis=1, keepdims=True)
             return total - radial * state

@@ -138,7 +138,7 @@ class Arb(Backend):
 
         if isinstance(value, float):
             return arb(value)
-        q = Fraction(value)
+        q = value if type(value) is Fraction else Fraction(value)
         return arb(fmpq(q.numerator, q.denominator))
 
     def from_exact(self, array):

@@ -124,6 +124,8 @@ def _softmax_in_place(S: np.ndarray, log_scale: float) -> np.ndarray:
     S[below] = 0.0
     np.divide(S, S.sum(axis=1, keepdims=True), out=S)
     return S
+
+
 _ZERO, _ONE = arb(0), arb(1)
 
 

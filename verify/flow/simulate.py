@@ -15,7 +15,10 @@ in the one leg loop, ``_solve``.
 tighter controller and more bits (:func:`reference_settings`,
 :meth:`~verify.flow.solvers.StepController.tighter`) and every checkpoint records how far the
 two runs are apart (``Trajectory.error``) and on how many digits they agree
-(``Trajectory.digits``).
+(``Trajectory.digits``). Where a float64 reference suffices (large systems; scores that stay
+bounded, :func:`~verify.flow.precision_policy.float64_reference_suffices`) it starts from
+:func:`float64_twin`'s tokens and the field's round-off, measured in ``arb`` at a few
+checkpoints (:mod:`verify.flow.roundoff`), is added.
 
 **Certified hardmax continuation** (rescaled softmax form; ``continuation=False`` turns
 it off). After every DOP853 step the scores are tested; once every row's scaled margin minus its

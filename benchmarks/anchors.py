@@ -193,9 +193,10 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
     print(f"\nhd: n = d = 128, T = {T:g} (reference: simulate rtol 3e-14, "
           f"{ref.stats['steps']} steps)")
     print(ROW.format("method", "wall s", "compile s", "steps", "t", "rel err", "on λ > 0"))
-    full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints))
+    full_s, full = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints),
+                           name="hd+est")
     bare_s, bare = best_of(repeat, lambda: simulate(inst, T, checkpoints=checkpoints,
-                                                    error_estimate=False))
+                                                    error_estimate=False), name="hd")
     row("verify simulate, with its error estimate", full_s, "", full.stats["steps"],
         f"{float(full.t[-1]):g}", rel(full.z[-1]), rel_up(full.z[-1]))
     row("verify simulate, no error estimate", bare_s, "", bare.stats["steps"],
@@ -221,9 +222,14 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
         row("heyoka Taylor, eigen-coordinates (compact mode)", run, f"{compiled:.1f}", "",
             f"{T:g}", rel(z), rel_up(z))
     if "Tsit5" in times:
-        print(f"  verify with its estimate / diffrax Tsit5: ×{full_s / times['Tsit5']:.2f}; "
-              f"without: ×{bare_s / times['Tsit5']:.2f}; / SciPy DOP853: "
-              f"×{full_s / sp_s:.2f}")
+        tsit5 = CPU["diffrax Tsit5"]
+        print(f"  verify with its estimate / diffrax Tsit5: ×{full_s / times['Tsit5']:.2f} wall, "
+              f"×{CPU['hd+est'] / tsit5:.2f} CPU; without: ×{bare_s / times['Tsit5']:.2f} wall, "
+              f"×{CPU['hd'] / tsit5:.2f} CPU; / SciPy DOP853: ×{full_s / sp_s:.2f}")
+    print(f"  verify's estimate: reference {full.reference['backend']} at rtol "
+          f"{full.reference['rtol']:g}, {full.reference['stats']['steps']} steps (the run "
+          f"{full.stats['steps']}); with / without the estimate ×{CPU['hd+est'] / CPU['hd']:.2f} "
+          "CPU")
 
 
 def heyoka_hd_run(lam, w0, mu, T, Phi):
@@ -341,7 +347,9 @@ def sphere_case(repeat: int, heyoka: bool = True, heyoka_compact: bool = False) 
         err(full.state[-1]))
     row("verify simulate, no error estimate", bare_s, "", bare.stats["steps"], "1e4",
         err(bare.state[-1]))
-    print(f"  (verify's own estimate: {full.error_estimate:.1e})")
+    print(f"  (verify's own estimate: {full.error_estimate:.1e}; reference "
+          f"{full.reference['backend']} at rtol {full.reference['rtol']:g}, "
+          f"{full.reference['stats'].get('rhs_evals')} evaluations)")
     f = sphere_field_numpy(n, d)
     sp_s, sol = best_of(repeat, lambda: solve_ivp(f, (0, T), x0.ravel(), method="DOP853",
                                                   rtol=RTOL, atol=ATOL))

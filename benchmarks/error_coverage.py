@@ -22,14 +22,20 @@ the library's value covers them.
 
 Usage::
 
-    python benchmarks/error_coverage.py                # 200+ instances (~1 h on 2 idle cores)
+    python benchmarks/error_coverage.py                # 247 instances (~1 h on 2 idle cores)
+    python benchmarks/error_coverage.py --instances 65 --variants sphere,pre-LN   # one family
     python benchmarks/error_coverage.py --quick        # 24 instances (smoke test)
     python benchmarks/error_coverage.py --workers 2 --json coverage.json
 
 Variants: plain ``z`` and ``x`` forms with ``V`` general, symmetric and ``λI``; tokens on the
 sphere with softmax (SA) and unnormalised (USA) attention; pre-LN; causal masks; several ``β``;
 ``n`` up to 32; float64 runs (with the ``arb`` reference, and with the float64 reference that
-systems with ``n²d > 20 000`` get, forced here on small systems) and ``arb`` runs.
+systems with ``n²d > 20 000`` get, forced here on small systems) and ``arb`` runs. Float64 runs
+with bounded scores (sphere, pre-LN) get the float64 reference too
+(:func:`verify.flow.precision_policy.float64_reference_suffices`); two variants probe it where it
+could fail: tokens near an unstable antipodal configuration of the sphere (the rounding of the
+data amplified ``~10^6`` times before they leave it) and long runs that freeze at a certified
+consensus.
 """
 
 from __future__ import annotations
@@ -63,6 +69,22 @@ def _sphere_tokens(rng, n, d):
         [Fraction(int(round(u * 32)), 32) for u in rng.normal(size=d - 1)])] for _ in range(n)]
 
 
+def _antipodal_tokens(rng, n, d, spread=Fraction(1, 10 ** 6)):
+    """Two tight groups of points exactly on the unit sphere, near ``p`` and near ``−p``: the
+    groups contract first, then sit near an *unstable* antipodal configuration and escape from
+    it after a time ``~ log(1/spread)`` — where the rounding of the initial data to float64 is
+    amplified ``~1/spread`` times (no exact symmetry: the offsets are drawn)."""
+    from verify.claim._distributions import rational_sphere_point
+
+    centre = [Fraction(int(round(u * 32)), 32) for u in rng.normal(size=d - 1)]
+    tokens = []
+    for i in range(n):
+        offset = [c + spread * Fraction(int(rng.integers(-64, 65)), 64) for c in centre]
+        point = rational_sphere_point(offset)
+        tokens.append([str(v if i % 2 == 0 else -v) for v in point])
+    return tokens
+
+
 def _matrix(rng, d, kind):
     if kind == "general":
         return _rational(rng, (d, d))
@@ -83,7 +105,10 @@ def draw(k: int) -> dict:
     V = _matrix(rng, d, spec.get("V", ["general", "symmetric", "lambdaI"][k // len(variants) % 3]))
     beta = str(spec.get("beta", [1, 2, "1/2"][k // (3 * len(variants)) % 3]))
     sphere = spec.get("normalisation") in ("sphere", "pre-ln")
-    x0 = _sphere_tokens(rng, n, d) if sphere else _rational(rng, (n, d))
+    if spec.get("tokens") == "antipodal":
+        x0 = _antipodal_tokens(rng, n, d)
+    else:
+        x0 = _sphere_tokens(rng, n, d) if sphere else _rational(rng, (n, d))
     model = {"V": V, "beta": beta, "form": spec.get("form", "z"),
              "attention": spec.get("attention", "softmax"), "mask": spec.get("mask", "full"),
              "normalisation": spec.get("normalisation", "none")}
@@ -108,6 +133,11 @@ VARIANTS = [
     ("n up to 32, float64", {"n": (12, 32), "d": (2, 3), "T": 3}),
     ("float64 reference, float64", {"n": (3, 8), "d": (2, 3), "T": 3,
                                     "float64_reference": True}),
+    ("sphere near a saddle, float64", {"n": (2, 4), "d": (2, 3), "T": 40,
+                                       "normalisation": "sphere", "V": "lambdaI",
+                                       "tokens": "antipodal"}),
+    ("sphere SA long (consensus), float64", {"n": (3, 8), "d": (2, 3), "T": 60,
+                                             "normalisation": "sphere", "V": "lambdaI"}),
     ("z, arb", {"n": (2, 5), "d": (2, 2), "T": 3, "precision": "auto"}),
     ("sphere SA, arb", {"n": (2, 5), "d": (2, 3), "T": 3, "normalisation": "sphere",
                         "precision": "auto"}),
@@ -201,17 +231,23 @@ def table(rows: list[dict]) -> tuple[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--instances", type=int, default=209,
-                        help="number of instances (default 209: 19 per variant)")
+    parser.add_argument("--instances", type=int, default=247,
+                        help="number of instances (default 247: 19 per variant)")
     parser.add_argument("--quick", action="store_true", help="24 instances (a smoke test)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", help="write every instance's row to this file")
+    parser.add_argument("--variants", help="only the variants whose name contains one of these "
+                        "comma-separated words (e.g. 'sphere,pre-LN')")
     args = parser.parse_args(argv)
     count = 24 if args.quick else args.instances
+    drawn = [draw(k) for k in range(count)]
+    if args.variants:
+        words = [w.strip() for w in args.variants.split(",") if w.strip()]
+        drawn = [data for data in drawn if any(w in data["variant"] for w in words)]
     started = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = []
-        for row in pool.map(measure, [draw(k) for k in range(count)]):
+        for row in pool.map(measure, drawn):
             rows.append(row)
             scores = row.get("score_ratio")
             print(f"  #{row['k']:<4} {row['variant']:34} "

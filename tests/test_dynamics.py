@@ -410,6 +410,37 @@ def test_eigen_coordinates_field_is_the_rescaled_field(mask, symmetric):
         assert np.allclose(got, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
 
 
+def test_eigen_coordinates_field_keeps_no_state_between_calls():
+    """The softmax is written over a preallocated buffer: a returned derivative must not change
+    when the field is called again (the solver keeps every stage), the input of
+    ``attention_weights`` is not overwritten, and the weights match a 40-digit softmax of the
+    same scores within the rounding of their exponents (a few ulps of ``e^L·gap``, which
+    multiply the weight by ``1 + O(|log P| u)``)."""
+    import mpmath
+
+    from verify.flow.fields import EigenRescaledField
+
+    model = Model(V=[[2, 1, 0], [1, 2, 0], [0, 0, -1]])
+    f = EigenRescaledField(model, 4)
+    rng = np.random.default_rng(7)
+    w1, w2 = rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, (4, 3))
+    first = f(0.5, w1)
+    kept = first.copy()
+    f(0.9, w2)
+    assert np.array_equal(first, kept)
+    S, L = f.scores(0.5, w1)
+    scores = S.copy()
+    A = attention_weights(S, L)
+    assert np.array_equal(S, scores)
+    with mpmath.workdps(40):
+        for i in range(4):
+            top = max(mpmath.mpf(v) for v in S[i])
+            e = [mpmath.exp(mpmath.exp(L) * (mpmath.mpf(v) - top)) for v in S[i]]
+            exact = np.array([float(v / sum(e)) for v in e])
+            bound = 8 * np.finfo(float).eps * (1 + np.abs(np.log(exact))) * exact
+            assert np.all(np.abs(A[i] - exact) <= bound)
+
+
 def test_eigen_coordinates_refuse_complex_or_defective_v():
     """A rotation-like V (complex pair) and a Jordan block stay on the general field."""
     from verify.flow.fields import EigenRescaledField

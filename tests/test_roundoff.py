@@ -133,3 +133,48 @@ def test_the_added_round_off_reaches_scores_and_margins(float64_reference):
                        + scores + formed, rtol=0, atol=0)
     assert np.allclose(traj.margin_error, np.abs(traj.margins - ref.margins)
                        + 2 * np.max(scores, axis=2) + 2 * formed, rtol=0, atol=0)
+
+
+# --------------------------------------------------------------------------- bounded scores
+def _antipodal_sphere(n: int, spread: str = "1/1000000") -> Instance:
+    """Two tight groups on the unit circle near ``p`` and ``−p`` (exact rational points): they
+    contract, then sit near an unstable antipodal configuration and leave it — where the
+    rounding of the data to float64 is amplified (no exact symmetry: the offsets differ)."""
+    from fractions import Fraction
+
+    from verify.claim._distributions import rational_sphere_point
+
+    tokens = []
+    for i in range(n):
+        point = rational_sphere_point([Fraction(3, 7) + Fraction(spread) * (i + 1)])
+        tokens.append([str(v if i % 2 == 0 else -v) for v in point])
+    return Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"), tokens)
+
+
+def test_a_sphere_run_is_checked_against_a_float64_twin():
+    """Bounded scores: a float64 reference (started from the twin, 2 ulps away) plus the spot
+    check, and the estimate covers the true error (a 32-digit arb run without continuation)
+    within the library's safety factor — near a saddle, where the initial rounding grows."""
+    instance = _antipodal_sphere(4)
+    traj = simulate(instance, 40, checkpoints=9)
+    assert traj.reference["backend"] == "float64" and "field_roundoff" in traj.reference
+    x0 = instance.x0_float()
+    moved = np.abs(traj.reference_run.state[0] - x0) / np.spacing(np.abs(x0))
+    assert np.all(moved == 2.0)  # the twin: every entry 2 ulps away (none is 0 here)
+    truth = simulate(instance, 40, checkpoints=9, precision=32, error_estimate=False,
+                     continuation=False, symmetry="off")
+    true = np.max(np.abs(traj.state - truth.state.astype(float)), axis=(1, 2))
+    estimate = np.max(traj.entry_error, axis=(1, 2))
+    unit = 4 * np.finfo(float).eps * np.max(np.abs(traj.state), axis=(1, 2))  # the rounding
+    assert np.all(true <= estimate_bound(estimate) + unit)
+    assert np.all(estimate[1:] <= 100 * true[1:] + 1e-13)  # and not vacuous
+
+
+def test_the_spot_check_samples_the_state_a_certified_consensus_repeats():
+    instance = Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"),
+                        [["3/5", "4/5"], ["4/5", "3/5"], ["5/13", "12/13"]])
+    traj = simulate(instance, 200, checkpoints=3)  # freezes long before t = 100
+    (leg,) = traj.continuation["legs"]
+    check = traj.reference["field_roundoff"]
+    assert leg["kind"] == "cap" and check["times"] == [0.0, leg["t0"]]
+    assert check["until"] == leg["t0"]

@@ -88,26 +88,44 @@ def attention_weights(scaled_scores: np.ndarray, log_scale: float = 0.0, kind: s
             weights = np.exp(np.exp(log_scale) * S) if log_scale < 709 else np.where(
                 S > 0, np.inf, np.where(S == 0, 1.0, 0.0))
         return weights / n
-    top = S.max(axis=1, keepdims=True)
-    gap = top - S  # ≥ 0, +inf where masked
     if kind == "hardmax":
-        winners = (gap == 0).astype(float)
+        winners = (S.max(axis=1, keepdims=True) - S == 0).astype(float)
         return winners / winners.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if log_scale < 700:  # e^L is a float: one multiplication
-            exponent = -np.exp(log_scale) * gap
-        else:  # -e^L·gap without forming e^L (0 where gap = 0)
-            exponent = np.where(gap == 0, 0.0, -np.exp(log_scale + np.log(gap)))
-    # Weights below e^{-600} (~1e-261) are set to 0: next to the row's largest weight 1 they are
-    # invisible, while exp near its underflow and products with subnormal numbers are 10-20x
-    # slower (measured for 128x128: exp 1 ms instead of 0.05 ms, P @ w 1.7 ms instead of 0.15).
-    np.maximum(exponent, _EXP_FLOOR, out=exponent)
-    weights = np.exp(exponent)
-    weights[exponent <= _EXP_FLOOR] = 0.0
-    return weights / weights.sum(axis=1, keepdims=True)
+    return _softmax_in_place(S, log_scale)
 
 
 _EXP_FLOOR = -600.0
+
+
+def _softmax_in_place(S: np.ndarray, log_scale: float) -> np.ndarray:
+    """The softmax weights of the scaled scores ``S`` (``-inf`` where masked out), written over
+    ``S`` and returned: one pass per operation, no temporaries of size ``n²`` (the float64
+    field kernel; :func:`attention_weights` calls it on its own copy).
+
+    ``P_ij = w_ij / Σ_l w_il`` with ``w_ij = exp(-e^L (m_i − S̃_ij))``: the exponent is
+    ``-e^L·gap`` while ``e^L`` is a float, else ``-exp(L + log gap)`` (0 where ``gap = 0``).
+    Weights below ``e^{-600}`` (~1e-261) are set to 0: next to the row's largest weight 1 they
+    are invisible, while exp near its underflow and products with subnormal numbers are 10-20x
+    slower (measured for 128x128: exp 1 ms instead of 0.05 ms, P @ w 1.7 ms instead of 0.15).
+    """
+    top = S.max(axis=1, keepdims=True)
+    np.subtract(top, S, out=S)  # the gap: ≥ 0, +inf where masked
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if log_scale < 700:  # e^L is a float: one multiplication
+            np.multiply(S, -np.exp(log_scale), out=S)
+        else:  # -e^L·gap without forming e^L (-0 where gap = 0, whose weight is 1 all the same)
+            np.log(S, out=S)
+            np.add(S, log_scale, out=S)
+            np.exp(S, out=S)
+            np.negative(S, out=S)
+    np.maximum(S, _EXP_FLOOR, out=S)
+    below = S <= _EXP_FLOOR
+    np.exp(S, out=S)
+    S[below] = 0.0
+    np.divide(S, S.sum(axis=1, keepdims=True), out=S)
+    return S
+
+
 _ZERO, _ONE = arb(0), arb(1)
 
 
@@ -588,6 +606,7 @@ class EigenRescaledField:
         B = P.T @ Bf @ P
         self.B = None if self.kind == "symmetric" and np.array_equal(Bf, np.eye(len(lam))) \
             else B
+        self._buffer = None  # the n×n scores, overwritten by their softmax weights, per call
 
     @staticmethod
     def applies(model: Model) -> bool:
@@ -605,10 +624,13 @@ class EigenRescaledField:
         """Back: ``z = w Pᵀ`` (also maps a derivative ``ẇ`` to ``ż``)."""
         return w @ self._to_z
 
-    def scores(self, t: float, w: np.ndarray) -> tuple[np.ndarray, float]:
-        """``(S̃, L)`` from the eigen-coordinates ``w`` (see :meth:`VectorField.scores`)."""
+    def scores(self, t: float, w: np.ndarray, out: np.ndarray | None = None
+               ) -> tuple[np.ndarray, float]:
+        """``(S̃, L)`` from the eigen-coordinates ``w`` (see :meth:`VectorField.scores`);
+        ``S̃`` written into ``out`` if given."""
         Ys = w * np.exp((self.lam - self.mu) * t)
-        return (Ys @ Ys.T if self.B is None else Ys @ self.B @ Ys.T), 2.0 * self.mu * t
+        left = Ys if self.B is None else Ys @ self.B
+        return np.matmul(left, Ys.T, out=out), 2.0 * self.mu * t
 
     def attention(self, t: float, w: np.ndarray) -> np.ndarray:
         S, L = self.scores(t, w)
@@ -616,7 +638,19 @@ class EigenRescaledField:
 
     def __call__(self, t, w: np.ndarray) -> np.ndarray:
         self.nfev += 1
-        return (self.attention(float(t), w) @ w - w) * self.lam
+        t = float(t)
+        if not self.model.softmax:
+            return (self.attention(t, w) @ w - w) * self.lam
+        # the softmax kernel in place in one preallocated n×n buffer (no n² temporaries)
+        if self._buffer is None or self._buffer.shape[0] != w.shape[0]:
+            self._buffer = np.empty((w.shape[0], w.shape[0]))
+        S, L = self.scores(t, w, out=self._buffer)
+        if self.mask is not None:
+            np.copyto(S, -np.inf, where=~self.mask)
+        out = _softmax_in_place(S, L) @ w
+        out -= w
+        out *= self.lam
+        return out
 
 
 def _real_eigen_decomposition(V_exact: np.ndarray, Vf: np.ndarray):

@@ -43,7 +43,7 @@ from verify.model import Instance, Model
 from verify.numerics import Arb, Backend, Float64, digits_to_bits
 
 __all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "score_growth_rate", "score_scale", "choose_bits",
-           "working_bits", "reference_settings"]
+           "working_bits", "reference_settings", "float64_reference_suffices"]
 
 DEFAULT_DIGITS = 20
 GUARD_BITS = 32  # round-off of the integrator itself (GBS: lebesgue(30) ≈ 2^22), with a margin
@@ -97,14 +97,45 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     """The tighter, higher-precision run used as the error estimate's reference.
 
     float64 runs are checked against ``arb`` at :func:`working_bits` and ``min(rtol·1e-3,
-    1e-15)`` — or, for systems too large for ``arb`` to be quick (``n²d > 20 000``), against
-    float64 at the tightest tolerance DOP853 accepts. ``arb`` runs are checked at twice the bits
-    (at least :func:`working_bits`) and ``rtol`` to the power 1.25. The bits follow the same
-    rule as the run: constant in ``T`` where the scores stay bounded.
+    1e-15)`` — or against float64 at ``max(rtol·1e-3, 3e-14)``, the tightest tolerance DOP853
+    accepts, where :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick,
+    and runs whose scores stay bounded). ``arb`` runs are checked at twice the bits (at least
+    :func:`working_bits`) and ``rtol`` to the power 1.25. The bits follow the same rule as the
+    run: constant in ``T`` where the scores stay bounded.
+
+    >>> from verify.model import Model, Instance
+    >>> circle = Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"),
+    ...                   [[1, 0], [0, 1]])
+    >>> reference_settings(Float64(), 1e-10, circle, 10.0)[0].name
+    'float64'
+    >>> reference_settings(Float64(), 1e-10, Instance(Model(V=[[1]]), [[1], [2]]), 10.0)[0].name
+    'arb'
     """
     floor = working_bits(instance, horizon)
     if isinstance(backend, Float64):
-        if instance.n ** 2 * instance.d <= ARB_REFERENCE_LIMIT:
-            return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
-        return Float64(), max(rtol * 1e-3, 3e-14)
+        if float64_reference_suffices(instance):
+            return Float64(), max(rtol * 1e-3, 3e-14)
+        return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
     return Arb(bits=max(2 * backend.bits, floor)), rtol ** 1.25
+
+
+def float64_reference_suffices(instance: Instance) -> bool:
+    """Is a float64 run checked against a float64 reference (plus the ``arb`` spot check of the
+    field's round-off, :mod:`verify.flow.roundoff`, and a start a few ulps away from the run's,
+    :func:`verify.flow.simulate.float64_twin`) rather than an ``arb`` one?
+
+    * ``n²d`` above :data:`ARB_REFERENCE_LIMIT`: ``arb`` is not quick there;
+    * scores that stay bounded (:attr:`~verify.model.Model.bounded_scores`: the attention reads
+      unit vectors) for one head of a continuous-time model: no cancellation threatens — the
+      score differences that decide the attention keep their float64 digits all along, since
+      ``|S| ≤ β‖QᵀK‖₂`` never grows (what a float64 reference cannot see, the round-off of the
+      field at the run's states, is what the spot check measures). Not discrete layers: their
+      float64 recursion has no tolerance to tighten, so a float64 reference would repeat it.
+
+    ``benchmarks/error_coverage.py`` measures the coverage of this route (variants "sphere …",
+    "pre-LN …" and "float64 reference").
+    """
+    model = instance.model
+    if instance.n ** 2 * instance.d > ARB_REFERENCE_LIMIT:
+        return True
+    return model.bounded_scores and model.single_head and not model.discrete

@@ -15,7 +15,10 @@ in the one leg loop, ``_solve``.
 tighter controller and more bits (:func:`reference_settings`,
 :meth:`~verify.flow.solvers.StepController.tighter`) and every checkpoint records how far the
 two runs are apart (``Trajectory.error``) and on how many digits they agree
-(``Trajectory.digits``).
+(``Trajectory.digits``). Where a float64 reference suffices (large systems; scores that stay
+bounded, :func:`~verify.flow.precision_policy.float64_reference_suffices`) it starts from
+:func:`float64_twin`'s tokens and the field's round-off, measured in ``arb`` at a few
+checkpoints (:mod:`verify.flow.roundoff`), is added.
 
 **Certified hardmax continuation** (rescaled softmax form; ``continuation=False`` turns
 it off). After every DOP853 step the scores are tested; once every row's scaled margin minus its
@@ -268,7 +271,12 @@ def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
     cap of angle below ``π/2`` holding every token is invariant) keeps its own state at ``t0``
     within its own cap's chord for all later time, a bound recorded as its cap leg (``"inherited":
     true``) and added to the estimate like the run's. If the reference's tokens at ``t0`` are in
-    no such cap (it disagrees with the run), it is integrated to the horizon after all."""
+    no such cap (it disagrees with the run), it is integrated to the horizon after all.
+
+    A float64 reference starts from :func:`float64_twin`'s tokens, a few ulps away from the
+    run's, so that it does not share the run's rounding of the initial data."""
+    if isinstance(backend, Float64):
+        instance = float64_twin(instance)
     legs = (traj.continuation or {}).get("legs") or []
     t0 = Fraction(legs[0]["t0"]) if len(legs) == 1 and legs[0].get("kind") == "cap" else None
     if t0 is None or not continuation or not times[0] < t0 < times[-1]:
@@ -298,6 +306,32 @@ def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
                    states[:kept] + later, status, message, stats, {})
 
 
+TWIN_ULPS = 2  # how far a float64 reference starts from the run, in ulps of each entry
+
+
+def float64_twin(instance: Instance) -> Instance:
+    """The instance a float64 reference run integrates: the run's float64 tokens with every
+    nonzero entry moved by :data:`TWIN_ULPS` ulps, up or down by a fixed pseudo-random sign.
+
+    A float64 run starts from the exact tokens rounded to float64 (half an ulp per entry) and
+    the flow amplifies that rounding wherever it is unstable (near a saddle it grows like
+    ``e^{λt}``). A float64 reference started from the same rounded tokens would carry the same
+    amplified error and not see it; started from its twin, it sees a perturbation of the same
+    size amplified by the same flow. Exact zeros stay 0 (float64 keeps them, and the invariant
+    subspaces they span). Measured by ``benchmarks/error_coverage.py`` ("sphere near a saddle").
+
+    >>> from verify.model import Model, Instance
+    >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [["1/3", 0], [1, "2/3"]])
+    >>> twin = float64_twin(inst).x0_float()
+    >>> (np.abs(twin - inst.x0_float()) / np.spacing(np.abs(inst.x0_float()))).tolist()
+    [[2.0, 0.0], [2.0, 2.0]]
+    """
+    x = instance.x0_float()
+    signs = np.random.default_rng(0).choice([-1.0, 1.0], size=x.shape)
+    moved = np.where(x == 0, 0.0, x + signs * TWIN_ULPS * np.spacing(np.abs(x)))
+    return Instance(instance.model, moved, name=instance.name)
+
+
 # ---------------------------------------------------------------------------------------------
 def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     """Add to the error estimate of a float64 run checked against a float64 reference what that
@@ -322,7 +356,12 @@ def _add_field_roundoff(instance: Instance, traj: Trajectory) -> None:
     until = info["legs"][0]["t0"] if info.get("legs") and not info.get("fallbacks") else t[-1]
     inside = [k for k in range(len(t)) if t[k] <= until]
     picks = sorted({inside[int(round(p))] for p in np.linspace(0, len(inside) - 1, SPOT_CHECKS)})
-    check = spot_check(instance, [t[k] for k in picks], [traj.state[k] for k in picks])
+    sample_t, sample_y = [t[k] for k in picks], [traj.state[k] for k in picks]
+    if sample_t[-1] < until < t[-1] and info["legs"][0].get("kind") == "cap":
+        # a certified consensus repeats its state at t0 = until: sample the field there too
+        sample_t.append(until)
+        sample_y.append(traj.state[next(k for k in range(len(t)) if t[k] > until)])
+    check = spot_check(instance, sample_t, sample_y)
     added = accumulated(check["times"], check["max_abs"], t, until)
     # the reference's own integration error (none at t = 0, the rounded initial data)
     floor = traj.reference["rtol"] * np.max(np.abs(traj.state), axis=(1, 2)) * (traj.t > 0)

@@ -140,16 +140,19 @@ def test_what_cannot_be_resumed_is_refused_with_its_reason():
         simulate(other, 3, checkpoints=[*run.times, Fraction(5, 2), Fraction(3)], resume=run)
 
 
-def test_the_float64_resolution_is_read_off_the_growth_of_the_scores():
+def test_the_float64_resolution_is_read_off_the_decay_of_the_margins():
     inst = Instance(Model(V=[[1, 0], [0, 1]]), TOKENS)
-    run = simulate(inst, 1, checkpoints=5, continuation=False)
+    run = simulate(inst, 3, checkpoints=7, continuation=False)
     ends = float64_resolution_ends(run, inst)
-    margins = run.margins[-1]
-    scale = np.abs(run.scaled_scores[-1]).max()
-    floor = 4 * np.finfo(float).eps * scale
-    expected = 1 + np.log(margins[margins > floor].min() / floor) / 2  # μ = 1
-    assert ends == pytest.approx(expected)
-    assert float64_resolution_ends(run.until(0.5), inst) is None  # not resumable
+    # by hand: each margin's decay rate over the last third (t = 2 to 3), continued to the
+    # resolution n·eps·max|S̃|
+    now, before = run.margins[-1], run.margins[4]
+    floor = 4 * np.finfo(float).eps * np.abs(run.scaled_scores[-1]).max()
+    rate = np.log(before / now)
+    times = [3 + np.log(m / floor) / r for m, r in zip(now, rate, strict=True)
+             if m > floor and r > 0]
+    assert (ends is None and not times) or ends == pytest.approx(min(times))
+    assert float64_resolution_ends(run.until(2), inst) is None  # not resumable
 
 
 # -- the engine ------------------------------------------------------------------------------

@@ -316,32 +316,40 @@ def seconds_per_unit_time(traj: Trajectory) -> float | None:
 
 
 def float64_resolution_ends(traj: Trajectory, instance: Instance) -> float | None:
-    r"""The time beyond which float64 can no longer tell the scores of some row apart, from the
-    end of ``traj`` (``None``: never, as far as its end shows).
+    r"""The time beyond which float64 will no longer tell the scores of some row apart, read off
+    the end of ``traj`` (``None``: no such time shows).
 
-    In the rescaled form the scaled scores ``S̃ = e^{-L} S`` stay of size ``|S̃|_max`` while the
-    gap that decides a row, ``S_{i l} − S_{ij}``, stays of its size: the scaled margin ``m̃``
-    shrinks like ``e^{-2 μ (t − T₁)}`` (``μ`` the growth rate of the scores,
-    :func:`~verify.flow.precision_policy.score_growth_rate`). Float64 resolves it while
-    ``m̃ e^{-2 μ (t − T₁)} ≥ n ε |S̃|_max`` (``ε = 2^{-52}``, ``n`` terms per row), that is up to
+    A row's attention is decided by its scaled score margin ``m̃_i`` (the gap between its two
+    largest scaled scores ``S̃ = e^{-L} S``); float64 resolves it while ``m̃_i ≥ n ε |S̃|_max``
+    (``ε = 2^{-52}``, ``n`` terms per row). Over the last third of the run (from ``T_a`` to its
+    end ``T₁``) each margin that float64 still resolves at ``T₁`` decays at the observed rate
+    ``r_i = ln(m̃_i(T_a)/m̃_i(T₁)) / (T₁ − T_a)`` (at most ``2μ`` while the unscaled gap stays
+    bounded below, ``μ`` the growth rate of the scores); continued at that rate it reaches the
+    resolution at
 
-    .. math:: t^* = T_1 + \frac{1}{2\mu}\ln\frac{\min_i m̃_i(T_1)}{n\,ε\,|S̃(T_1)|_{\max}}
+    .. math:: t^* = T_1 + \min_{i:\ r_i > 0} \frac{1}{r_i}\ln\frac{m̃_i(T_1)}{n\,ε\,|S̃(T_1)|_{\max}}.
 
-    over the rows whose margin float64 resolves at ``T₁`` (a tie, or a margin already below
-    the resolution, is left out: float64 ran with it). A run that ended on a certified leg needs no
-    resolution (``None``), nor does one whose scores do not grow (``μ = 0``).
+    A trend on a window, so it only decides whether a float64 run is worth trying
+    (:func:`verify.judge._engine._escalated`), never a verdict. ``None`` for a run that ended on
+    a certified leg (it needs no resolution), whose scores do not grow, or that cannot be
+    continued.
     """
     point = traj.resume_point
-    mu = score_growth_rate(instance.model)
-    if point is None or point.leg is not None or not mu > 0 or not instance.model.rescaled:
+    if point is None or point.leg is not None or not score_growth_rate(instance.model) > 0 \
+            or len(traj.times) < 3:
         return None
-    margins = traj.margins[-1]
-    scale = float(np.max(np.abs(traj.scaled_scores[-1])))
-    floor = instance.n * np.finfo(float).eps * scale
-    resolved = margins[np.isfinite(margins) & (margins > floor)]
-    if resolved.size == 0:
+    t = traj.t
+    a = int(np.searchsorted(t, t[-1] - (t[-1] - t[0]) / 3))
+    a = min(a, len(t) - 2)
+    now, before = traj.margins[-1], traj.margins[a]
+    floor = instance.n * np.finfo(float).eps * float(np.max(np.abs(traj.scaled_scores[-1])))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.log(before / now) / (t[-1] - t[a])
+        left = np.log(now / floor) / rate
+    usable = np.isfinite(left) & (now > floor) & (before > 0) & (rate > 0)
+    if not np.any(usable):
         return None
-    return float(traj.times[-1]) + math.log(float(np.min(resolved)) / floor) / (2 * mu)
+    return float(t[-1] + np.min(left[usable]))
 
 
 def _check_resumable(resume: Trajectory, instance: Instance, times: list[Fraction]) -> None:

@@ -28,11 +28,13 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    ``parameters.max_horizon`` (default :data:`DEFAULT_HORIZON_BUDGET` × the horizon, counting
    the ``3/2`` re-check). An extension **continues** the last run, and its reference run, each
    from its own end state (``simulate(..., resume=...)``; the flow map composes, so the
-   integrated time is the final horizon, not the sum of the horizons tried), and is judged on
-   the checkpoints a run from 0 would have (:func:`_extended`). A float64 extension that fails
-   goes on in arbitrary precision from the same end, unless its estimated cost exceeds what is
-   left of the instance's wall-clock budget (:func:`_escalated`: then float64 itself is not
-   tried where it cannot resolve the scores). When the budget ends first, or an extension's
+   integrated time is the final horizon, not the sum of the horizons tried) when the
+   checkpoints a run from 0 would judge are among the ones it recorded (a doubled horizon),
+   and is judged on exactly those (:func:`_extended`; otherwise it runs from 0). A float64
+   extension that fails is made again in arbitrary precision (from the same end, or from 0),
+   unless its estimated cost exceeds what is left of the instance's wall-clock budget
+   (:func:`_escalated`: then float64 itself is not tried where it will not resolve the
+   scores). When the budget ends first, or an extension's
    integration fails, the instance is *inconclusive* on the last horizon judged, saying how
    far it got, what was tried and why. Variants that no certificate covers (the rescaled
    form with an MLP, several heads or a mask) are not extended unless the claim sets
@@ -153,52 +155,56 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
     """``(trajectory, what was tried)``: the run of the last horizon judged, ``previous``,
     continued to ``run_to`` — run and reference run each from its own end state
     (``simulate(..., resume=previous)``), so that the integrated time is ``run_to`` in all,
-    not the sum of the horizons tried — and recorded at the checkpoints a run from 0 would
-    have: ``times`` (when those up to ``previous``'s end are all among its checkpoints, as for
-    a doubled horizon; else all of ``previous``'s and the later ``times``), and ``previous``'s
-    end. A float64 extension goes on in arbitrary precision (:func:`_escalated`) when it
-    fails, or at once when float64 cannot resolve the scores before ``run_to``; ``(None,
-    reason)`` when neither can be tried."""
+    not the sum of the horizons tried — and judged on exactly the checkpoints a run from 0
+    would have, ``times``. That needs ``times`` up to ``previous``'s end to be among its
+    checkpoints (a doubled horizon); otherwise (a horizon aimed past a saddle, or cut at the
+    budget) the run is made from 0, as its judged checkpoints cannot be recorded from the
+    end. A float64 extension goes on in arbitrary precision when it fails
+    (:func:`_escalated`); ``(None, reason)`` when that cannot be tried."""
     end = previous.times[-1]
-    full = [*previous.times, *(t for t in times if t > end)]
+    before = [t for t in times if t <= end]
+    resume = previous if set(before) <= set(previous.times) else None
+    full = times if resume is None else [*previous.times, *(t for t in times if t > end)]
     if request.precision != "float64":
         traj = simulate(request.instance, run_to, checkpoints=full,
-                        precision=request.precision, resume=previous)
-        tried = f"{request.precision} continued from t = {float(end):.4g}"
+                        precision=request.precision, resume=resume)
+        tried = f"{request.precision} " + (f"continued from t = {float(end):.4g}"
+                                           if resume is not None else "from t = 0")
     else:
-        traj, tried = _escalated(request, previous, full, run_to)
-    if traj is not None and traj.success:
-        before = {t for t in times if t <= end}
-        if before <= set(previous.times):
-            traj = traj.at([t for t in full if t in before or t >= end])
+        traj, tried = _escalated(request, resume, full, run_to)
+    if traj is not None and traj.success and resume is not None:
+        kept = set(before)
+        traj = traj.at([t for t in full if t in kept or t > end])
     return traj, tried
 
 
 def _escalated(request, previous, full: list[Fraction], run_to: Fraction):
-    """A float64 extension of ``previous`` to ``run_to`` (checkpoints ``full``), continued in
-    arbitrary precision (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for
-    ``run_to``, from ``previous``'s float64 state; its reference from its own) when float64
-    fails. Arbitrary precision is not tried when its estimated cost (:func:`_arb_seconds`)
-    exceeds what is left of the instance's wall-clock budget
-    (:func:`~verify.numerics._monitor.wall_budget`, when one is set); float64 is not tried
-    either then if it must fail: when it cannot resolve the scores before ``run_to``
-    (:func:`~verify.flow.simulate.float64_resolution_ends`). ``(trajectory, what was tried)``
-    or ``(None, why nothing more was tried)``."""
-    end = float(previous.times[-1])
-    need = _arb_seconds(request, previous, float(run_to))
+    """A float64 extension to ``run_to`` (checkpoints ``full``), continuing ``previous`` (or
+    from 0 when it is ``None``), made again in arbitrary precision (``"auto"``:
+    :func:`~verify.flow.precision_policy.working_bits` for ``run_to``; continued from
+    ``previous``'s float64 state, its reference from its own) when float64 fails. Arbitrary
+    precision is not tried when its estimated cost (:func:`_arb_seconds`) exceeds what is left
+    of the instance's wall-clock budget (:func:`~verify.numerics._monitor.wall_budget`, when
+    one is set); float64 is not tried either then if it will not resolve the scores before
+    ``run_to`` (:func:`~verify.flow.simulate.float64_resolution_ends`). ``(trajectory, what
+    was tried)`` or ``(None, why nothing more was tried)``."""
+    start = 0.0 if previous is None else float(previous.times[-1])
+    where = f"continued from t = {start:.4g}" if previous is not None else "from t = 0"
+    need = None if previous is None else _arb_seconds(request, previous, float(run_to))
     remaining = remaining_wall_seconds()
     hopeless = need is not None and remaining is not None and need > remaining
     cost = f"arbitrary precision would need ≈ {need:.0f} s, {remaining:.0f} s of the " \
         "instance's budget remain" if hopeless else ""
-    resolves_until = float64_resolution_ends(previous, request.instance)
+    resolves_until = None if previous is None else float64_resolution_ends(
+        previous, request.instance)
     if hopeless and resolves_until is not None and resolves_until < float(run_to):
         return None, (f"the extension to t = {float(run_to):.4g} is not integrated: float64 "
-                      f"cannot resolve the scaled score margins beyond t ≈ "
-                      f"{resolves_until:.3g} (the smallest at t = {end:.4g} shrinks like "
-                      f"e^(-2 mu t) below n·2^-52 of the largest score), and {cost}.")
+                      f"will not resolve the scaled score margins beyond t ≈ "
+                      f"{resolves_until:.3g} (their decay up to t = {start:.4g}, continued), "
+                      f"and {cost}.")
     traj = simulate(request.instance, run_to, checkpoints=full, precision="float64",
                     resume=previous)
-    tried = f"float64 continued from t = {end:.4g}"
+    tried = f"float64 {where}"
     if traj.success:
         return traj, tried
     tried = f"{tried} ({traj.status}: {traj.message})"
@@ -207,7 +213,7 @@ def _escalated(request, previous, full: list[Fraction], run_to: Fraction):
                       f"tried in arbitrary precision: {cost}.")
     traj = simulate(request.instance, run_to, checkpoints=full, precision="auto",
                     resume=previous)
-    return traj, f"{tried}, then arbitrary precision continued from t = {end:.4g}"
+    return traj, f"{tried}, then arbitrary precision {where}"
 
 
 def _arb_seconds(request, previous, run_to: float) -> float | None:

@@ -105,6 +105,11 @@ def test_a_certified_leg_is_carried_over_and_checked_on():
     assert resumed.stats["steps"] == short.stats["steps"]
     assert np.all(np.abs(resumed.state - whole.state)
                   <= estimate_bound(resumed.entry_error + whole.entry_error) + 1e-15)
+    # the short run is left as it was: continued again, it gives the same run
+    again = simulate(inst, 12, checkpoints=list(resumed.times), resume=short, symmetry="off")
+    assert np.array_equal(again.state, resumed.state)
+    assert again.continuation["legs"] == resumed.continuation["legs"]
+    assert short.continuation["legs"][0]["t_end"] == 6
 
 
 def test_a_frozen_consensus_stays_frozen_and_its_reference_inherits_on():

@@ -60,6 +60,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from fractions import Fraction
@@ -748,6 +749,9 @@ class _LegLoop:
         loop = _LegLoop.__new__(_LegLoop)
         loop.__dict__.update(self.__dict__, legs=list(self.legs), fallbacks=list(self.fallbacks),
                              resumed_at=[*self.resumed_at, float(self.t)])
+        if self.leg is not None:  # followed on by the new run only: this one stays as it was
+            loop.leg = copy.copy(self.leg)
+            loop.legs = [loop.leg if leg is self.leg else leg for leg in self.legs]
         arb = isinstance(backend, Arb)
         if arb != (not isinstance(self.y, np.ndarray)):
             with backend.working_precision():

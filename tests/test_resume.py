@@ -225,7 +225,9 @@ def test_a_failed_float64_extension_goes_on_in_arbitrary_precision(monkeypatch):
     calls = _spy(monkeypatch, fail_float64_extension=True)
     result = judge_request(_request())
     assert ("auto" in [p for _, resumed, p in calls if resumed])
-    assert len(result.evidence["horizons"]) > 1
+    second = result.evidence["horizons"][1]
+    assert second["integration"].startswith("float64 continued from t = 3 (step_failure: "
+                                            "DOP853 failed (test)), then arbitrary precision")
 
 
 def test_a_hopeless_extension_says_what_was_tried(monkeypatch):

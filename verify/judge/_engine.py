@@ -88,6 +88,8 @@ __all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpo
 DEFAULT_HORIZON_BUDGET = 4
 #: An asymptotic conclusion is judged at ``T`` and re-checked at ``RECHECK_FACTOR · T``.
 RECHECK_FACTOR = Fraction(3, 2)
+#: ``Trajectory.stats`` key of an extension made again in arbitrary precision: what was tried.
+ESCALATED = "escalated"
 
 
 def checkpoint_grid(horizon: Fraction, count: int, run_to: Fraction) -> list[Fraction]:
@@ -213,7 +215,9 @@ def _escalated(request, previous, full: list[Fraction], run_to: Fraction):
                       f"tried in arbitrary precision: {cost}.")
     traj = simulate(request.instance, run_to, checkpoints=full, precision="auto",
                     resume=previous)
-    return traj, f"{tried}, then arbitrary precision {where}"
+    tried = f"{tried}, then arbitrary precision {where}"
+    traj.stats[ESCALATED] = tried  # named in the horizons' evidence and the reason
+    return traj, tried
 
 
 def _arb_seconds(request, previous, run_to: float) -> float | None:
@@ -339,7 +343,9 @@ def judge_request(request) -> InstanceResult:
         attempts.append({"horizon": str(horizon), "re_check": str(run_to) if asymptotic
                          else None, "verdict": combine(request, parts).verdict.value,
                          **({"end_state": end.kind, "end_state_reason": end.reason}
-                            if end is not None else {})})
+                            if end is not None else {}),
+                         **({"integration": traj.stats[ESCALATED]}
+                            if ESCALATED in traj.stats else {})})
         overall = combine(request, parts, {"horizons": attempts,
                                            "error_estimate": traj.error_estimate,
                                            "symmetry": None if traj.symmetry is None
@@ -355,7 +361,8 @@ def judge_request(request) -> InstanceResult:
             return replace(overall, reason=f"{overall.reason} [the horizon is not extended: "
                            f"{pointless}]")
         if horizon * RECHECK_FACTOR >= budget:
+            how = f"; the last: {traj.stats[ESCALATED]}" if ESCALATED in traj.stats else ""
             return replace(overall, reason=f"{overall.reason} [the horizon budget "
                            f"max_horizon = {float(budget):.4g} ends here, after "
-                           f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}]")
+                           f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}{how}]")
         horizon = min(nxt, budget / RECHECK_FACTOR)

@@ -154,7 +154,9 @@ def follow_leg(leg: Leg, times: list, states: list, *,
                on_leg: dict | None = None) -> tuple[int | None, object, object]:
     """Follow ``leg`` over the checkpoints ``times``: the one leg loop of every solver.
 
-    The leg's grid (``leg.grid(times)``) is walked until a check fails; at every checkpoint ``k``
+    The leg's grid (``leg.grid(times)``) after ``leg.t_last`` is walked until a check fails (a
+    leg followed again after its run was resumed, :func:`verify.flow.simulate.simulate`, does
+    not repeat the checks it passed); at every checkpoint ``k``
     reached, ``leg.state(t)`` is appended to ``states`` (and ``on_leg[k] = leg`` when ``on_leg``
     is given and the leg is a :class:`ScoredLeg`). ``finite(state)`` (float64 runs) stops the
     walk at a non-finite state.
@@ -166,6 +168,8 @@ def follow_leg(leg: Leg, times: list, states: list, *,
     scored = on_leg is not None and isinstance(leg, ScoredLeg)
     last = None
     for t, k in leg.grid(times):
+        if t <= leg.t_last:
+            continue
         if not leg.check(t):
             return last, t, None
         if k is not None:

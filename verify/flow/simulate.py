@@ -63,6 +63,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from fractions import Fraction
@@ -102,12 +103,13 @@ from verify.numerics import Arb, Backend, Float64
 from verify.numerics._monitor import RunMonitor, stderr_progress
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
-           "scaled_checkpoints"]
+           "scaled_checkpoints", "seconds_per_unit_time", "float64_resolution_ends"]
 
 DEFAULT_FLOAT_RTOL = 1e-10
 DEFAULT_FLOAT_ATOL = 1e-12
 SYMMETRY_MAX_DIM = 6  # exact symmetries are searched for d ≤ 6
 STALL_WINDOW = 2_000  # DOP853 steps between two checks that the horizon is still reachable
+_LOOP = "_leg_loop"  # the key under which _solve hands its _LegLoop to _finish (not saved)
 
 
 def checkpoint_times(horizon: object, checkpoints: int | list | None) -> list[Fraction]:
@@ -153,7 +155,7 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
              atol: float | None = None, error_estimate: bool = True, symmetry: str = "auto",
              max_steps: int = 200_000, throw: bool = False,
              continuation: bool = True, progress=None,
-             budget: float | None = None) -> Trajectory:
+             budget: float | None = None, resume: Trajectory | None = None) -> Trajectory:
     """Integrate ``instance`` from 0 to ``horizon`` and return its :class:`Trajectory`.
 
     Parameters
@@ -195,13 +197,49 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     budget : float, optional
         Wall-clock seconds for the whole call (run and reference); when used up the run stops
         with status ``"budget"`` and the checkpoints reached (an honest partial result).
+    resume : Trajectory, optional
+        A trajectory this function returned for ``instance`` whose checkpoints are the first of
+        ``checkpoints`` (give them as a list): the run is **continued** from its last state
+        instead of integrated from 0 — see *Resuming* below.
+
+    Resuming
+    --------
+    The flow map composes, ``Φ(0, T₂) = Φ(T₁, T₂) ∘ Φ(0, T₁)``, so a run to ``T₂`` is the run to
+    ``T₁`` continued from its own state ``y(T₁)``: the integrated time is ``T₂ − T₁``, not
+    ``T₂``. The run continues from ``resume``'s state at ``T₁`` (in its own arithmetic), on the
+    certified leg it was on if one held to ``T₁`` (hardmax continuation or consensus cap: its
+    checks go on from ``T₁``), with its counts (steps, legs, fallbacks); its reference run
+    continues likewise from **its own** state at ``T₁``, never from the run's, so the two
+    routes stay independent and ``|run − reference|`` at ``t ≤ T₂`` is the same error estimate
+    as for a run from 0 (the arithmetic and tolerances are those ``precision`` gives for
+    ``T₂``: a float64 run may continue in ``arb``, the bits follow ``T₂``; the states at
+    ``T₁`` keep the digits they had). Only the step sequence differs, so a resumed run agrees
+    with a run from 0 within their error estimates, not bit for bit. Without a resume point
+    (``resume`` failed, or is a view such as :meth:`Trajectory.until`) this is an error; a
+    reference that cannot be continued (it failed) is integrated from 0.
+    ``Trajectory.stats["resumed_at"]`` lists the times a run was continued from.
+
+    Examples
+    --------
+    >>> from verify.model import Model, Instance
+    >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], ["1/2", "1/2"]])
+    >>> first = simulate(inst, 2, checkpoints=[0, 1, 2])
+    >>> longer = simulate(inst, 4, checkpoints=[0, 1, 2, 3, 4], resume=first)
+    >>> longer.stats["resumed_at"], [str(t) for t in longer.times]
+    ([2.0], ['0', '1', '2', '3', '4'])
+    >>> bool(longer.digits.min() > 8)
+    True
     """
     times = checkpoint_times(horizon, checkpoints)
     backend = _backend_for(precision, instance, float(times[-1]))
     controller = _controller_for(precision, backend, rtol, atol, max_steps)
     if symmetry not in ("auto", "off"):
         raise InvalidArgument(f"symmetry={symmetry!r} must be 'auto' or 'off'.")
-    group = _symmetry_group(instance) if symmetry == "auto" else None
+    if resume is not None:
+        _check_resumable(resume, instance, times)
+        group = resume.resume_point.group
+    else:
+        group = _symmetry_group(instance) if symmetry == "auto" else None
 
     if progress is True:
         progress = stderr_progress("verify simulate")
@@ -211,15 +249,25 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         return RunMonitor(0.0, float(times[-1]), max_steps=steps, window=STALL_WINDOW,
                           progress=progress, budget=budget, label=label, started=started)
 
-    traj = _run(instance, times, backend, controller, group, continuation,
-                monitor("run", controller.max_steps))
+    if resume is None:
+        traj = _run(instance, times, backend, controller, group, continuation,
+                    monitor("run", controller.max_steps))
+    else:
+        traj = _resumed_run(instance, times, backend, controller, resume, continuation,
+                            monitor("run", controller.max_steps))
     if traj.success and error_estimate:
         # the reference run: the same call with a tighter controller and more bits
         ref_backend, ref_rtol = reference_settings(backend, controller.rtol, instance,
                                                    float(times[-1]))
         ref_controller = controller.tighter(ref_rtol)
-        ref = _reference_run(instance, times, traj, ref_backend, ref_controller, group,
-                             continuation, monitor("reference run", ref_controller.max_steps))
+        ref_monitor = monitor("reference run", ref_controller.max_steps)
+        previous_ref = None if resume is None else resume.reference_run
+        if previous_ref is not None and previous_ref.resume_point is not None:
+            ref = _resumed_run(instance, times, ref_backend, ref_controller, previous_ref,
+                               continuation, ref_monitor)
+        else:
+            ref = _reference_run(instance, times, traj, ref_backend, ref_controller, group,
+                                 continuation, ref_monitor)
         traj.reference = {"backend": ref_backend.name, "bits": ref_backend.bits,
                           "rtol": ref_rtol, "status": ref.status, "stats": ref.stats}
         if ref.success:
@@ -259,6 +307,69 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
     if throw and not traj.success:
         raise IntegrationError(traj.message)
     return traj
+
+
+def seconds_per_unit_time(traj: Trajectory) -> float | None:
+    """Wall-clock seconds per unit of ``t`` that the integration of ``traj`` took so far (its
+    reference run's not included; ``None`` when it cannot be continued): what continuing it
+    in the same arithmetic would cost per unit of time."""
+    point = traj.resume_point
+    if point is None or not float(point.t) > 0:
+        return None
+    return point.wall_seconds / float(point.t)
+
+
+def float64_resolution_ends(traj: Trajectory, instance: Instance) -> float | None:
+    r"""The time beyond which float64 will no longer tell the scores of some row apart, read off
+    the end of ``traj`` (``None``: no such time shows).
+
+    A row's attention is decided by its scaled score margin ``m̃_i`` (the gap between its two
+    largest scaled scores ``S̃ = e^{-L} S``); float64 resolves it while ``m̃_i ≥ n ε |S̃|_max``
+    (``ε = 2^{-52}``, ``n`` terms per row). Over the last third of the run (from ``T_a`` to its
+    end ``T₁``) each margin that float64 still resolves at ``T₁`` decays at the observed rate
+    ``r_i = ln(m̃_i(T_a)/m̃_i(T₁)) / (T₁ − T_a)`` (at most ``2μ`` while the unscaled gap stays
+    bounded below, ``μ`` the growth rate of the scores); continued at that rate it reaches the
+    resolution at
+
+    .. math:: t^* = T_1 + \min_{i:\ r_i > 0} \frac{1}{r_i}\ln\frac{m̃_i(T_1)}{n\,ε\,|S̃(T_1)|_{\max}}.
+
+    A trend on a window, so it only decides whether a float64 run is worth trying
+    (:func:`verify.judge._engine._escalated`), never a verdict. ``None`` for a run that ended on
+    a certified leg (it needs no resolution), whose scores do not grow, or that cannot be
+    continued.
+    """
+    point = traj.resume_point
+    if point is None or point.leg is not None or not score_growth_rate(instance.model) > 0 \
+            or len(traj.times) < 3:
+        return None
+    t = traj.t
+    a = int(np.searchsorted(t, t[-1] - (t[-1] - t[0]) / 3))
+    a = min(a, len(t) - 2)
+    now, before = traj.margins[-1], traj.margins[a]
+    floor = instance.n * np.finfo(float).eps * float(np.max(np.abs(traj.scaled_scores[-1])))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.log(before / now) / (t[-1] - t[a])
+        left = np.log(now / floor) / rate
+    usable = np.isfinite(left) & (now > floor) & (before > 0) & (rate > 0)
+    if not np.any(usable):
+        return None
+    return float(t[-1] + np.min(left[usable]))
+
+
+def _check_resumable(resume: Trajectory, instance: Instance, times: list[Fraction]) -> None:
+    """Raise :class:`InvalidArgument` unless ``resume`` can be continued through ``times``."""
+    if resume.resume_point is None:
+        raise InvalidArgument("resume: this trajectory cannot be continued (it did not reach "
+                              f"its last checkpoint: {resume.status}, or it is a view of a "
+                              "longer run); integrate from 0 instead.")
+    m = len(resume.times)
+    if list(times[:m]) != list(resume.times) or len(times) <= m:
+        raise InvalidArgument("resume: the checkpoints must begin with the resumed run's "
+                              f"({m} times up to t = {resume.times[-1]}) and go beyond them.")
+    if resume.model != instance.model.describe() or resume.state.shape[1:] != \
+            (instance.n, instance.d) or not np.allclose(resume.state[0], instance.x0_float(),
+                                                        rtol=1e-15, atol=0):
+        raise InvalidArgument("resume: the trajectory is a run of another instance.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,6 +564,7 @@ def _without_continuation(traj: Trajectory, t0: float, rerun) -> Trajectory:
             value[after] = np.nan
             setattr(ref, name, value)
     ref.state_text = None
+    traj.resume_point = ref.resume_point = None  # nothing after t0 is certified
     traj.stats["continuation_rejected"] = {**record, "rerun": f"{again.status}: "
                                            f"{again.message}", "error_after_switch": "inf"}
     traj.message += (f"; the error estimate is infinite after t={t0:.4g} (the re-run without "
@@ -534,15 +646,78 @@ def _run(instance: Instance, times: list[Fraction], backend: Backend,
     return _finish(instance, times, backend, controller, group, *integrated)
 
 
+def _resume_point(loop: _LegLoop | None, times: list, states: list, status: str,
+                  stats: dict) -> _LegLoop | None:
+    """The :class:`_LegLoop` a recorded run continues from, or ``None``: a run that failed;
+    one whose loop stopped before its last checkpoint is continued only where it repeats the
+    loop's last state for good (a reference that inherited the run's consensus cap,
+    :func:`_reference_run`: it continues on that cap leg)."""
+    if loop is None or status != "success" or len(states) != len(times):
+        return None
+    if float(loop.t) == float(times[-1]):
+        return loop
+    legs = (stats.get("continuation") or {}).get("legs") or []
+    leg = loop.leg
+    if leg is None and legs and legs[-1].get("kind") == "cap" and legs[-1].get("inherited"):
+        leg = CapLeg(loop.t, loop.y, legs[-1]["bound"])
+        loop.legs = [*loop.legs, leg]
+    if not isinstance(leg, CapLeg):
+        return None
+    leg.t_last = type(loop.t)(times[-1])
+    loop.leg, loop.t = leg, leg.t_last
+    return loop
+
+
+def _resumed_run(instance: Instance, times: list[Fraction], backend: Backend,
+                 controller: StepController, previous: Trajectory, continuation: bool,
+                 monitor: RunMonitor | None) -> Trajectory:
+    """``previous`` (a run of ``instance`` recorded at the first of ``times``) continued from
+    its :attr:`~Trajectory.resume_point` through the later ``times``: the recorded quantities of
+    ``previous`` (its error estimate left out: the caller forms it for the whole run) followed
+    by those of the continuation."""
+    start = previous.resume_point
+    later = [t for t in times if t >= previous.times[-1]]
+    integrated = _integrate(instance, later, backend, controller, start.group, continuation,
+                            monitor, start)
+    part = _finish(instance, later, backend, controller, start.group, *integrated)
+    joined = {}
+    for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "state_text",
+                 "x_state", "z_state"):
+        before, after = getattr(previous, name), getattr(part, name)
+        if before is not None and after is not None:
+            joined[name] = np.concatenate([before, after[1:]])
+        elif name == "state_text" and (before is not None or after is not None):
+            joined[name] = np.concatenate([_as_text(previous), _as_text(part)[1:]])
+        else:
+            joined[name] = None
+    part.times = [*previous.times, *later[1:]]
+    for name, value in joined.items():
+        setattr(part, name, value)
+    if previous.symmetry is not None and part.symmetry is not None:
+        part.symmetry["stayed_on_fixed_subspace"] = bool(
+            previous.symmetry["stayed_on_fixed_subspace"]
+            and part.symmetry["stayed_on_fixed_subspace"])
+    return part
+
+
+def _as_text(run: Trajectory) -> np.ndarray:
+    """Every state entry as a decimal string (a float64 run's ``repr``, exact)."""
+    if run.state_text is not None:
+        return run.state_text
+    return np.vectorize(lambda v: repr(float(v)), otypes=[object])(run.state).astype(str)
+
+
 def _integrate(instance: Instance, times: list[Fraction], backend: Backend,
                controller: StepController, group, continuation: bool,
-               monitor: RunMonitor | None):
+               monitor: RunMonitor | None, start: _LegLoop | None = None):
     """``(field, states, status, message, stats, on_leg)``: the states at ``times`` (or the
-    first ones, if the run ends early) in the backend's arithmetic."""
+    first ones, if the run ends early) in the backend's arithmetic; from ``start`` (a
+    :class:`_LegLoop` stopped at ``times[0]``) when given, else from the initial tokens."""
     model = instance.model
     field = VectorField(model, instance.n, backend)
+    if start is not None:
+        continuation = continuation and start.continuation
     with backend.working_precision():
-        y0 = backend.from_exact(instance.x0)
         project = None if group is None else (lambda y: group.project(y, backend))
         certifier = _certifier_for(model, backend, field, controller, continuation, project)
         if project is not None:
@@ -551,8 +726,11 @@ def _integrate(instance: Instance, times: list[Fraction], backend: Backend,
             # ~e^{2μt}) rate of the unstable direction and make the step-size control crawl.
             field = _ReducedField(field, project)
         solver = _solver_for(instance, backend, field, project)
+        y0 = backend.from_exact(instance.x0) if start is None else None
+        loop = _LegLoop(solver, solver.times(times)[0], y0, continuation, group) \
+            if start is None else start.carried_to(solver, backend, solver.times(times)[0])
         states, status, message, stats, on_leg = _solve(
-            solver, field, backend, times, y0, controller, certifier, monitor)
+            solver, field, backend, times, y0, controller, certifier, monitor, loop)
     return field, states, status, message, stats, on_leg
 
 
@@ -586,30 +764,77 @@ def _certifier_for(model, backend: Backend, field: VectorField, controller: Step
     return None
 
 
+class _LegLoop:
+    """The state of :func:`_solve` between two calls: where a run stopped (``t``, ``y``: its last
+    checkpoint and state, in the solver's time type and the backend's arithmetic), the leg it was
+    on at the end (``leg``: one that held to ``t``, followed on first by the next call), where
+    the solver restarts if that leg's check fails, and the counts of the whole run so far (the
+    solver's ``totals``, ``steps_done``, the certifier's tests, the ``legs`` and ``fallbacks``).
+    ``Trajectory.resume_point`` holds it; ``simulate(..., resume=trajectory)`` continues it."""
+
+    def __init__(self, solver: Solver, t, y, continuation: bool, group) -> None:
+        self.solver_name, self.totals = solver.name, solver.totals()
+        self.t, self.y, self.leg = t, y, None
+        self.t_start, self.y_start, self.no_switch_before, self.steps_done = t, y, None, 0
+        self.legs, self.fallbacks, self.checks = [], [], 0
+        self.continuation, self.group, self.resumed_at = continuation, group, []
+        self.wall_seconds = 0.0  # spent in _solve so far (what a continuation's cost scales)
+
+    def carried_to(self, solver: Solver, backend: Backend, t) -> _LegLoop:
+        """A copy to continue with ``solver`` in ``backend``: the state converted when the
+        arithmetic changes (float64 → arb: exactly; the leg then dropped, the new run's own
+        certifier decides again), the solver's counts restarted when the solver changes; ``t``
+        is the stop time in the new solver's time type."""
+        loop = _LegLoop.__new__(_LegLoop)
+        loop.__dict__.update(self.__dict__, legs=list(self.legs), fallbacks=list(self.fallbacks),
+                             resumed_at=[*self.resumed_at, float(self.t)])
+        if self.leg is not None:  # followed on by the new run only: this one stays as it was
+            loop.leg = copy.copy(self.leg)
+            loop.legs = [loop.leg if leg is self.leg else leg for leg in self.legs]
+        arb = isinstance(backend, Arb)
+        if arb != (not isinstance(self.y, np.ndarray)):
+            with backend.working_precision():
+                y = backend.from_float(self.y) if arb else Arb(bits=64).to_float(self.y)
+            loop.y, loop.y_start, loop.t, loop.t_start = y, y, t, t
+            loop.leg, loop.no_switch_before = None, None
+        if solver.name != self.solver_name:
+            loop.solver_name, loop.totals = solver.name, solver.totals()
+        else:
+            loop.totals = {k: dict(v) if isinstance(v, dict) else v for k, v in self.totals.items()}
+        return loop
+
+
 def _solve(solver: Solver, field, backend: Backend, times: list[Fraction], y0,
            controller: StepController, certifier: Certifier | None,
-           monitor: RunMonitor | None):
+           monitor: RunMonitor | None, loop: _LegLoop | None = None):
     """The one leg loop: ``solver`` integrates until ``certifier`` returns a leg, the leg is
     followed (:func:`~verify.flow.legs.follow_leg`) until a check fails, and the solver takes
-    over again from the last time that passed. Returns ``(states, status, message, stats,
-    on_leg)``, ``on_leg[k]`` the :class:`~verify.flow.legs.ScoredLeg` that gave checkpoint
-    ``k``."""
+    over again from the last time that passed. The run starts from ``y0`` at ``times[0]``, or
+    from ``loop`` (stopped at ``times[0]``, the last checkpoint of a resumed run: its leg, if it
+    held to there, is followed on first); the loop is left where the run stopped. Returns
+    ``(states, status, message, stats, on_leg)``, ``on_leg[k]`` the
+    :class:`~verify.flow.legs.ScoredLeg` that gave checkpoint ``k``."""
+    began = time.monotonic()
     ts = solver.times(times)
-    states, legs, fallbacks, on_leg = [y0], [], [], {}
-    totals = solver.totals()
-    t_start, y_start, no_switch_before, steps_done = ts[0], y0, None, 0
+    if loop is None:
+        loop = _LegLoop(solver, ts[0], y0, certifier is not None, None)
+    states, on_leg = [loop.y], {}
+    if certifier is not None:
+        certifier.checks = loop.checks
+    leg, status, message = loop.leg, "success", "reached the horizon"
     while True:
-        segment = solver.segment(field, backend, times, len(states), t_start, y_start,
-                                 controller, certifier=certifier,
-                                 no_switch_before=no_switch_before, monitor=monitor,
-                                 steps_done=steps_done)
-        states.extend(segment.states)
-        solver.add(totals, segment.stats)
-        steps_done += segment.steps
-        status, message, leg = segment.status, segment.message, segment.leg
         if leg is None:
-            break
-        legs.append(leg)
+            segment = solver.segment(field, backend, times, len(states), loop.t_start,
+                                     loop.y_start, controller, certifier=certifier,
+                                     no_switch_before=loop.no_switch_before, monitor=monitor,
+                                     steps_done=loop.steps_done)
+            states.extend(segment.states)
+            solver.add(loop.totals, segment.stats)
+            loop.steps_done += segment.steps
+            status, message, leg = segment.status, segment.message, segment.leg
+            if leg is None:
+                break
+            loop.legs.append(leg)
         _, failed_at, nonfinite_at = follow_leg(leg, ts, states, finite=solver.finite,
                                                 on_leg=on_leg)
         status, message = "success", "reached the horizon"
@@ -620,15 +845,27 @@ def _solve(solver: Solver, field, backend: Backend, times: list[Fraction], y0,
         if failed_at is None:
             break
         # a check failed: integrate again from the last time that passed
-        fallbacks.append({"at": float(failed_at), "restart": float(leg.t_last)})
-        t_start, y_start, no_switch_before = leg.t_last, leg.state(leg.t_last), failed_at
-    stats = solver.summary(totals)
+        loop.fallbacks.append({"at": float(failed_at), "restart": float(leg.t_last)})
+        loop.t_start, loop.y_start, loop.no_switch_before = leg.t_last, leg.state(leg.t_last), \
+            failed_at
+        leg = None
+    if status == "success" and len(states) == len(ts):
+        loop.t, loop.y, loop.leg = ts[-1], states[-1], leg
+        if leg is None:  # the solver restarts from the last checkpoint
+            loop.t_start, loop.y_start = ts[-1], states[-1]
+    stats = solver.summary(loop.totals)
     if certifier is not None:
+        loop.checks = certifier.checks
         info = {"certification_tests": certifier.checks} \
             if solver.reports_certification_tests else {}
-        stats["continuation"] = {**info, "legs": [leg.describe() for leg in legs],
-                                 "fallbacks": fallbacks,
-                                 "t_switch": legs[0].describe()["t0"] if legs else None}
+        stats["continuation"] = {**info, "legs": [leg.describe() for leg in loop.legs],
+                                 "fallbacks": list(loop.fallbacks),
+                                 "t_switch": loop.legs[0].describe()["t0"] if loop.legs
+                                 else None}
+    if loop.resumed_at:
+        stats["resumed_at"] = list(loop.resumed_at)
+    loop.wall_seconds += time.monotonic() - began
+    stats[_LOOP] = loop if status == "success" else None
     return states, status, message, stats, on_leg
 
 
@@ -637,8 +874,11 @@ def _finish(instance: Instance, times: list[Fraction], backend: Backend,
             stats: dict, on_leg: dict) -> Trajectory:
     """The :class:`Trajectory` of integrated ``states`` (recorded at the first ``times``)."""
     model = instance.model
+    stats = dict(stats)
+    loop = stats.pop(_LOOP, None)
     with backend.working_precision():
         traj = _record(field, times[:len(states)], states, backend, on_leg)
+        traj.resume_point = _resume_point(loop, times, states, status, stats)
     traj.status, traj.message, traj.stats = status, message, stats
     traj.precision = {"backend": backend.name, "bits": backend.bits,
                       "digits": round(backend.digits, 2)}

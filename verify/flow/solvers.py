@@ -314,7 +314,7 @@ class ResidualLayers(Solver):
             )
         arb = isinstance(backend, Arb)
         h_b = backend.scalar(h)
-        states, x, k = [], y_start, 0
+        states, x, k = [], y_start, int(Fraction(t_start) / h)  # t_start: 0, or a resume's end
         for target in layers[index:]:
             while k < target:
                 x = x + h_b * field(k * h_b, x)  # x[k+1] = x[k] + h Σ_j P_ij[k] V x_j[k] (+ …)

@@ -30,6 +30,11 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
 ``reference_run``
     the reference :class:`Trajectory` itself (in memory only, not saved): a quantity ``q`` of
     the run gets the error estimate ``|q(run) − q(reference_run)|`` by the same second route.
+``resume_point``
+    (in memory only) where the integration stopped, in the run's own arithmetic, with the
+    certified leg it was on: what ``simulate(..., resume=trajectory)`` continues from; ``None``
+    where the run cannot be continued (it failed, or a view such as :meth:`Trajectory.until`
+    ends before its last state).
 
 Saved losslessly with :meth:`Trajectory.save` (``.npz``: float arrays, decimal strings for high
 precision, and a JSON header) and read back with :func:`load_trajectory`.
@@ -95,6 +100,7 @@ class Trajectory:
     x_state: np.ndarray | None = None
     z_state: np.ndarray | None = None
     reference_run: Trajectory | None = field(default=None, repr=False, compare=False)
+    resume_point: object = field(default=None, repr=False, compare=False)
 
     # -- views ---------------------------------------------------------------------------------
     @property
@@ -223,19 +229,37 @@ class Trajectory:
         >>> [str(t) for t in traj.until(1).times], traj.until(1).reference_run.state.shape[0]
         (['0', '1/2', '1'], 3)
         """
-        from dataclasses import replace
-
         m = sum(1 for t in self.times if t <= Fraction(time))
         if m == len(self.times):
             return self
-        sliced = {}
+        return self.at(self.times[:m])
+
+    def at(self, times: list) -> Trajectory:
+        """The same run recorded at a subset ``times`` of its checkpoints only (arrays taken at
+        those checkpoints, the reference run too); it can be resumed only if it keeps the last.
+
+        >>> from verify.model import Instance, Model
+        >>> from verify.flow.simulate import simulate
+        >>> traj = simulate(Instance(Model(V=[[1]]), [[1], [2]]), 2, checkpoints=5)
+        >>> [str(t) for t in traj.at([0, 1, 2]).times], traj.at([0, 1, 2]).error.shape[0]
+        (['0', '1', '2'], 3)
+        """
+        from dataclasses import replace
+
+        index = {t: k for k, t in enumerate(self.times)}
+        keep = [index[Fraction(t)] for t in times]
+        if keep == list(range(len(self.times))):
+            return self
+        picked = {}
         for name in ("state", "scaled_scores", "log_scale", "attention", "margins", "state_text",
                      "error", "entry_error", "margin_error", "score_error", "repeated_error",
                      "x_state", "z_state"):
             value = getattr(self, name)
-            sliced[name] = None if value is None else value[:m]
-        ref = None if self.reference_run is None else self.reference_run.until(time)
-        return replace(self, times=list(self.times[:m]), reference_run=ref, **sliced)
+            picked[name] = None if value is None else value[keep]
+        ref = None if self.reference_run is None else self.reference_run.at(times)
+        ends = keep[-1] == len(self.times) - 1
+        return replace(self, times=[self.times[k] for k in keep], reference_run=ref,
+                       resume_point=self.resume_point if ends else None, **picked)
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

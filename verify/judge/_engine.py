@@ -26,12 +26,19 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    configuration of size :math:`s` — moved to :math:`T + 2\ln(s/\delta)/r` (the time to
    leave it, and as long again to settle), if that is later; up to the budget
    ``parameters.max_horizon`` (default :data:`DEFAULT_HORIZON_BUDGET` × the horizon, counting
-   the ``3/2`` re-check; extensions run in the family's precision, without the
-   arbitrary-precision fallback). When the budget ends first, or an extension's integration
-   fails, the instance is *inconclusive* on the last horizon judged, saying how far it got
-   and why. Variants that no certificate covers (the rescaled form with an MLP, several heads
-   or a mask) are not extended unless the claim sets ``max_horizon``
-   (:func:`_extension_pointless`).
+   the ``3/2`` re-check). An extension **continues** the last run, and its reference run, each
+   from its own end state (``simulate(..., resume=...)``; the flow map composes, so the
+   integrated time is the final horizon, not the sum of the horizons tried) when the
+   checkpoints a run from 0 would judge are among the ones it recorded (a doubled horizon),
+   and is judged on exactly those (:func:`_extended`; otherwise it runs from 0). A float64
+   extension that fails is made again in arbitrary precision (from the same end, or from 0),
+   unless its estimated cost exceeds what is left of the instance's wall-clock budget
+   (:func:`_escalated`: then float64 itself is not tried where it will not resolve the
+   scores). When the budget ends first, or an extension's
+   integration fails, the instance is *inconclusive* on the last horizon judged, saying how
+   far it got, what was tried and why. Variants that no certificate covers (the rescaled
+   form with an MLP, several heads or a mask) are not extended unless the claim sets
+   ``max_horizon`` (:func:`_extension_pointless`).
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -60,9 +67,16 @@ from fractions import Fraction
 
 from verify.analysis.equilibria import classify_end_state
 from verify.errors import InvalidArgument
-from verify.flow.simulate import checkpoint_times, simulate
+from verify.flow.precision_policy import working_bits
+from verify.flow.simulate import (
+    checkpoint_times,
+    float64_resolution_ends,
+    seconds_per_unit_time,
+    simulate,
+)
 from verify.judge._decision import combine, inconclusive, judged_twice, not_applicable
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
+from verify.numerics._monitor import remaining_wall_seconds
 from verify.predict import Unavailable
 from verify.predict._evaluation import Evaluation
 from verify.vocabulary.hypothesis_expressions import check_hypotheses
@@ -74,6 +88,8 @@ __all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpo
 DEFAULT_HORIZON_BUDGET = 4
 #: An asymptotic conclusion is judged at ``T`` and re-checked at ``RECHECK_FACTOR · T``.
 RECHECK_FACTOR = Fraction(3, 2)
+#: ``Trajectory.stats`` key of an extension made again in arbitrary precision: what was tried.
+ESCALATED = "escalated"
 
 
 def checkpoint_grid(horizon: Fraction, count: int, run_to: Fraction) -> list[Fraction]:
@@ -101,27 +117,120 @@ def _count(request) -> int:
     return len(checkpoint_times(request.horizon, None))
 
 
-def _simulate(request, horizon: Fraction, run_to: Fraction, fallback: bool):
-    """``(trajectory, None)`` or ``(None, inconclusive result)``. With ``fallback``, a float64
-    run that fails (float64 no longer resolves the scores, typically) is repeated once in
-    arbitrary precision (``"auto"``)."""
-
+def _times(request, horizon: Fraction, run_to: Fraction) -> list[Fraction]:
     times = checkpoint_grid(horizon, _count(request), run_to)
     h = request.instance.model.h
     if h is not None:  # discrete layers: whole numbers of layers only
         times = sorted({round(t / h) * h for t in times})
-    traj = simulate(request.instance, run_to, checkpoints=times, precision=request.precision)
-    if not traj.success and fallback and request.precision == "float64":
-        traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
+    return times
+
+
+def _simulate(request, horizon: Fraction, run_to: Fraction, previous=None):
+    """``(trajectory, None)`` or ``(None, inconclusive result)``. A float64 run that fails
+    (float64 no longer resolves the scores, typically) is repeated once in arbitrary precision
+    (``"auto"``). With ``previous`` (the run of the last horizon judged) the run is *extended*
+    (:func:`_extended`) and a failure says what was tried."""
+    times = _times(request, horizon, run_to)
+    tried = None
+    if previous is not None:
+        traj, tried = _extended(request, previous, times, run_to)
+        if traj is None:
+            return None, inconclusive(request, tried)
+    else:
+        traj = simulate(request.instance, run_to, checkpoints=times,
+                        precision=request.precision)
+        if not traj.success and request.precision == "float64":
+            traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
     if not traj.success:
         return None, inconclusive(request, f"the integration to t = {float(run_to):.4g} failed "
-                                  f"({traj.status}: {traj.message}).")
+                                  f"({traj.status}: {traj.message})"
+                                  + ("." if tried is None else f"; tried: {tried}."))
     if traj.error is None:
         return None, inconclusive(request, "the trajectory has no error estimate (the "
                                   "reference run failed: "
                                   f"{(traj.reference or {}).get('message', '')}), so no margin "
                                   "can be judged.", {"reference": traj.reference})
     return traj, None
+
+
+def _extended(request, previous, times: list[Fraction], run_to: Fraction):
+    """``(trajectory, what was tried)``: the run of the last horizon judged, ``previous``,
+    continued to ``run_to`` — run and reference run each from its own end state
+    (``simulate(..., resume=previous)``), so that the integrated time is ``run_to`` in all,
+    not the sum of the horizons tried — and judged on exactly the checkpoints a run from 0
+    would have, ``times``. That needs ``times`` up to ``previous``'s end to be among its
+    checkpoints (a doubled horizon); otherwise (a horizon aimed past a saddle, or cut at the
+    budget) the run is made from 0, as its judged checkpoints cannot be recorded from the
+    end. A float64 extension goes on in arbitrary precision when it fails
+    (:func:`_escalated`); ``(None, reason)`` when that cannot be tried."""
+    end = previous.times[-1]
+    before = [t for t in times if t <= end]
+    resume = previous if set(before) <= set(previous.times) else None
+    full = times if resume is None else [*previous.times, *(t for t in times if t > end)]
+    if request.precision != "float64":
+        traj = simulate(request.instance, run_to, checkpoints=full,
+                        precision=request.precision, resume=resume)
+        tried = f"{request.precision} " + (f"continued from t = {float(end):.4g}"
+                                           if resume is not None else "from t = 0")
+    else:
+        traj, tried = _escalated(request, resume, full, run_to)
+    if traj is not None and traj.success and resume is not None:
+        kept = set(before)
+        traj = traj.at([t for t in full if t in kept or t > end])
+    return traj, tried
+
+
+def _escalated(request, previous, full: list[Fraction], run_to: Fraction):
+    """A float64 extension to ``run_to`` (checkpoints ``full``), continuing ``previous`` (or
+    from 0 when it is ``None``), made again in arbitrary precision (``"auto"``:
+    :func:`~verify.flow.precision_policy.working_bits` for ``run_to``; continued from
+    ``previous``'s float64 state, its reference from its own) when float64 fails. Arbitrary
+    precision is not tried when its estimated cost (:func:`_arb_seconds`) exceeds what is left
+    of the instance's wall-clock budget (:func:`~verify.numerics._monitor.wall_budget`, when
+    one is set); float64 is not tried either then if it will not resolve the scores before
+    ``run_to`` (:func:`~verify.flow.simulate.float64_resolution_ends`). ``(trajectory, what
+    was tried)`` or ``(None, why nothing more was tried)``."""
+    start = 0.0 if previous is None else float(previous.times[-1])
+    where = f"continued from t = {start:.4g}" if previous is not None else "from t = 0"
+    need = None if previous is None else _arb_seconds(request, previous, float(run_to))
+    remaining = remaining_wall_seconds()
+    hopeless = need is not None and remaining is not None and need > remaining
+    cost = f"arbitrary precision would need ≈ {need:.0f} s, {remaining:.0f} s of the " \
+        "instance's budget remain" if hopeless else ""
+    resolves_until = None if previous is None else float64_resolution_ends(
+        previous, request.instance)
+    if hopeless and resolves_until is not None and resolves_until < float(run_to):
+        return None, (f"the extension to t = {float(run_to):.4g} is not integrated: float64 "
+                      f"will not resolve the scaled score margins beyond t ≈ "
+                      f"{resolves_until:.3g} (their decay up to t = {start:.4g}, continued), "
+                      f"and {cost}.")
+    traj = simulate(request.instance, run_to, checkpoints=full, precision="float64",
+                    resume=previous)
+    tried = f"float64 {where}"
+    if traj.success:
+        return traj, tried
+    tried = f"{tried} ({traj.status}: {traj.message})"
+    if hopeless:
+        return None, (f"the extension to t = {float(run_to):.4g} failed: {tried}; it was not "
+                      f"tried in arbitrary precision: {cost}.")
+    traj = simulate(request.instance, run_to, checkpoints=full, precision="auto",
+                    resume=previous)
+    tried = f"{tried}, then arbitrary precision {where}"
+    traj.stats[ESCALATED] = tried  # named in the horizons' evidence and the reason
+    return traj, tried
+
+
+def _arb_seconds(request, previous, run_to: float) -> float | None:
+    """The estimated wall seconds of continuing ``previous`` to ``run_to`` in arbitrary
+    precision with its reference (:func:`_escalated`), or ``None`` when no arb run of it was
+    timed."""
+    ref = previous.reference_run
+    rate = None if ref is None else seconds_per_unit_time(ref)
+    bits = (ref.precision or {}).get("bits") if ref is not None else None
+    if rate is None or not bits or (ref.precision or {}).get("backend") != "arb":
+        return None
+    scale = 3 * working_bits(request.instance, run_to) / bits
+    return rate * (run_to - float(previous.times[-1])) * scale
 
 
 def _judge(request, traj, spec, cache: dict, shared: dict, run) -> InstanceResult:
@@ -210,10 +319,10 @@ def judge_request(request) -> InstanceResult:
     if asymptotic and horizon * RECHECK_FACTOR > budget:
         horizon = max(budget / RECHECK_FACTOR, horizon / RECHECK_FACTOR)
     attempts: list[dict] = []
-    overall = None  # the verdict at the last horizon judged
+    overall = traj = None  # the verdict and the run at the last horizon judged
     while True:
         run_to = horizon * RECHECK_FACTOR if asymptotic else horizon
-        traj, failure = _simulate(request, horizon, run_to, fallback=not attempts)
+        traj, failure = _simulate(request, horizon, run_to, traj)
         if failure is not None and overall is not None:  # the last horizon judged stands
             return replace(overall, reason=f"{overall.reason} [extending the horizon stopped "
                            f"here: {failure.reason}]")
@@ -234,7 +343,9 @@ def judge_request(request) -> InstanceResult:
         attempts.append({"horizon": str(horizon), "re_check": str(run_to) if asymptotic
                          else None, "verdict": combine(request, parts).verdict.value,
                          **({"end_state": end.kind, "end_state_reason": end.reason}
-                            if end is not None else {})})
+                            if end is not None else {}),
+                         **({"integration": traj.stats[ESCALATED]}
+                            if ESCALATED in traj.stats else {})})
         overall = combine(request, parts, {"horizons": attempts,
                                            "error_estimate": traj.error_estimate,
                                            "symmetry": None if traj.symmetry is None
@@ -250,7 +361,8 @@ def judge_request(request) -> InstanceResult:
             return replace(overall, reason=f"{overall.reason} [the horizon is not extended: "
                            f"{pointless}]")
         if horizon * RECHECK_FACTOR >= budget:
+            how = f"; the last: {traj.stats[ESCALATED]}" if ESCALATED in traj.stats else ""
             return replace(overall, reason=f"{overall.reason} [the horizon budget "
                            f"max_horizon = {float(budget):.4g} ends here, after "
-                           f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}]")
+                           f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}{how}]")
         horizon = min(nxt, budget / RECHECK_FACTOR)

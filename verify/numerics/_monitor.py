@@ -35,7 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 __all__ = ["RunMonitor", "stderr_progress", "PROGRESS_SECONDS", "wall_budget", "WallBudget",
-           "stop_on_signals"]
+           "stop_on_signals", "remaining_wall_seconds"]
 
 PROGRESS_SECONDS = 10.0  # at most one progress line per this many seconds
 
@@ -81,6 +81,19 @@ def wall_budget(seconds: float | None) -> Iterator[WallBudget | None]:
         yield shared
     finally:
         _WALL_BUDGET.reset(token)
+
+
+def remaining_wall_seconds() -> float | None:
+    """Seconds left in the enclosing :func:`wall_budget` block (``None``: no limit).
+
+    >>> with wall_budget(60.0):
+    ...     0 < remaining_wall_seconds() <= 60
+    True
+    >>> remaining_wall_seconds() is None
+    True
+    """
+    shared = _WALL_BUDGET.get()
+    return None if shared is None else max(0.0, shared.deadline - time.monotonic())
 
 
 _CAUGHT: list[str] = []  # names of the signals caught inside stop_on_signals

@@ -271,3 +271,27 @@ def test_an_undecided_instance_says_why_no_proof_could_be_tried():
     assert result.verdict is InstanceVerdict.INCONCLUSIVE and result.basis is None
     assert result.reason.startswith("not judged yet [no proof for all t could be tried: ")
     assert result.evidence["proof"]["reason"] in result.reason
+
+
+def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_held(monkeypatch):
+    # a fake CPU clock: one unit per reading (the enclosure reads it before every step), so 5
+    # units stop the enclosure after a few steps, long before t* = 1 (32 steps)
+    import itertools
+    from types import SimpleNamespace
+
+    import verify.proof._prove as prove
+
+    ticks = itertools.count()
+    monkeypatch.setattr(prove, "time", SimpleNamespace(
+        thread_time=lambda: float(next(ticks)), perf_counter=time.perf_counter,
+        monotonic=time.monotonic))
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(5):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is None and proof["marks_tried"] == []
+    assert proof["look_ahead"]["first"] == "1" and proof["enclosure"]["status"] == "budget"
+    assert "the time budget ran out at t = " in proof["reason"]
+    assert proof["reason"].endswith("(the look-ahead saw the lemma hold in floats from t1 = 1)")
+    assert 0 < Fraction(proof["enclosure"]["t"]) < 1

@@ -287,6 +287,9 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
         for mark in (m for m in marks if m >= first):
             if not enclosure.advance(mark, expired=expired):
                 why = f"the enclosure stopped: {enclosure.message}"
+                if ahead["first"] is not None and not tried:
+                    why += (f" (the look-ahead saw the lemma hold in floats from t1 = "
+                            f"{float(Fraction(ahead['first'])):g})")
                 break
             document, why = try_lemma(lemma, instance, enclosure, mark)
             tried.append(float(mark))

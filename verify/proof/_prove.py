@@ -403,8 +403,6 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     seen = _FloatMarks(enclosure, states)
     history, reached, why = [], None, ""
     for mark in marks:
-        if mark > 0 and mark not in states["x"] and mark not in states["z"]:
-            break
         try:
             document, why = try_lemma(lemma, request.instance, seen, mark)
         except _NotReached:

@@ -37,7 +37,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -340,14 +340,14 @@ class _FloatMarks:
     in place of an enclosure (:func:`~verify.proof._lemmas.try_lemma` reads ``group``,
     ``bits``, ``x_at``/``z_at`` and ``describe``). Never a proof: the look-ahead only."""
 
-    def __init__(self, enclosure, run) -> None:
-        self.enclosure, self.run = enclosure, run
+    def __init__(self, enclosure, run: Callable[[], dict]) -> None:
+        self.enclosure, self.run = enclosure, run  # the run is made when first needed
         self.group, self.bits = enclosure.group, enclosure.bits
 
     def _balls(self, variable: str, t) -> arb_mat:
         if Fraction(t) == 0:
             return self.enclosure.x_at(0) if variable == "x" else self.enclosure.z_at(0)
-        values = self.run[variable].get(Fraction(t))
+        values = self.run()[variable].get(Fraction(t))
         if values is None:
             raise _NotReached(f"{variable} at t = {t}")
         radius = LOOKAHEAD_RADIUS * float(np.max(np.abs(values)))
@@ -389,8 +389,9 @@ def _float_run(request, marks: list[Fraction], runs: dict) -> dict:
 
 def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict) -> dict:
     """Where the lemma first holds in floats: ``lemma`` asked at every mark (in order) on the
-    balls of :class:`_FloatMarks` — a float64 run's states (``runs`` keeps it for the next
-    lemma) widened by :data:`LOOKAHEAD_RADIUS`, the exact tokens at 0.
+    balls of :class:`_FloatMarks` — the exact tokens at 0, then a float64 run's states (run
+    only when the lemma fails at 0; ``runs`` keeps it for the next lemma) widened by
+    :data:`LOOKAHEAD_RADIUS`.
 
     Returns a dict: ``first`` (the first mark where it holds, as text, or ``None``),
     ``reached`` (the last mark the run reached in order), ``after`` (the first mark not
@@ -399,8 +400,7 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     fails and its best margin). Deciding where to spend the enclosure's effort is all it does:
     a lemma holding in floats proves nothing.
     """
-    states = _float_run(request, marks, runs)
-    seen = _FloatMarks(enclosure, states)
+    seen = _FloatMarks(enclosure, lambda: _float_run(request, marks, runs))
     history, reached, why = [], None, ""
     for mark in marks:
         try:

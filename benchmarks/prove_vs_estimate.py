@@ -14,7 +14,9 @@ one run, on one process:
 It prints one line per instance and, per claim and overall, the share proved and the ratio
 ``prove / estimate`` (over all the instances, and over the proved ones only) of the summed CPU
 times of this process (``time.process_time``: on a shared machine the wall clock mostly
-measures the other processes; the wall times are printed too).
+measures the other processes; the wall times are printed too, and the load average at the
+start and the end). Each line also says where the proof's float64 look-ahead first saw the lemma
+hold (``t*``; ``none``: no enclosure was computed) and the ``t1`` it was proved at.
 The issue aims at a ratio <= 3. Certificates are written to ``--out`` (default
 ``benchmarks/certificates``, not committed) and every one is re-checked.
 
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     totals: dict[str, list] = {}
+    print("load average at the start: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()), flush=True)
     for cid in args.claims:
         claim = load_claim(ROOT / "claims" / f"{cid}.toml")
         for family in claim.families:
@@ -86,12 +89,14 @@ def main(argv: list[str] | None = None) -> int:
                     ok = check_file(path).valid
                     t_check = time.process_time() - start
                 proof = proved.evidence.get("proof", {})
+                ahead = (proof.get("look_ahead") or {}).get("first", "-") or "none"
                 why = "" if ok else f"  ({proof.get('reason', '')[:90]})"
                 print(f"{cid:18s} {instance.name:28s} n={instance.n} d={instance.d} "
                       f"estimate {estimate.verdict.value:12s} cpu {t_estimate:7.2f}s "
                       f"(wall {w_estimate:6.1f}s)  {'PROVED' if ok else 'not proved':10s} "
                       f"cpu {t_prove:7.2f}s (wall {w_prove:6.1f}s)  "
-                      f"t1={proof.get('t1', '-'):>5s}  check cpu {t_check:5.2f}s{why}", flush=True)
+                      f"t*={ahead:>5s} t1={proof.get('t1', '-'):>5s}  check cpu {t_check:5.2f}s"
+                      f"{why}", flush=True)
                 totals.setdefault(cid, []).append((ok, t_estimate, t_prove, t_check))
     print()
     every = [row for rows in totals.values() for row in rows]
@@ -103,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:18s} proved {proved:2d}/{len(rows):2d} ({100 * proved / len(rows):5.1f}%)"
               f"  CPU: estimate {est:8.1f}s  prove {prv:8.1f}s  ratio prove/estimate "
               f"{prv / est:5.2f} (on the proved ones {on_proved:5.2f})  check {chk:5.2f}s")
+    print("load average at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     return 0
 
 

@@ -146,29 +146,90 @@ def test_a_theta_statement_has_no_proof_through_the_consensus_lemma():
     assert result.basis is None and "has no proof" in result.evidence["proof"]["reason"]
 
 
-def test_a_score_tie_stops_the_proof_early_and_says_why():
+def test_a_score_tie_is_not_integrated_at_all_and_says_why():
     # square with edge midpoints: a midpoint's scores with the two vertices of its edge tie
     # exactly (a symmetry) and with itself in the limit, so no strict leader map ever exists;
-    # the lemma's worst margin stays put and the attempt stops long before its budget
+    # its margin creeps towards 0 from below, which the look-ahead's balls do not read as
+    # holding: no enclosure is computed and the reason names the inequality and its margin
     claim = load_claim(CLAIMS / "polytope.toml")
     request = _request(claim, "square-with-edge-midpoints")
-    start = time.thread_time()
     with proof_budget(600):
         result = prove_result(request, _undecided(request))
     proof = result.evidence["proof"]
-    assert result.basis is None and "stopped improving" in proof["reason"]
-    assert "the budget ran out" not in proof["reason"] and proof["enclosure"]["status"] == "ok"
-    assert max(t for t, _ in proof["margins"]) <= 3
-    assert time.thread_time() - start < 600  # stopped by the rule, not by the CPU budget
+    assert result.basis is None and proof["marks_tried"] == [] and "enclosure" not in proof
+    assert "no proof tried: lemma leader-map fails at every t1 = 0, 0.5, ..., 18" in \
+        proof["reason"]
+    assert "inequality g_out (best margin -" in proof["reason"]
+    assert proof["look_ahead"]["first"] is None and proof["look_ahead"]["reached"] == "18"
+    assert proof["reason"] in result.reason
 
 
-def test_a_provable_instance_is_still_proved_by_the_stopping_rules():
+def test_a_provable_instance_is_enclosed_straight_to_where_the_lemma_holds_in_floats():
     claim = load_claim(CLAIMS / "polytope.toml")
     request = _request(claim, "square-with-centre")
     with proof_budget(60):
         result = prove_result(request, _undecided(request))
     assert result.basis is Basis.CERTIFICATE, result.evidence["proof"]
     assert check_certificate(result.certificate["document"]).valid
+    proof = result.evidence["proof"]
+    first = proof["look_ahead"]["first"]
+    # the lemma fails in floats before t*, so the proof tried it first at t* and nowhere before
+    assert all(failing for _, failing in proof["look_ahead"]["margins"])
+    assert [Fraction(t) for t, _ in proof["look_ahead"]["margins"]] == \
+        [Fraction(k, 2) for k in range(int(2 * Fraction(first)))]
+    assert proof["marks_tried"][0] == float(Fraction(first)) and proof["t1"] == first
+
+
+def test_after_a_failure_at_the_look_aheads_mark_the_later_marks_are_tried(monkeypatch):
+    # a look-ahead too optimistic (here: pretending the lemma holds at 0) costs one failed
+    # attempt per mark, not the proof: the marks after it are tried in turn
+    import verify.proof._prove as prove
+
+    def optimistic(request, lemma, enclosure, marks, runs):
+        return {"first": "0", "reached": "0", "margins": []}
+
+    monkeypatch.setattr(prove, "look_ahead", optimistic)
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is Basis.CERTIFICATE, proof
+    assert proof["marks_tried"] == [k / 2 for k in range(int(2 * float(proof["t1"])) + 1)]
+    assert [t for t, _ in proof["margins"]] == proof["marks_tried"][:-1]
+
+
+def test_a_failed_float_run_falls_back_to_trying_every_mark(monkeypatch):
+    import verify.proof._prove as prove
+    from verify.errors import IntegrationError
+
+    def failing(*args, **kwargs):
+        raise IntegrationError("Required step size is less than spacing between numbers")
+
+    monkeypatch.setattr(prove, "simulate", failing)
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is Basis.CERTIFICATE, proof
+    ahead = proof["look_ahead"]
+    assert ahead["first"] is None and ahead["reached"] == "0" and ahead["after"] == "1/2"
+    assert "the float64 run failed: Required step size" in ahead["reason"]
+    assert proof["marks_tried"][0] == 0.5
+
+
+def test_the_look_ahead_needs_the_lemma_to_hold_not_margins_to_improve():
+    # a margin creeping towards 0 from below (a tie in the limit) improves at every mark but
+    # never holds: the look-ahead reports its best margin and where, and no first mark
+    from verify.proof._prove import _nowhere
+
+    history = [[k / 2, {"g_out": -1e-3 / (k + 1)}] for k in range(9)]
+    why = _nowhere("leader-map", history, "g_out fails (margin -0.000111)", Fraction(4))
+    assert why.startswith("lemma leader-map fails at every t1 = 0, 0.5, ..., 4 ")
+    assert "inequality g_out (best margin -0.000111 at t1 = 4, -0.000111 at t1 = 4)" in why
+    assert _nowhere("good-triple", [[0.0, {}]], "the chains do not end", Fraction(0)).endswith(
+        "at t1 = 0, the chains do not end")
 
 
 def test_the_stopping_rule_on_margin_sequences():
@@ -210,3 +271,27 @@ def test_an_undecided_instance_says_why_no_proof_could_be_tried():
     assert result.verdict is InstanceVerdict.INCONCLUSIVE and result.basis is None
     assert result.reason.startswith("not judged yet [no proof for all t could be tried: ")
     assert result.evidence["proof"]["reason"] in result.reason
+
+
+def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_held(monkeypatch):
+    # a fake CPU clock: one unit per reading (the enclosure reads it before every step), so 5
+    # units stop the enclosure after a few steps, long before t* = 1 (32 steps)
+    import itertools
+    from types import SimpleNamespace
+
+    import verify.proof._prove as prove
+
+    ticks = itertools.count()
+    monkeypatch.setattr(prove, "time", SimpleNamespace(
+        thread_time=lambda: float(next(ticks)), perf_counter=time.perf_counter,
+        monotonic=time.monotonic))
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(5):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is None and proof["marks_tried"] == []
+    assert proof["look_ahead"]["first"] == "1" and proof["enclosure"]["status"] == "budget"
+    assert "the time budget ran out at t = " in proof["reason"]
+    assert proof["reason"].endswith("(the look-ahead saw the lemma hold in floats from t1 = 1)")
+    assert 0 < Fraction(proof["enclosure"]["t"]) < 1

@@ -8,11 +8,17 @@ rests on an estimate (or is undecided), it
    and maps each conclusion of the claim onto the facts that prove it
    (:mod:`verify.proof._plans`); a conclusion without such a mapping ends the attempt with
    that lemma; the lemmas are tried in turn, each with the budget the ones before it left;
-2. encloses the trajectory (:class:`verify.enclosure.Enclosure`) and, at the marks
+2. **looks ahead** (:func:`look_ahead`): asks the lemma at every mark
    :math:`t_1 = 0, \tfrac12, 1, \dots` up to the re-check horizon :math:`\tfrac32 T` of the
-   estimate (or the longest horizon its extensions reached), asks the lemma whether it traps
-   the tokens there (:func:`~verify.proof._lemmas.try_lemma`) and adds the facts;
-3. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
+   estimate (or the longest horizon its extensions reached) on a float64 run, in balls of
+   relative radius :data:`LOOKAHEAD_RADIUS` around its states (the exact tokens at 0); when
+   it holds nowhere, no enclosure is computed and the reason names the inequality and its best
+   margin; else the first such mark :math:`t^*` is where the proof starts. The look-ahead only
+   decides where the enclosure's effort goes, never a verdict;
+3. encloses the trajectory (:class:`verify.enclosure.Enclosure`) straight to :math:`t^*`, asks
+   the lemma whether it traps the tokens there (:func:`~verify.proof._lemmas.try_lemma`) and
+   adds the facts; after a failure it tries the later marks in turn;
+4. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
    builder, decides — and on success returns the verdict **proved on this instance (for all
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
 
@@ -31,15 +37,18 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
+from flint import arb, arb_mat
 
 from verify.enclosure import MAX_SIZE, Enclosure, unsupported
+from verify.errors import VerifyError
+from verify.flow.simulate import simulate
 from verify.judge._decision import proved
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate, good_triple, leader_map
@@ -150,7 +159,7 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
         None if lemmas else "no trapping lemma applies to this model")
     if why_not:
         return _note(result, {"proved": False, "reason": why_not})
-    clock, outcome = _expiry(request), None
+    clock, outcome, runs = _expiry(request), None, {}
     for lemma in lemmas:  # each with the budget the ones before it left
         try:
             plans = [(spec, plan_facts(spec, lemma, instance)) for spec in _applying(request)]
@@ -160,7 +169,7 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
         if not plans:
             return _note(result, {"proved": False, "reason": "no conclusion applies."})
         start = time.perf_counter()
-        tried = _search(request, lemma, plans, clock, _reach(request, result))
+        tried = _search(request, lemma, plans, clock, _reach(request, result), runs)
         tried["seconds"] = round(time.perf_counter() - start, 3)
         if tried.get("document") is not None:
             return _proved(request, result, lemma, plans, tried)
@@ -173,10 +182,10 @@ def prove_result(request, result: InstanceResult) -> InstanceResult:
 def _after(before: dict | None, tried: dict) -> dict:
     """What a failed attempt records, after the attempts of earlier lemmas: the last attempt,
     its reason preceded by theirs, the marks of all."""
-    if before is None or not before.get("marks_tried"):
+    if before is None:
         return tried
     return {**tried, "reason": f"{before['reason']}; then {tried['reason']}",
-            "marks_tried": before["marks_tried"] + tried.get("marks_tried", []),
+            "marks_tried": before.get("marks_tried", []) + tried.get("marks_tried", []),
             "seconds": before.get("seconds", 0) + tried.get("seconds", 0)}
 
 
@@ -242,26 +251,45 @@ def stalled(margins: list[dict], marks: int = STALL_MARKS) -> bool:
     return True
 
 
+def _marks(last_mark: Fraction) -> list[Fraction]:
+    """The marks 0, 1/2, 1, ... up to ``last_mark`` (which is the last)."""
+    marks = [Fraction(0)]
+    while marks[-1] < last_mark:
+        marks.append(min(marks[-1] + MARK_STEP, last_mark))
+    return marks
+
+
 def _search(request, lemma: str, plans: list, expired: _Clock,
-            last_mark: Fraction) -> dict:
-    """Enclose and try the lemma at successive marks up to ``last_mark``; escalate the digits
-    once. It stops early, saying why, when the lemma's failing margins have stopped improving
+            last_mark: Fraction, runs: dict) -> dict:
+    """Look ahead (:func:`look_ahead`), enclose straight to the first mark where the lemma
+    holds in floats and try it there, then at the later marks in turn; escalate the digits
+    once. No enclosure is computed when the lemma holds at no mark in floats. After a failure
+    it stops early, saying why, when the lemma's failing margins have stopped improving
     (:func:`stalled`; when they are within the enclosure's width it escalates instead). It does
     not stop on a projection of the next mark's cost: on the paper suite that projection
     (the last segment times its growth) stopped hyperplanes' paper-3d-negative-pair#0 at
     t1 = 1.5 with 73 of its 120 CPU s left, where the proof succeeds within the budget."""
 
     instance = request.instance
-    tried, history = [], []
+    marks = _marks(last_mark)
+    tried, history, ahead = [], [], None
     why = "no mark reached"
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
-        mark, margins, escalate = None, [], False
-        while mark is None or mark < last_mark:
-            mark = Fraction(0) if mark is None else min(mark + MARK_STEP, last_mark)
+        if ahead is None:
+            ahead = look_ahead(request, lemma, enclosure, marks, runs)
+            if ahead["first"] is None and ahead["reached"] == str(marks[-1]):
+                return {"proved": False, "reason": f"{lemma}: {ahead['reason']}",
+                        "marks_tried": [], "margins": [], "look_ahead": ahead}
+        first = Fraction(ahead["first"] if ahead["first"] is not None else ahead["after"])
+        margins, escalate = [], False
+        for mark in (m for m in marks if m >= first):
             if not enclosure.advance(mark, expired=expired):
                 why = f"the enclosure stopped: {enclosure.message}"
+                if ahead["first"] is not None and not tried:
+                    why += (f" (the look-ahead saw the lemma hold in floats from t1 = "
+                            f"{float(Fraction(ahead['first'])):g})")
                 break
             document, why = try_lemma(lemma, instance, enclosure, mark)
             tried.append(float(mark))
@@ -270,7 +298,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                 if document is not None:
                     return {"proved": True, "document": document, "t1": str(mark),
                             "enclosure": enclosure.describe(), "marks_tried": tried,
-                            "margins": history}
+                            "margins": history, "look_ahead": ahead}
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
             history.append([float(mark), failing])
@@ -285,19 +313,135 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                            f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
                            f"the dynamics, not the digits, keep it from holding, e.g. a tie "
                            f"between scores that stays a tie (the last reason: {why})")
-                    return _failed(lemma, why, tried, history, enclosure)
+                    return _failed(lemma, why, tried, history, enclosure, ahead)
                 why = (f"the lemma's worst margin {worst:.3g} stopped improving within the "
                        f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
                 escalate = True  # more digits may resolve it
                 break
         if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
-    return _failed(lemma, why, tried, history, enclosure)
+    return _failed(lemma, why, tried, history, enclosure, ahead)
 
 
-def _failed(lemma: str, why: str, tried: list, history: list, enclosure) -> dict:
+#: The look-ahead's balls: this share of the state's largest coordinate around each float64
+#: state. The lemma must hold on every state that close (its safety margin: the float64 run's
+#: own error is about 1e-10 of the state, an enclosure's radius at the marks 1e-11..1e-9), so
+#: that a margin creeping to 0 (a tie in the limit) or rounding does not read as holding.
+LOOKAHEAD_RADIUS = 2.0 ** -26
+
+
+class _NotReached(LookupError):
+    """The float64 run has no (finite) state of this variable at this mark."""
+
+
+class _FloatMarks:
+    """A float64 run's states at the marks as balls of relative radius
+    :data:`LOOKAHEAD_RADIUS` (the enclosure's own exact balls at 0), read by a lemma's builder
+    in place of an enclosure (:func:`~verify.proof._lemmas.try_lemma` reads ``group``,
+    ``bits``, ``x_at``/``z_at`` and ``describe``). Never a proof: the look-ahead only."""
+
+    def __init__(self, enclosure, run: Callable[[], dict]) -> None:
+        self.enclosure, self.run = enclosure, run  # the run is made when first needed
+        self.group, self.bits = enclosure.group, enclosure.bits
+
+    def _balls(self, variable: str, t) -> arb_mat:
+        if Fraction(t) == 0:
+            return self.enclosure.x_at(0) if variable == "x" else self.enclosure.z_at(0)
+        values = self.run()[variable].get(Fraction(t))
+        if values is None:
+            raise _NotReached(f"{variable} at t = {t}")
+        radius = LOOKAHEAD_RADIUS * float(np.max(np.abs(values)))
+        return arb_mat([[arb(float(v), radius) for v in row] for row in values])
+
+    def x_at(self, t) -> arb_mat:
+        return self._balls("x", t)
+
+    def z_at(self, t) -> arb_mat:
+        return self._balls("z", t)
+
+    def describe(self) -> dict:
+        return {}
+
+
+def _float_run(request, marks: list[Fraction], runs: dict) -> dict:
+    """The float64 states ``{"x": {t: array}, "z": {...}}`` at the marks a float64 run reached
+    (finite ones only), computed once per instance and kept in ``runs``."""
+    if "states" not in runs:
+        states: dict = {"x": {}, "z": {}}
+        try:
+            traj = simulate(request.instance, marks[-1], checkpoints=marks,
+                            error_estimate=False)
+        except (VerifyError, ArithmeticError, ValueError) as exc:
+            runs["states"], runs["message"] = states, f"the float64 run failed: {exc}"
+            return runs["states"]
+        for variable in ("x", "z"):
+            try:
+                values = traj.tokens(variable)
+            except VerifyError:
+                continue
+            for t, state in zip(traj.times, values, strict=False):
+                if np.all(np.isfinite(state)):
+                    states[variable][Fraction(t)] = np.array(state, dtype=float)
+        runs["states"] = states
+        runs["message"] = "" if traj.success else f"the float64 run stopped: {traj.message}"
+    return runs["states"]
+
+
+def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict) -> dict:
+    """Where the lemma first holds in floats: ``lemma`` asked at every mark (in order) on the
+    balls of :class:`_FloatMarks` — the exact tokens at 0, then a float64 run's states (run
+    only when the lemma fails at 0; ``runs`` keeps it for the next lemma) widened by
+    :data:`LOOKAHEAD_RADIUS`.
+
+    Returns a dict: ``first`` (the first mark where it holds, as text, or ``None``),
+    ``reached`` (the last mark the run reached in order), ``after`` (the first mark not
+    reached, where the proof must look on its own when ``first`` is ``None``), ``margins``
+    (the failing margins by mark) and ``reason`` (when it holds nowhere: the inequality that
+    fails and its best margin). Deciding where to spend the enclosure's effort is all it does:
+    a lemma holding in floats proves nothing.
+    """
+    seen = _FloatMarks(enclosure, lambda: _float_run(request, marks, runs))
+    history, reached, why = [], None, ""
+    for mark in marks:
+        try:
+            document, why = try_lemma(lemma, request.instance, seen, mark)
+        except _NotReached:
+            break
+        reached = mark
+        if document is not None:
+            return {"first": str(mark), "reached": str(mark), "margins": history}
+        history.append([float(mark), failing_margins(why)])
+    after = next((m for m in marks if reached is None or m > reached), marks[-1])
+    found = {"first": None, "reached": None if reached is None else str(reached),
+             "after": str(after), "margins": history}
+    if reached is None or reached < marks[-1]:
+        found["reason"] = runs.get("message") or "the float64 run did not reach every mark"
+        return found
+    found["reason"] = "no proof tried: " + _nowhere(lemma, history, why, marks[-1])
+    return found
+
+
+def _nowhere(lemma: str, history: list, why: str, last: Fraction) -> str:
+    """Why the lemma holds at no mark in floats, with the best margin of each inequality that
+    fails at the last mark."""
+    head = (f"lemma {lemma} fails at every t1 = 0, {float(MARK_STEP):g}, ..., {float(last):g} "
+            f"(the exact tokens at 0, a float64 run in balls of relative radius "
+            f"{LOOKAHEAD_RADIUS:.2g} after)")
+    last_failing = history[-1][1] if history else {}
+    if not last_failing:
+        return f"{head}: at t1 = {float(last):g}, {why}"
+    parts = []
+    for name in last_failing:
+        t_best, best = max(((t, m[name]) for t, m in history if name in m),
+                           key=lambda pair: pair[1])
+        parts.append(f"inequality {name} (best margin {best:.3g} at t1 = {t_best:g}, "
+                     f"{last_failing[name]:.3g} at t1 = {float(last):g})")
+    return f"{head}: {'; '.join(parts)}"
+
+
+def _failed(lemma: str, why: str, tried: list, history: list, enclosure, ahead: dict) -> dict:
     return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
-            "margins": history, "enclosure": enclosure.describe()}
+            "margins": history, "enclosure": enclosure.describe(), "look_ahead": ahead}
 
 
 def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):

@@ -9,21 +9,23 @@ while :math:`\varphi_1^*(z_k)` converges. :func:`certify_drift` **refutes** a co
 every rescaled token has a limit (``converges``, ``limit``, ``clusters``) or that they reach
 ``consensus`` (:func:`~verify.proof._plans.drift_refutation`): it encloses the trajectory
 (:class:`verify.enclosure.Enclosure`) at the marks :math:`t_1 = 0, \tfrac12, 1, \dots` up to
-the re-check horizon, asks the lemma at each, and once the independent checker accepts the
-certificate with the fact ``follower-drifts`` the verdict is *violated* on basis
+the re-check horizon (again with twice the bits when the enclosure fails), asks the lemma at
+each, and once the independent checker accepts the certificate with the fact
+``follower-drifts`` the verdict is *violated* on basis
 ``certificate`` (:func:`verify.judge._decision.refuted_by_certificate`), re-checked like every
 refutation (it runs again on the re-check's request).
 
-It needs an enclosure, so it runs only with proofs on (``--proof-seconds``, the same CPU budget
-as a proof) and only where it can succeed: a rescaled good-triple model (the lemmas of
-:func:`~verify.proof._lemmas.lemmas_for`) with an eigenvalue of ``V`` of negative real part, and
-a conclusion it refutes. Theorem 4.2's own conclusions (the hyperplanes, the convergence of
-:math:`\varphi_1^*(z_i)`, the monotone extremes) are never among them. It stops early once the
-lemma's verdict on the followers is final: the good triple traps the tokens but no side has two
-of them, or the followers are trapped without a certified drift at :data:`SETTLED` marks in a
-row (their offsets are then nearly constant in the token variable: later marks change nothing).
-A result that already rests on a rigorous basis, an out-of-scope or an erroneous instance is
-returned unchanged; a failed attempt is recorded in ``evidence["drift"]``.
+It needs an enclosure, so it runs only with proofs on (``--proof-seconds``, or the claim's
+``parameters.proof_seconds``: the same CPU budget as a proof) and only where it can succeed: a
+rescaled good-triple model (the lemmas of :func:`~verify.proof._lemmas.lemmas_for`) with an
+eigenvalue of ``V`` of negative real part, and a conclusion it refutes. Theorem 4.2's own
+conclusions (the hyperplanes, the convergence of :math:`\varphi_1^*(z_i)`, the monotone
+extremes) are never among them. It stops early once the lemma's verdict on the followers is
+final: the good triple traps the tokens but no side has two of them, or the followers are
+trapped without a certified drift at :data:`SETTLED` marks in a row (their offsets are then
+nearly constant in the token variable: later marks change nothing). A result that already rests
+on a rigorous basis, an out-of-scope or an erroneous instance is returned unchanged; a failed
+attempt is recorded in ``evidence["drift"]``.
 """
 
 from __future__ import annotations
@@ -97,28 +99,34 @@ def certify_drift(request, result: InstanceResult) -> InstanceResult:
 
 
 def _search(request, last_mark: Fraction, facts: list, where: str) -> tuple[dict | None, dict]:
-    """Enclose and try the lemma at successive marks (module docstring): the accepted
-    document, or ``None``, and what was tried."""
+    """Enclose and try the lemma at successive marks (module docstring), with 128 bits, then
+    once with 256 bits and a tighter step when the first enclosure fails (as a proof does):
+    the accepted document, or ``None``, and what was tried."""
     instance, expired = request.instance, _expiry(request)
-    enclosure = Enclosure(instance, bits=128, tol=2.0 ** -40)
-    marks, settled, why, mark = [], 0, "no mark reached", Fraction(0)
-    while mark <= last_mark:
-        if not enclosure.advance(mark, expired=expired):
-            why = f"the enclosure stopped: {enclosure.message}"
-            break
-        document, why = try_lemma(ID, instance, enclosure, mark)
-        marks.append(float(mark))
-        if document is not None:
-            document = {**document, "claim": request.claim.id, "instance_name": instance.name,
-                        "facts": facts, "enclosure_facts": [], "conclusions_refuted": [where]}
-            check = check_certificate(document)
-            if check.valid:
-                return document, {"refuted": True, "t1": str(mark), "marks_tried": marks,
-                                  "enclosure": enclosure.describe()}
-            why = "; ".join(check.reasons)
-            settled += 1
-        if why.startswith(_FINAL) or settled >= SETTLED:
-            break
-        mark += MARK_STEP
+    marks, why = [], "no mark reached"
+    for bits, tol in ((128, 2.0 ** -40), (256, 2.0 ** -56)):
+        enclosure = Enclosure(instance, bits=bits, tol=tol)
+        settled, mark = 0, Fraction(0)
+        while mark <= last_mark:
+            if not enclosure.advance(mark, expired=expired):
+                why = f"the enclosure stopped: {enclosure.message}"
+                break
+            document, why = try_lemma(ID, instance, enclosure, mark)
+            marks.append(float(mark))
+            if document is not None:
+                document = {**document, "claim": request.claim.id,
+                            "instance_name": instance.name, "facts": facts,
+                            "enclosure_facts": [], "conclusions_refuted": [where]}
+                check = check_certificate(document)
+                if check.valid:
+                    return document, {"refuted": True, "t1": str(mark), "marks_tried": marks,
+                                      "enclosure": enclosure.describe()}
+                why = "; ".join(check.reasons)
+                settled += 1
+            if why.startswith(_FINAL) or settled >= SETTLED:
+                break
+            mark += MARK_STEP
+        if enclosure.status != "failed":
+            break  # the lemma's answer is final, or the budget or the horizon ended it
     return None, {"refuted": False, "reason": f"{ID}: {why}", "marks_tried": marks,
                   "enclosure": enclosure.describe()}

@@ -61,24 +61,31 @@ def test_the_prover_s_certificate_is_accepted_and_the_checker_recomputes_its_con
     assert parse_ball(witness["rate"]).contains(arb(1) / 2)
 
 
-def test_the_closed_form_bounds_a_30_digit_run(certificate):
-    """Independent route: the integrator at 30 digits to t = 10 (the lemma's t1 is 5/2).
+NON_NORMAL_V = [[1, 1], [0, Fraction(-1, 2)]]  # left eigenvector of -1/2: (0, 1); right: (1, -3/2)
+
+
+@pytest.mark.parametrize("V", [DRIFT_V, NON_NORMAL_V], ids=["diagonal", "non-normal"])
+def test_the_closed_form_bounds_a_30_digit_run(V):
+    """Independent route: the integrator at 30 digits to t = 10 (the lemma's t1 is 5/2 or so).
     For t ≥ t1: the offset in the token variable x_1 - x_0 stays within r of its value at t1;
     |ψ*(z_1 - z_0)| ≥ η e^{t/2} along the left eigenvector of -1/2 (it grows without bound),
-    while φ1*(z_1 - z_0) = e^{-t} (x_1 - x_0)_1 tends to 0 (the same hyperplane); token 1's
+    while φ1*(z_1 - z_0) = e^{-t} φ1*(x_1 - x_0) tends to 0 (the same hyperplane); token 1's
     weight off its leader is at most e^{-U e^{λ1 (t - t1)}} (n = m: nothing outside the side)."""
-    conclusions = certificate["conclusions"]
-    t1, r = float(Fraction(conclusions["t1"])), float(Fraction(conclusions["r"]))
-    U = next(float(parse_ball(q["margin"]).lower()) for q in certificate["inequalities"]
-             if q["name"] == "lead-plus")
-    eta = float(parse_ball(conclusions["drifting"][0]["eta"]).lower())
-    _, left, _ = acb_mat([[1, 0], [0, arb(-1) / 2]]).eig(left=True, right=True)
-    psi = next([complex(left[j, a].mid()) for a in range(2)] for j in range(2)
-               if abs(complex(left[j, 1].mid())) > 0.5)
     from verify.flow.simulate import simulate
 
-    inst = Instance(Model(V=DRIFT_V), X0)
-    traj = simulate(inst, 10, checkpoints=41, precision=30)
+    _, certificate = _document(V, X0)
+    conclusions = certificate["conclusions"]
+    assert conclusions["drifting"][0]["follower"] == 1 and conclusions["leaders"] == {"plus": 0}
+    t1, r = float(Fraction(conclusions["t1"])), float(Fraction(conclusions["r"]))
+    eta = float(parse_ball(conclusions["drifting"][0]["eta"]).lower())
+    U = next(float(parse_ball(q["margin"]).lower()) for q in certificate["inequalities"]
+             if q["name"] == "lead-plus")
+    values, left, _ = acb_mat([[arb(Fraction(v).numerator) / Fraction(v).denominator
+                                for v in row] for row in V]).eig(left=True, right=True)
+    j = next(j for j in range(2) if values[j].real < 0)
+    psi = [complex(left[j, a].mid()) for a in range(2)]
+    phi_star = np.array([1.0, 2 / 3]) if V == NON_NORMAL_V else np.array([1.0, 0.0])
+    traj = simulate(Instance(Model(V=V), X0), 10, checkpoints=41, precision=30)
     assert traj.error_estimate < 1e-20
     after = [k for k, t in enumerate(traj.t) if t >= t1]
     c1 = traj.x[after[0], 1] - traj.x[after[0], 0]
@@ -89,8 +96,8 @@ def test_the_closed_form_bounds_a_30_digit_run(certificate):
         scores = x[1] @ x.T
         weights = np.exp(scores - scores.max())
         assert 1 - weights[0] / weights.sum() <= np.exp(-U * np.exp(t - t1))
-    assert abs(traj.z[-1, 1, 0] - traj.z[-1, 0, 0]) < 1e-3  # φ1*(z_1 - z_0) → 0
-    assert traj.z[-1, 1, 1] > 60  # 0.45 e^5: drifting along {x_1 = b}
+    assert abs(phi_star @ (traj.z[-1, 1] - traj.z[-1, 0])) < 1e-3  # the same hyperplane
+    assert np.linalg.norm(traj.z[-1, 1]) > 40 * np.linalg.norm(traj.z[-1, 0])  # far away
 
 
 def test_all_other_eigenvalues_with_positive_real_part_give_convergence_not_drift():
@@ -188,11 +195,15 @@ def _request(V, x0, *conclusions, proof_seconds=60):
                            horizon=Fraction(4))
 
 
-@pytest.mark.parametrize("conclusion", [ConclusionSpec("converges", {}),
-                                        ConclusionSpec("clusters", {"at_most": 2}),
-                                        ConclusionSpec("consensus", {"variable": "z"})])
-def test_a_drifting_follower_refutes_every_limit_statement_on_z(conclusion):
-    out = certify_drift(_request(DRIFT_V, X0, conclusion), UNDECIDED)
+@pytest.mark.parametrize("V, conclusion", [
+    (DRIFT_V, ConclusionSpec("converges", {})),
+    (DRIFT_V, ConclusionSpec("clusters", {"at_most": 2})),
+    (DRIFT_V, ConclusionSpec("consensus", {"variable": "z"})),
+    # not normal: the left eigenvector of -1/2 is (0, 1), the right one (1, -3/2)
+    ([[1, 1], [0, Fraction(-1, 2)]], ConclusionSpec("converges", {})),
+], ids=["converges", "clusters", "consensus", "non-normal"])
+def test_a_drifting_follower_refutes_every_limit_statement_on_z(V, conclusion):
+    out = certify_drift(_request(V, X0, conclusion), UNDECIDED)
     assert out.verdict is InstanceVerdict.VIOLATED and out.basis.value == "certificate"
     assert out.margin < 0 and out.error == 0
     assert check_certificate(out.certificate["document"]).valid

@@ -206,7 +206,7 @@ def _behaviour(report: LemmaReport, inst, offsets: dict, r: Fraction) -> dict:
     best = {}
     for j in stable:
         psi = [left[j, a] for a in range(d)]
-        size = sum((abs(p) ** 2 for p in psi), arb(0)).sqrt().upper()
+        size = _norm([abs(p) for p in psi])
         for name, (lead, c) in sorted(offsets.items()):
             for k in sorted(c):
                 if k == lead:

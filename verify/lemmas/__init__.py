@@ -8,6 +8,9 @@ proof in the docstring), the hypotheses it checks in balls on the state at one t
 * :mod:`verify.lemmas.leader_map` — a certified hardmax leader map (``V = λI``, Theorem 3.1,
   Theorem 2.1 in ``d = 1``): limits, Boolean attention, doubly exponential rate;
 * :mod:`verify.lemmas.good_triple` — the hyperplanes of Theorem 4.2 for a good triple;
+* :mod:`verify.lemmas.hyperplane_drift` — inside a trapped side of a good triple the followers
+  attend to one leader; a follower certified to drift along its hyperplane forever, or the side
+  certified to converge;
 * :mod:`verify.lemmas.sphere_consensus` — consensus on the sphere with an exponential rate;
 * :mod:`verify.lemmas.masked_token` — a token closed under the mask (the causal first token)
   is an exact linear flow: fixed, converging, or certified never to converge;

@@ -11,7 +11,8 @@ text alone, with python-flint ball arithmetic at the certificate's precision:
 2. the lemma's hypotheses on the balls (its own module: :mod:`verify.lemmas.leader_map`,
    :mod:`verify.lemmas.good_triple`, :mod:`verify.lemmas.sphere_consensus`,
    :mod:`verify.lemmas.power_decay`, :mod:`verify.lemmas.equilibrium`,
-   :mod:`verify.lemmas.masked_token`, which reads the exact initial data only), each margin
+   :mod:`verify.lemmas.masked_token`, which reads the exact initial data only,
+   :mod:`verify.lemmas.hyperplane_drift`), each margin
    recomputed: every one must be positive and at least the margin the certificate states;
 3. the lemma's conclusions, which must equal the stated ones;
 4. every fact (:mod:`verify.lemmas.facts`).
@@ -37,6 +38,7 @@ from flint import ctx
 from verify.lemmas import (
     equilibrium,
     good_triple,
+    hyperplane_drift,
     leader_map,
     masked_token,
     power_decay,
@@ -51,7 +53,8 @@ __all__ = ["SCHEMA", "CheckResult", "check_certificate", "check_file", "run_lemm
 SCHEMA = "verify.certificate/1"
 LEMMAS = {leader_map.ID: leader_map, good_triple.ID: good_triple,
           sphere_consensus.ID: sphere_consensus, power_decay.ID: power_decay,
-          equilibrium.ID: equilibrium, masked_token.ID: masked_token}
+          equilibrium.ID: equilibrium, masked_token.ID: masked_token,
+          hyperplane_drift.ID: hyperplane_drift}
 #: Lemmas that read the tokens x at t1 (the others read the rescaled z).
 READS_X = (sphere_consensus, power_decay, equilibrium)
 
@@ -109,7 +112,7 @@ def run_lemma(data: dict):
                                f"enclosure gives {variable!r}.")
         if module is leader_map:
             report = module.check(inst, t1, balls, pinned_tokens(inst, symmetries), parameters)
-        elif module is good_triple:
+        elif module in (good_triple, hyperplane_drift):
             report = module.check(inst, t1, balls, symmetries, parameters)
         else:
             report = module.check(inst, t1, balls, parameters)

@@ -381,3 +381,26 @@ def limit_at_token(inst, lemma, conclusions, fact):
 
 
 FACTS.update({"equilibrium-limit": equilibrium_limit, "limit-at-token": limit_at_token})
+
+
+# ------------------------------------------------------------------ hyperplane drift (Theorem 4.2)
+def follower_drifts(inst, lemma, conclusions, fact):
+    r"""A follower's rescaled token is unbounded: :math:`|\psi^*(z_k - z_\ell)| \ge \eta
+    e^{|\operatorname{Re}\mu| t}` for all :math:`t \ge t_1` (lemma ``hyperplane-drift``), so
+    :math:`z_k` has no limit and :math:`|z_k - z_\ell| \to \infty`: every statement that each
+    rescaled token converges, or that they reach consensus, is false on this instance."""
+    wrong = _need(lemma, "hyperplane-drift")
+    if wrong:
+        return wrong
+    if str(fact.get("variable", "z")) != "z":
+        return False, "the drift is certified for the rescaled tokens z only."
+    drifting = conclusions["drifting"]
+    if conclusions["behaviour"] != "drifts" or not drifting:
+        return False, f"no follower is certified to drift ({conclusions['behaviour']})."
+    first = drifting[0]
+    return True, (f"z_{first['follower']} drifts away from its leader z_{first['leader']} "
+                  f"like e^({float(parse_ball(first['rate']).mid()):.3g} t) along its "
+                  "hyperplane: it has no limit.")
+
+
+FACTS.update({"follower-drifts": follower_drifts})

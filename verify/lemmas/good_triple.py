@@ -73,7 +73,7 @@ from flint import acb_mat, arb, arb_mat
 
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
 
-__all__ = ["ID", "check", "leading_eigenpair"]
+__all__ = ["ID", "check", "trap", "leading_eigenpair"]
 
 ID = "good-triple"
 
@@ -126,6 +126,14 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
     """Check the lemma on the balls ``z`` (rescaled tokens at ``t1``), with the verified
     ``symmetries`` and the certificate's ``parameters``: ``T`` (rational ``d×d``), ``mu_plus``,
     ``mu_minus`` (rationals), ``zero`` (tokens claimed on ``{φ1* = 0}`` by symmetry)."""
+    return trap(inst, t1, z, symmetries, parameters)[0]
+
+
+def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
+         parameters: dict) -> tuple[LemmaReport, dict]:
+    """:func:`check`, and the bounds it used (balls; the lemma ``hyperplane-drift`` builds on
+    them): ``lam1``, ``phi``, ``phi_star``, ``B``, ``T``, ``U0``, ``spread``, ``E`` (``e^{t1
+    V}``), ``sides`` (``{"plus"/"minus": (members, sign, mu, G)}``, where ``G > 0``)."""
     if inst.form != "z" or inst.plain():
         raise CheckFailure(f"lemma {ID} is about the rescaled plain model (form 'z', one softmax "
                            f"head, full attention); this instance has {', '.join(inst.plain())}.")
@@ -180,6 +188,8 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
     K2 = 2 * kappa3 * U0 * U0
     grow1, grow2 = (lam1 * exact(t1)).exp(), (2 * lam1 * exact(t1)).exp()
     sides = {}
+    bounds = {"lam1": lam1, "phi": phi, "phi_star": phi_star, "B": B, "T": T, "U0": U0,
+              "spread": spread, "E": E, "sides": {}}
     for name, members, sign in (("plus", plus, 1), ("minus", minus, -1)):
         if not members:
             continue
@@ -188,6 +198,7 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
         except KeyError:
             raise CheckFailure(f"lemma {ID} needs mu_{name}.") from None
         G = grow2 * c * mu * mu - grow1 * K1 - K2
+        bounds["sides"][name] = (members, sign, mu, G)
         report.require(f"dominance-{name}", G, f"G_{name} > 0: the φ1-direction dominates the "
                        "scores of the tokens on that side")
         if not G > 0:
@@ -202,4 +213,4 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
     report.conclusions = {"t1": str(t1), "lambda1": ball_text(lam1), "plus": plus,
                           "minus": minus, "zero": zero, "sides": sides,
                           "phi1_star": [ball_text(v) for v in phi_star], "rho": ball_text(rho)}
-    return report
+    return report, bounds

@@ -15,12 +15,13 @@ from fractions import Fraction
 
 import numpy as np
 from flint import arb, arb_mat, ctx
-from scipy.linalg import schur
+from scipy.linalg import expm, schur
 
 from verify.exact.checks import identity_multiple
 from verify.lemmas import (
     equilibrium,
     good_triple,
+    hyperplane_drift,
     leader_map,
     masked_token,
     power_decay,
@@ -79,6 +80,8 @@ def lemmas_for(model) -> tuple[str, ...]:
     ('sphere-consensus', 'equilibrium')
     >>> lemmas_for(Model(V=[[1, 2], [0, 1]], form="x", normalisation="sphere"))
     ()
+    >>> lemmas_for(Model(V=[[1, 0], [0, -1]]))  # the rescaled form by default
+    ('good-triple', 'hyperplane-drift')
     """
     if _power_decay_applies(model):
         return (power_decay.ID,)
@@ -86,7 +89,7 @@ def lemmas_for(model) -> tuple[str, ...]:
         lam = identity_multiple(model.V)
         if lam is not None and lam > 0:
             return (leader_map.ID,)
-        return (good_triple.ID,)
+        return (good_triple.ID, hyperplane_drift.ID)
     found = ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
@@ -250,6 +253,46 @@ def _good_triple(inst_exact, t1, balls, symmetries) -> tuple[dict, LemmaReport] 
     return None, f"the split by the sign of φ1* at t = {float(t1):.4g} does not trap: {why}"
 
 
+# ----------------------------------------------------------------------------------- drift
+def _hyperplane_drift(inst_exact, t1, balls, symmetries) -> tuple[dict, LemmaReport] | \
+        tuple[None, str]:
+    """The good triple's parameters, then on each side of two tokens or more the leader that
+    every token of the side prefers for large t (the largest ``±φ1ᵀB x_j``, from the
+    midpoints) and the smallest allowance ``r`` (of a few) that the check accepts."""
+    parameters, report = _good_triple(inst_exact, t1, balls, symmetries)
+    if parameters is None:
+        return None, report
+    phi = np.array([float(v.mid()) for v in good_triple.leading_eigenpair(inst_exact.V)[1]])
+    V = np.array([[float(v) for v in row] for row in inst_exact.V])
+    B = np.array([[float(v) for v in row] for row in inst_exact.B])
+    n, d = balls.nrows(), balls.ncols()
+    z = np.array([[float(balls[i, a].mid()) for a in range(d)] for i in range(n)])
+    pull = (expm(float(t1) * V) @ z.T).T @ B.T @ phi  # φ1ᵀ B x_j
+    leaders = {}
+    for name, sign in (("plus", 1), ("minus", -1)):
+        members = report.conclusions[name]
+        if len(members) >= 2:
+            leaders[name] = max(members, key=lambda j, s=sign: s * pull[j])
+    if not leaders:
+        return None, "no trapped side has two tokens: there is no follower."
+    r = Fraction(1, 2 ** 100)
+    for _ in range(6):
+        candidate = {**parameters, "leaders": leaders, "r": str(r)}
+        try:
+            report = hyperplane_drift.check(inst_exact, t1, balls, symmetries, candidate)
+        except CheckFailure as exc:
+            return None, str(exc)
+        failed = {q.name for q in report.failed()}
+        if not failed:
+            return candidate, report
+        if failed != {name for name in failed if name.startswith("offsets-")}:
+            break
+        need = max(float((arb(float(r)) - _margin(report, name)).upper()) for name in failed)
+        r = max(r, _dyadic_up(4 * need))
+    return None, f"the leaders at t = {float(t1):.4g} do not trap the followers: " \
+                 f"{_failures(report)}"
+
+
 # ----------------------------------------------------------------------------------- power decay
 def _power_decay(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
     """``R`` from the energy at ``t1`` (a little above :math:`g^{-1}(L(t_1))`)."""
@@ -399,6 +442,8 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if lemma == leader_map.ID:
                 parameters, report = _leader_map(inst_exact, t1, balls,
                                                  pinned_tokens(inst_exact, symmetries))
+            elif lemma == hyperplane_drift.ID:
+                parameters, report = _hyperplane_drift(inst_exact, t1, balls, symmetries)
             else:
                 parameters, report = _good_triple(inst_exact, t1, balls, symmetries)
             if parameters is None:

@@ -38,6 +38,11 @@ A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that ev
 limit (``converges``, ``limit``, ``clusters``) onto the fact ``token-no-limit`` of the
 masked-token lemma (the causal first token grows, turns or drifts forever). ``consensus`` is
 not among them: the other tokens may follow a turning first token, the diameter tending to 0.
+:func:`drift_refutation` maps the same conclusions, and ``consensus``, on the rescaled tokens
+``z`` onto the fact ``follower-drifts`` of the hyperplane-drift lemma (a follower of a good
+triple certified unbounded along its hyperplane: no limit, and its distance to its leader tends
+to infinity). A conclusion on a projection (``functional``) is never among them: Theorem 4.2's
+``φ1*(z_i)`` does converge.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from verify.errors import InvalidArgument
 from verify.exact.escape import above_escape_threshold
 from verify.predict._expressions import evaluate, initial_namespace
 
-__all__ = ["NoPlan", "plan_facts", "masked_refutation"]
+__all__ = ["NoPlan", "plan_facts", "masked_refutation", "drift_refutation"]
 
 
 class NoPlan(Exception):
@@ -222,3 +227,15 @@ def masked_refutation(spec, instance) -> list[dict] | None:
         return None
     default = "z" if instance.model.rescaled else "x"
     return [{"fact": "token-no-limit", "variable": str(p.get("variable", default))}]
+
+
+def drift_refutation(spec, instance) -> list[dict] | None:
+    """The facts that refute ``spec`` through the hyperplane-drift lemma (module docstring), or
+    ``None``: a conclusion that every rescaled token has a limit, or reaches consensus."""
+    p = dict(spec.parameters)
+    keys = _LIMIT_CONCLUSIONS.get(spec.type, {"variable"} if spec.type == "consensus" else None)
+    if keys is None or not set(p) <= keys:
+        return None
+    if str(p.get("variable", "z" if instance.model.rescaled else "x")) != "z":
+        return None
+    return [{"fact": "follower-drifts", "variable": "z"}]

@@ -37,7 +37,7 @@ from verify.flow.simulate import _growth_rate, choose_bits, scaled_checkpoints
 from verify.judge import RECHECK_FACTOR, failed, judge_request
 from verify.model.instance_file import instance_to_toml
 from verify.numerics import bits_to_digits
-from verify.proof import certify_masked, prove_result
+from verify.proof import certify_drift, certify_masked, prove_result
 from verify.run._budget import judge_within
 
 __all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
@@ -209,6 +209,7 @@ def judge_on_instance(claim, family, instance, *, seed: int | None, horizon: Fra
                            dict(claim.parameters))
     try:
         result = certify_masked(request, _judge(request))  # exact, cheap: also in the oracle
+        result = certify_drift(request, result)  # an enclosure: proofs on; also in the oracle
         if recheck:  # prove the verdict on the instance (the shrinker's oracle does not)
             result = prove_result(request, result)
     except UserFunctionError:  # the claim file is wrong: a usage error, not a verdict
@@ -233,7 +234,7 @@ def _recheck(result: InstanceResult, request: CheckRequest,
     again = replace(request, horizon=horizon, precision=precision, checkpoints=checkpoints,
                     recheck=True)
     try:
-        rerun = certify_masked(again, _judge(again))
+        rerun = certify_drift(again, certify_masked(again, _judge(again)))
     except UserFunctionError:
         raise
     except Exception as exc:  # noqa: BLE001

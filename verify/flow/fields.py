@@ -479,10 +479,10 @@ class VectorField:
         X = np.fromiter(map(float, entries), dtype=float, count=n * d).reshape(n, d)
         X = self._attention_input(X)                  # pre-LN: x/|x| in float64
         B = self._float_B[head]
-        # |fl(X B Xᵀ) − X B Xᵀ| ≤ (2d + 2) u max|x|² Σ|B| (u = 2^-53): far below the ~80 units
-        # of exponent by which the decisions may err, or the balls' midpoints are read instead
-        if (2 * d + 2) * 2.0 ** -53 * float(np.max(np.sum(X * X, axis=1))) * self._float_B_size[
-                head] > _APPROX_ERROR:
+        # |fl(X B Xᵀ) − X B Xᵀ| ≤ (2d + 2) u max|x|² Σ|B| (u = 2^-53, max|x|² ≤ Σ x²): far below
+        # the ~80 units of exponent by which the decisions may err, or the midpoints are read
+        if (2 * d + 2) * 2.0 ** -53 * float(np.vdot(X, X)) * self._float_B_size[head] > \
+                _APPROX_ERROR:
             return None
         return X @ B @ X.T
 

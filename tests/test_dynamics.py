@@ -447,3 +447,25 @@ def test_eigen_coordinates_refuse_complex_or_defective_v():
 
     assert not EigenRescaledField.applies(Model(V=[[1, "7/10"], ["-3/5", 1]]))
     assert not EigenRescaledField.applies(Model(V=[[1, 1], [0, 1]]))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e7])
+def test_arb_token_form_decides_on_float64_scores_only_within_their_error(scale):
+    """The token form's softmax decides on float64 scores only where their rounding is below
+    2^-10 (then they agree with the balls' midpoints that closely); with tokens of size 1e7
+    (scores ~1e14, float64 error ~0.1) it reads the midpoints instead, as before."""
+    from verify.numerics import Arb
+
+    rng = np.random.default_rng(3)
+    model = Model(V=_random_rational_V(rng, 3), Q=_random_rational_V(rng, 3), form="x")
+    backend = Arb(bits=99)
+    with backend.working_precision():
+        field = VectorField(model, 6, backend)
+        X = backend.from_float(rng.standard_normal((6, 3)) * scale)
+        approx = field._float_scores(X, 0)
+        if scale > 1:
+            assert approx is None
+            return
+        S, _ = field.scores(0, X)
+        mids = backend.to_float(S)
+        assert np.max(np.abs(approx - mids)) <= 2.0 ** -10

@@ -126,6 +126,7 @@ def _softmax_in_place(S: np.ndarray, log_scale: float) -> np.ndarray:
     return S
 
 
+_APPROX_ERROR = 2.0 ** -10  # largest error of the float64 scores the arb softmax decides on
 _ZERO, _ONE = arb(0), arb(1)
 
 
@@ -212,10 +213,10 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     ``e^L (S̃_ij − m_i)`` plus at most one unit of the working precision (on the sphere every
     ``m_i = |x_i|² = 1``).
 
-    ``approx`` (only where ``L = 0``, the token form): float64 values of the scores, accurate to
-    a few units of float64 relative to the scores' size, read instead of the midpoints for the
+    ``approx`` (only where ``L = 0``, the token form): float64 values of the scores within
+    ``2^{-10}`` of them (the caller bounds the error), read instead of the midpoints for the
     decisions. A decision only picks the shift (any exact number cancels) or drops a weight
-    whose exponent is below ``−2 (prec + 20) ln 2`` up to that float error — still far below
+    whose exponent is below ``−2 (prec + 20) ln 2`` up to that error — still far below
     ``2^{-(prec+20)}`` —, so the weights are what the midpoints would give up to rounding. Then
     the balls are read one by one where needed, and a shift ``|c| ≤ 1`` is left out (``c = 0``:
     the weights ``e^{S̃_ij}`` stay within ``e^{±(1 + gap)}``).
@@ -410,6 +411,7 @@ class VectorField:
         if self.arb:
             # float64 βQᵀK: the token form's scores in float64 for the softmax's decisions
             self._float_B = [as_float_array(model.beta * h.B) for h in model.heads]
+            self._float_B_size = [float(np.abs(B).sum()) for B in self._float_B]
             with backend.working_precision():
                 self._heads = [(backend.from_exact(h.V).transpose(),
                                 backend.from_exact(model.beta * h.B)) for h in model.heads]
@@ -484,16 +486,23 @@ class VectorField:
         return arb_mat(n, d, [v / totals[k // d] for k, v in enumerate((W * Y).entries())])
 
     def _float_scores(self, state, head: int, entries: list | None = None):
-        """The token form's scores in float64 (``None`` for the rescaled form, whose decisions
-        read the balls' midpoints), for the softmax's decisions (:func:`softmax_terms_arb`);
-        ``entries``: those of ``state``, if at hand."""
+        """The token form's scores in float64 for the softmax's decisions
+        (:func:`softmax_terms_arb`), or ``None`` (the decisions then read the balls' midpoints):
+        for the rescaled form, and where their rounding error could exceed ``2^{-10}`` (large
+        tokens); ``entries``: those of ``state``, if at hand."""
         if self.rescaled:
             return None
         n, d = state.nrows(), state.ncols()
         entries = state.entries() if entries is None else entries
         X = np.fromiter(map(float, entries), dtype=float, count=n * d).reshape(n, d)
         X = self._attention_input(X)                  # pre-LN: x/|x| in float64
-        return X @ self._float_B[head] @ X.T
+        B = self._float_B[head]
+        # |fl(X B Xᵀ) − X B Xᵀ| ≤ (2d + 2) u max|x|² Σ|B| (u = 2^-53, max|x|² ≤ Σ x²): far below
+        # the ~80 units of exponent by which the decisions may err, or the midpoints are read
+        if (2 * d + 2) * 2.0 ** -53 * float(np.vdot(X, X)) * self._float_B_size[head] > \
+                _APPROX_ERROR:
+            return None
+        return X @ B @ X.T
 
     def _sphere_softmax_arb(self, X):
         """The field of one softmax head on the sphere in arb: with the weights ``w`` before

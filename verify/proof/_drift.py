@@ -41,7 +41,7 @@ from verify.enclosure import MAX_SIZE, Enclosure, unsupported
 from verify.judge._decision import refuted_by_certificate
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate
-from verify.lemmas._balls import parse_ball
+from verify.lemmas._balls import CheckFailure, parse_ball
 from verify.lemmas.hyperplane_drift import ID
 from verify.proof._lemmas import lemmas_for, try_lemma
 from verify.proof._plans import drift_refutation
@@ -75,7 +75,10 @@ def certify_drift(request, result: InstanceResult) -> InstanceResult:
     spec, facts = plans[0]
     where = f"{spec.where} ({spec.type})"
     start = time.process_time()
-    document, tried = _search(request, _reach(request, result), facts, where)
+    try:
+        document, tried = _search(request, _reach(request, result), facts, where)
+    except CheckFailure as exc:  # e.g. a ball of the enclosure is not finite: nothing decided
+        document, tried = None, {"refuted": False, "reason": f"{ID}: {exc}"}
     tried["cpu_seconds"] = round(time.process_time() - start, 3)
     if document is None:
         return replace(result, evidence={**result.evidence, "drift": tried})

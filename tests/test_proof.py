@@ -33,6 +33,16 @@ def _request(claim, family_name):
                         family.checkpoints, family.precision, dict(claim.parameters))
 
 
+def _prove_square_with_centre(budget: float):
+    """polytope's square-with-centre (proved at t1 = 1) through prove_result: the result and
+    its proof evidence."""
+    claim = load_claim(CLAIMS / "polytope.toml")
+    request = _request(claim, "square-with-centre")
+    with proof_budget(budget):
+        result = prove_result(request, _undecided(request))
+    return result, result.evidence["proof"]
+
+
 def _undecided(request):
     return InstanceResult(request.instance.name, request.family.name, None,
                           InstanceVerdict.INCONCLUSIVE, "not judged yet")
@@ -165,13 +175,9 @@ def test_a_score_tie_is_not_integrated_at_all_and_says_why():
 
 
 def test_a_provable_instance_is_enclosed_straight_to_where_the_lemma_holds_in_floats():
-    claim = load_claim(CLAIMS / "polytope.toml")
-    request = _request(claim, "square-with-centre")
-    with proof_budget(60):
-        result = prove_result(request, _undecided(request))
-    assert result.basis is Basis.CERTIFICATE, result.evidence["proof"]
+    result, proof = _prove_square_with_centre(60)
+    assert result.basis is Basis.CERTIFICATE, proof
     assert check_certificate(result.certificate["document"]).valid
-    proof = result.evidence["proof"]
     first = proof["look_ahead"]["first"]
     # the lemma fails in floats before t*, so the proof tried it first at t* and nowhere before
     assert all(failing for _, failing in proof["look_ahead"]["margins"])
@@ -189,11 +195,7 @@ def test_after_a_failure_at_the_look_aheads_mark_the_later_marks_are_tried(monke
         return {"first": "0", "reached": "0", "margins": []}
 
     monkeypatch.setattr(prove, "look_ahead", optimistic)
-    claim = load_claim(CLAIMS / "polytope.toml")
-    request = _request(claim, "square-with-centre")
-    with proof_budget(60):
-        result = prove_result(request, _undecided(request))
-    proof = result.evidence["proof"]
+    result, proof = _prove_square_with_centre(60)
     assert result.basis is Basis.CERTIFICATE, proof
     assert proof["marks_tried"] == [k / 2 for k in range(int(2 * float(proof["t1"])) + 1)]
     assert [t for t, _ in proof["margins"]] == proof["marks_tried"][:-1]
@@ -207,11 +209,7 @@ def test_a_failed_float_run_falls_back_to_trying_every_mark(monkeypatch):
         raise IntegrationError("Required step size is less than spacing between numbers")
 
     monkeypatch.setattr(prove, "simulate", failing)
-    claim = load_claim(CLAIMS / "polytope.toml")
-    request = _request(claim, "square-with-centre")
-    with proof_budget(60):
-        result = prove_result(request, _undecided(request))
-    proof = result.evidence["proof"]
+    result, proof = _prove_square_with_centre(60)
     assert result.basis is Basis.CERTIFICATE, proof
     ahead = proof["look_ahead"]
     assert ahead["first"] is None and ahead["reached"] == "0" and ahead["after"] == "1/2"
@@ -285,11 +283,7 @@ def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_hel
     monkeypatch.setattr(prove, "time", SimpleNamespace(
         thread_time=lambda: float(next(ticks)), perf_counter=time.perf_counter,
         monotonic=time.monotonic))
-    claim = load_claim(CLAIMS / "polytope.toml")
-    request = _request(claim, "square-with-centre")
-    with proof_budget(5):
-        result = prove_result(request, _undecided(request))
-    proof = result.evidence["proof"]
+    result, proof = _prove_square_with_centre(5)
     assert result.basis is None and proof["marks_tried"] == []
     assert proof["look_ahead"]["first"] == "1" and proof["enclosure"]["status"] == "budget"
     assert "the time budget ran out at t = " in proof["reason"]

@@ -233,7 +233,7 @@ def test_a_failed_float64_extension_goes_on_in_arbitrary_precision(monkeypatch):
 def test_a_hopeless_extension_says_what_was_tried(monkeypatch):
     calls = _spy(monkeypatch, fail_float64_extension=True)
     monkeypatch.setattr(_engine, "remaining_wall_seconds", lambda: 5.0)
-    monkeypatch.setattr(_engine, "_arb_seconds", lambda request, previous, run_to: 500.0)
+    monkeypatch.setattr(_engine, "_arb_seconds", lambda request, previous, start, run_to: 500.0)
     result = judge_request(_request())
     assert "auto" not in [p for _, _, p in calls]
     assert "float64 continued from t = 3" in result.reason

@@ -173,39 +173,38 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
         tried = f"{request.precision} " + (f"continued from t = {float(end):.4g}"
                                            if resume is not None else "from t = 0")
     else:
-        traj, tried = _escalated(request, resume, full, run_to)
+        traj, tried = _escalated(request, previous, resume, full, run_to)
     if traj is not None and traj.success and resume is not None:
         kept = set(before)
         traj = traj.at([t for t in full if t in kept or t > end])
     return traj, tried
 
 
-def _escalated(request, previous, full: list[Fraction], run_to: Fraction):
-    """A float64 extension to ``run_to`` (checkpoints ``full``), continuing ``previous`` (or
-    from 0 when it is ``None``), made again in arbitrary precision (``"auto"``:
-    :func:`~verify.flow.precision_policy.working_bits` for ``run_to``; continued from
-    ``previous``'s float64 state, its reference from its own) when float64 fails. Arbitrary
+def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction):
+    """A float64 extension of ``previous`` to ``run_to`` (checkpoints ``full``), continuing
+    ``resume`` (``previous`` or ``None``: from 0), made again in arbitrary precision
+    (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for ``run_to``; continued
+    from ``resume``'s float64 state, its reference from its own) when float64 fails. Arbitrary
     precision is not tried when its estimated cost (:func:`_arb_seconds`) exceeds what is left
     of the instance's wall-clock budget (:func:`~verify.numerics._monitor.wall_budget`, when
     one is set); float64 is not tried either then if it will not resolve the scores before
     ``run_to`` (:func:`~verify.flow.simulate.float64_resolution_ends`). ``(trajectory, what
     was tried)`` or ``(None, why nothing more was tried)``."""
-    start = 0.0 if previous is None else float(previous.times[-1])
-    where = f"continued from t = {start:.4g}" if previous is not None else "from t = 0"
-    need = None if previous is None else _arb_seconds(request, previous, float(run_to))
+    start = 0.0 if resume is None else float(resume.times[-1])
+    where = f"continued from t = {start:.4g}" if resume is not None else "from t = 0"
+    need = _arb_seconds(request, previous, start, float(run_to))
     remaining = remaining_wall_seconds()
     hopeless = need is not None and remaining is not None and need > remaining
     cost = f"arbitrary precision would need ≈ {need:.0f} s, {remaining:.0f} s of the " \
         "instance's budget remain" if hopeless else ""
-    resolves_until = None if previous is None else float64_resolution_ends(
-        previous, request.instance)
+    resolves_until = float64_resolution_ends(previous, request.instance)
     if hopeless and resolves_until is not None and resolves_until < float(run_to):
         return None, (f"the extension to t = {float(run_to):.4g} is not integrated: float64 "
                       f"will not resolve the scaled score margins beyond t ≈ "
                       f"{resolves_until:.3g} (their decay up to t = {start:.4g}, continued), "
                       f"and {cost}.")
     traj = simulate(request.instance, run_to, checkpoints=full, precision="float64",
-                    resume=previous)
+                    resume=resume)
     tried = f"float64 {where}"
     if traj.success:
         return traj, tried
@@ -214,23 +213,23 @@ def _escalated(request, previous, full: list[Fraction], run_to: Fraction):
         return None, (f"the extension to t = {float(run_to):.4g} failed: {tried}; it was not "
                       f"tried in arbitrary precision: {cost}.")
     traj = simulate(request.instance, run_to, checkpoints=full, precision="auto",
-                    resume=previous)
+                    resume=resume)
     tried = f"{tried}, then arbitrary precision {where}"
     traj.stats[ESCALATED] = tried  # named in the horizons' evidence and the reason
     return traj, tried
 
 
-def _arb_seconds(request, previous, run_to: float) -> float | None:
-    """The estimated wall seconds of continuing ``previous`` to ``run_to`` in arbitrary
-    precision with its reference (:func:`_escalated`), or ``None`` when no arb run of it was
-    timed."""
+def _arb_seconds(request, previous, start: float, run_to: float) -> float | None:
+    """The estimated wall seconds of an arbitrary-precision run from ``start`` to ``run_to``
+    with its reference (:func:`_escalated`), from ``previous``'s arb reference run, or
+    ``None`` when it has none."""
     ref = previous.reference_run
     rate = None if ref is None else seconds_per_unit_time(ref)
     bits = (ref.precision or {}).get("bits") if ref is not None else None
     if rate is None or not bits or (ref.precision or {}).get("backend") != "arb":
         return None
     scale = 3 * working_bits(request.instance, run_to) / bits
-    return rate * (run_to - float(previous.times[-1])) * scale
+    return rate * (run_to - start) * scale
 
 
 def _judge(request, traj, spec, cache: dict, shared: dict, run) -> InstanceResult:

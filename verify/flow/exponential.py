@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from flint import acb, acb_mat, arb, arb_mat, fmpq
 
 from verify.errors import InvalidArgument
 from verify.exact.inputs import as_float_array
@@ -90,7 +91,7 @@ class ValueExponential:
 
     # -- decompositions --------------------------------------------------------------------
     def _jordan(self, digits: int, to: str):
-        import sympy
+        import sympy  # start-up: ~0.3 s to import, needed only for a Jordan form of V
 
         if self.d > 12:
             raise InvalidArgument(
@@ -121,8 +122,6 @@ class ValueExponential:
             Pinv_ = np.array([[num(Pinv[i, j]) for j in range(self.d)] for i in range(self.d)])
             return lam_, P_, Pinv_, blocks
 
-        from flint import acb, acb_mat, arb
-
         def num_acb(e):
             value = sympy.N(e, digits)
             re, im = value.as_real_imag()
@@ -150,8 +149,6 @@ class ValueExponential:
         return self._arb_cache[bits]
 
     def _decompose_arb(self, bits: int):
-        from flint import acb, acb_mat, fmpq
-
         d = self.d
         if all(self.V_exact[i, j] == 0 for i in range(d) for j in range(d) if i != j):
             # diagonal V (V = λI above all): P = I exactly. acb_mat.eig cannot isolate a
@@ -199,8 +196,6 @@ class ValueExponential:
         ``e^{tV}`` whichever ``μ`` is used. Through the real eigen-form where it is certified
         (:meth:`_real_form_arb`), else ``P diag(e^{(λ_k − μ)t} N_k(t)) P^{-1}`` in complex balls.
         """
-        from flint import acb, acb_mat, arb_mat
-
         lam, P, Pinv, blocks = self._arb_decomposition(bits)
         form = None if blocks is not None else self._real_form_arb(bits)
         if form is not None:  # Ẽ(t)ᵀ = P_R^{-T} e^{(Λ_R − μ)t ᵀ} P_Rᵀ, real (scaled_rows_arb)
@@ -273,8 +268,6 @@ class ValueExponential:
 
     def _rotation_arb(self, t, bits: int):
         """``e^{(Λ_R − μ)t}ᵀ`` of the real form as a sparse ``arb_mat``."""
-        from flint import arb_mat
-
         _, _, blocks, mu = self._real_form_arb(bits)
         M = arb_mat(self.d, self.d)
         for position, lam, pair in blocks:
@@ -303,8 +296,6 @@ class ValueExponential:
         """
         if bits in self._arb_real:
             return self._arb_real[bits]
-        from flint import arb_mat
-
         lam, P, _, _ = self._arb_decomposition(bits)
         d = self.d
         form = None
@@ -341,8 +332,6 @@ class ValueExponential:
     def _scaled_rows_complex_arb(self, t, Z, bits: int):
         """``(Z Ẽ(t)ᵀ, μ t)`` through the complex decomposition: ``((Z P^{-T}) e^{(Λ − μ)t})
         Pᵀ``, two complex ``n×d×d`` products (where the real form is not certified)."""
-        from flint import acb_mat
-
         lam, P, Pinv, _ = self._arb_decomposition(bits)
         if bits not in self._arb_transposed:
             self._arb_transposed[bits] = (Pinv.transpose(), P.transpose(),

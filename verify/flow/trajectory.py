@@ -43,7 +43,7 @@ precision, and a JSON header) and read back with :func:`load_trajectory`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -244,8 +244,6 @@ class Trajectory:
         >>> [str(t) for t in traj.at([0, 1, 2]).times], traj.at([0, 1, 2]).error.shape[0]
         (['0', '1', '2'], 3)
         """
-        from dataclasses import replace
-
         index = {t: k for k, t in enumerate(self.times)}
         keep = [index[Fraction(t)] for t in times]
         if keep == list(range(len(self.times))):

@@ -64,7 +64,7 @@ def conjecture(tmp_path, name="c.toml", hypotheses="[]", V="[[1, 0], [0, 1]]", h
     return path
 
 
-def usage_error(capsys, argv, *words):
+def assert_usage_error(capsys, argv, *words):
     """``verify argv`` exits 2 with a one-line message containing ``words``."""
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -145,8 +145,8 @@ def test_resume_refuses_to_narrow_the_run(tmp_path, capsys):
     assert main(["run", *base, "--out", str(tmp_path / "r"), "--json"]) == 0
     run_dir = Path(json.loads(capsys.readouterr().out)["report"]).parent
     before = json.loads((run_dir / "run.json").read_text())["claims"]
-    usage_error(capsys, ["run", "tiny-holds", "--resume", str(run_dir), *base],
-                "would drop tiny-known-gap")
+    assert_usage_error(capsys, ["run", "tiny-holds", "--resume", str(run_dir), *base],
+                       "would drop tiny-known-gap")
     assert json.loads((run_dir / "run.json").read_text())["claims"] == before
     assert main(["run", "--resume", str(run_dir), *base]) == 0  # the whole run, as started
     assert "instances resumed" in capsys.readouterr().out
@@ -161,8 +161,8 @@ def test_resume_refuses_to_narrow_the_run(tmp_path, capsys):
 ])
 def test_family_values_get_the_command_lines_limits(tmp_path, capsys, V, horizon, words):
     path = conjecture(tmp_path, V=V, horizon=horizon)
-    usage_error(capsys, ["check", str(path), "--instances", "1", "--out", str(tmp_path)],
-                *words)
+    assert_usage_error(capsys, ["check", str(path), "--instances", "1", "--out", str(tmp_path)],
+                       *words)
 
 
 def test_allow_large_lifts_the_file_limits_too(tmp_path):
@@ -184,17 +184,17 @@ def test_allow_large_lifts_the_file_limits_too(tmp_path):
 def test_search_values_get_the_command_lines_limits(tmp_path, capsys, d, horizon, words):
     path = tmp_path / "s.toml"
     path.write_text(SEARCH.format(d=d, horizon=horizon))
-    usage_error(capsys, ["check", str(path), "--instances", "1", "--out", str(tmp_path)],
-                *words)
+    assert_usage_error(capsys, ["check", str(path), "--instances", "1", "--out", str(tmp_path)],
+                       *words)
 
 
 def test_precision_beyond_200_digits_is_refused_everywhere(tmp_path, capsys):
-    usage_error(capsys, ["run", "--precision", "400"], "at most 200")
+    assert_usage_error(capsys, ["run", "--precision", "400"], "at most 200")
     path = tmp_path / "p.toml"
     path.write_text(CONJECTURE.format(hypotheses="[]", V="[[1, 0], [0, 1]]", horizon=1)
                     + "precision = 400\n")
-    usage_error(capsys, ["check", str(path), "--out", str(tmp_path)], "families[0].precision",
-                "at most 200")
+    assert_usage_error(capsys, ["check", str(path), "--out", str(tmp_path)],
+                       "families[0].precision", "at most 200")
 
 
 @pytest.mark.parametrize("flag, value, words", [
@@ -204,18 +204,18 @@ def test_precision_beyond_200_digits_is_refused_everywhere(tmp_path, capsys):
 ])
 def test_instance_budgets_that_would_cut_off_every_instance(tmp_path, capsys, flag, value,
                                                             words):
-    usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
-                         str(tmp_path), flag, value], *words)
+    assert_usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
+                                str(tmp_path), flag, value], *words)
 
 
 def test_a_huge_hypothesis_expression_is_a_clear_error(tmp_path, capsys):
     terms = " + ".join(["n"] * 1200)
     path = conjecture(tmp_path, hypotheses=f'["{terms} > 1"]')
-    usage_error(capsys, ["check", str(path), "--out", str(tmp_path)], "hypotheses[0]",
-                "characters long")
+    assert_usage_error(capsys, ["check", str(path), "--out", str(tmp_path)], "hypotheses[0]",
+                       "characters long")
     nested = "(" * 300 + "n" + ")" * 300
     path = conjecture(tmp_path, hypotheses=f'["{nested} > 1"]')
-    usage_error(capsys, ["check", str(path), "--out", str(tmp_path)], "hypotheses[0]")
+    assert_usage_error(capsys, ["check", str(path), "--out", str(tmp_path)], "hypotheses[0]")
 
 
 # -- the scheduler address ------------------------------------------------------------------------
@@ -224,26 +224,26 @@ def test_a_huge_hypothesis_expression_is_a_clear_error(tmp_path, capsys):
     ("http://127.0.0.1:8787", ["not a scheduler address", "dashboard"]),
 ])
 def test_scheduler_addresses_that_are_not_ones(tmp_path, capsys, address, words):
-    usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
-                         str(tmp_path), "--scheduler", address], *words)
+    assert_usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
+                                str(tmp_path), "--scheduler", address], *words)
 
 
 def test_a_scheduler_address_where_nothing_or_something_else_listens(tmp_path, capsys):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
-                         str(tmp_path), "--scheduler", f"tcp://127.0.0.1:{port}"],
-                "no Dask scheduler answered, nothing listens")
+    assert_usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
+                                str(tmp_path), "--scheduler", f"tcp://127.0.0.1:{port}"],
+                       "no Dask scheduler answered, nothing listens")
     with socket.socket() as server:  # a server that waits for a request, like a web server
         server.bind(("127.0.0.1", 0))
         server.listen()
         accepted = []
         threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
-        usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
-                             str(tmp_path), "--scheduler",
-                             f"tcp://127.0.0.1:{server.getsockname()[1]}"],
-                    "sent no Dask handshake")
+        assert_usage_error(capsys, ["run", "tiny-holds", "--claims-dir", str(DATA), "--out",
+                                    str(tmp_path), "--scheduler",
+                                    f"tcp://127.0.0.1:{server.getsockname()[1]}"],
+                           "sent no Dask handshake")
         for connection, _ in accepted:
             connection.close()
 

@@ -43,7 +43,7 @@ from flint import arb, arb_mat, ctx
 from verify.exact.inputs import as_float_array
 from verify.flow.exponential import ValueExponential
 from verify.model import Model
-from verify.numerics import Arb, Backend
+from verify.numerics import SUM_ULPS, Arb, Backend, ulps
 
 __all__ = [
     "attention_weights",
@@ -497,10 +497,11 @@ class VectorField:
         X = np.fromiter(map(float, entries), dtype=float, count=n * d).reshape(n, d)
         X = self._attention_input(X)                  # pre-LN: x/|x| in float64
         B = self._float_B[head]
-        # |fl(X B Xᵀ) − X B Xᵀ| ≤ (2d + 2) u max|x|² Σ|B| (u = 2^-53, max|x|² ≤ Σ x²): far below
-        # the ~80 units of exponent by which the decisions may err, or the midpoints are read
-        if (2 * d + 2) * 2.0 ** -53 * float(np.vdot(X, X)) * self._float_B_size[head] > \
-                _APPROX_ERROR:
+        # |fl(X B Xᵀ) − X B Xᵀ| ≤ (2d + 2) u max|x|² Σ|B| = (d + 1) ulps of max|x|² Σ|B|
+        # (u = ε/2, max|x|² ≤ Σ x²): far below the ~80 units of exponent by which the decisions
+        # may err, or the midpoints are read
+        scale = float(np.vdot(X, X)) * self._float_B_size[head]
+        if ulps(SUM_ULPS * (d + 1), scale) > _APPROX_ERROR:
             return None
         return X @ B @ X.T
 

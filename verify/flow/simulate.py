@@ -99,7 +99,7 @@ from verify.flow.solvers import (
 )
 from verify.flow.trajectory import Trajectory
 from verify.model import Instance
-from verify.numerics import Arb, Backend, Float64
+from verify.numerics import RESOLUTION_ULPS, Arb, Backend, Float64, ulps
 from verify.numerics._monitor import RunMonitor, stderr_progress
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
@@ -346,7 +346,7 @@ def float64_resolution_ends(traj: Trajectory, instance: Instance) -> float | Non
     a = int(np.searchsorted(t, t[-1] - (t[-1] - t[0]) / 3))
     a = min(a, len(t) - 2)
     now, before = traj.margins[-1], traj.margins[a]
-    floor = instance.n * np.finfo(float).eps * float(np.max(np.abs(traj.scaled_scores[-1])))
+    floor = ulps(RESOLUTION_ULPS * instance.n, float(np.max(np.abs(traj.scaled_scores[-1]))))
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.log(before / now) / (t[-1] - t[a])
         left = np.log(now / floor) / rate

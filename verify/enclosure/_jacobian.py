@@ -46,9 +46,14 @@ def _mul(P: list[list], Q: list[list], zero) -> list[list]:
             for a in range(len(P))]
 
 
-def _blocks(spec, A: list[list], U: list[list], G: list[list], zero) -> list[list]:
+def _blocks(spec, A: list[list], U: list[list], G: list[list], refs: list[int],
+            zero) -> list[list]:
     """``M[i][k]`` (``d×d`` lists, ``None`` for a masked pair) for attention ``A``, tokens
-    ``U`` and form ``G`` (module docstring)."""
+    ``U``, form ``G`` and each row's reference column ``refs[i]`` (module docstring). The
+    differences are formed from the reference token, :math:`u_k - \\bar u_i = (u_k - u_r) -
+    \\sum_q A_{iq} (u_q - u_r)` (the rows of a softmax sum to 1): in balls the attention's
+    width is then multiplied by the small offsets :math:`u_q - u_r` of a cluster, not by the
+    tokens."""
     n, d = len(U), len(U[0])
     Gt = [[G[b][a] for b in range(d)] for a in range(d)]
     allowed = spec.allowed
@@ -66,17 +71,20 @@ def _blocks(spec, A: list[list], U: list[list], G: list[list], zero) -> list[lis
                     for b in range(d):
                         second[a][b] += A[i][q] * U[q][a] * Gu[b]
         else:
-            centre = [sum((A[i][q] * U[q][a] for q in seen), zero) for a in range(d)]
+            base = U[refs[i]]
+            offsets = [[U[q][a] - base[a] for a in range(d)] for q in range(n)]
+            mean = [sum((A[i][q] * offsets[q][a] for q in seen), zero) for a in range(d)]
             cov = [[zero] * d for _ in range(d)]
             for q in seen:
-                w = [U[q][a] - centre[a] for a in range(d)]
+                w = [offsets[q][a] - mean[a] for a in range(d)]
                 for a in range(d):
                     for b in range(d):
                         cov[a][b] += A[i][q] * w[a] * w[b]
             second = _mul(cov, Gt, zero)
         row = [None] * n
         for k in seen:
-            w = [U[k][a] - centre[a] for a in range(d)]
+            w = ([U[k][a] - centre[a] for a in range(d)] if unnormalised else
+                 [offsets[k][a] - mean[a] for a in range(d)])
             block = [[A[i][k] * ((1 if a == b else 0) + w[a] * Gtu[b]) for b in range(d)]
                      for a in range(d)]
             if k == i:
@@ -96,9 +104,10 @@ def _times(V, blk: list[list], zero) -> list[list]:
     return _mul(V.tolist(), blk, zero)
 
 
-def _core(spec, rows: list[list], A_heads: list, G_heads: list, zero) -> list[list]:
-    """The blocks ``J[i][k]`` from the tokens ``rows``, the attention of each head and its form
-    ``G`` (generic scalars)."""
+def _core(spec, rows: list[list], A_heads: list, G_heads: list, references: list,
+          zero) -> list[list]:
+    """The blocks ``J[i][k]`` from the tokens ``rows``, the attention of each head, its form
+    ``G`` and its reference columns (generic scalars)."""
     n, d = len(rows), len(rows[0])
     model = spec.model
     identity = [[(1 if a == b else 0) for b in range(d)] for a in range(d)]
@@ -110,7 +119,7 @@ def _core(spec, rows: list[list], A_heads: list, G_heads: list, zero) -> list[li
 
     if spec.rescaled:
         V = spec.heads[0][1]
-        M = _blocks(spec, A_heads[0], rows, G_heads[0], zero)
+        M = _blocks(spec, A_heads[0], rows, G_heads[0], references[0], zero)
         for i in range(n):
             for k in range(n):
                 blk = M[i][k]
@@ -126,8 +135,8 @@ def _core(spec, rows: list[list], A_heads: list, G_heads: list, zero) -> list[li
                for a in range(d)] for k in range(n)]
     else:
         U, Du = rows, None
-    for (_, V), A, G in zip(spec.heads, A_heads, G_heads, strict=True):
-        M = _blocks(spec, A, U, G, zero)
+    for (_, V), A, G, refs in zip(spec.heads, A_heads, G_heads, references, strict=True):
+        M = _blocks(spec, A, U, G, refs, zero)
         for i in range(n):
             for k in range(n):
                 if M[i][k] is not None:
@@ -177,7 +186,8 @@ def jacobian(spec, times, X, references):
         G_heads = [(E.transpose() * B * E).tolist()]
     else:
         G_heads = [B.tolist() for B, _ in spec.heads]
-    return type(X)(_flatten(_core(spec, rows, A_heads, G_heads, zero), n, d, zero))
+    return type(X)(_flatten(_core(spec, rows, A_heads, G_heads, references, zero), n, d,
+                                  zero))
 
 
 def jacobian_series(spec, jets: dict, length: int) -> list:
@@ -205,7 +215,8 @@ def jacobian_series(spec, jets: dict, length: int) -> list:
         else:
             G_heads = [B.tolist() for B, _ in spec.heads]
         zero = 0 * rows[0][0]
-        flat = _flatten(_core(spec, rows, A_heads, G_heads, zero), n, d, zero)
+        flat = _flatten(_core(spec, rows, A_heads, G_heads, jets["references"], zero), n,
+                        d, zero)
     finally:
         ctx.cap = old
     m = n * d

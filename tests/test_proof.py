@@ -289,3 +289,24 @@ def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_hel
     assert "the time budget ran out at t = " in proof["reason"]
     assert proof["reason"].endswith("(the look-ahead saw the lemma hold in floats from t1 = 1)")
     assert 0 < Fraction(proof["enclosure"]["t"]) < 1
+
+
+def test_order_fact_holds_across_long_steps():
+    """order-preserved uniform#2 at 128 bits to t1 = 9/2: the enclosure's steps are long enough
+    that a quarter step moves a token's box by more than its narrowest gap; the steps where a
+    gap is not positive are cut finer, and the fact's smallest gap is a lower bound of every
+    consecutive gap at t1."""
+    from verify.enclosure import Enclosure
+    from verify.proof._prove import _order_before
+
+    claim = load_claim(CLAIMS / "order-preserved.toml")
+    family = next(f for f in claim.families if f.name == "uniform")
+    instance = family.instance(2)
+    enclosure = Enclosure(instance)
+    assert enclosure.advance(Fraction(9, 2))
+    fact = _order_before(enclosure, Fraction(9, 2))
+    assert fact is not None and fact["smallest_gap"] > 0
+    z = enclosure.z_at(Fraction(9, 2))
+    order = sorted(range(instance.n), key=lambda i: instance.x0[i, 0])
+    for i, j in zip(order, order[1:], strict=False):
+        assert fact["smallest_gap"] <= float((z[j, 0] - z[i, 0]).upper())

@@ -289,3 +289,64 @@ def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_hel
     assert "the time budget ran out at t = " in proof["reason"]
     assert proof["reason"].endswith("(the look-ahead saw the lemma hold in floats from t1 = 1)")
     assert 0 < Fraction(proof["enclosure"]["t"]) < 1
+
+
+def test_a_good_triple_proof_carries_the_followers_drift_beside_it(tmp_path):
+    """After a hyperplanes (good-triple) proof, lemma hyperplane-drift on the same enclosure at
+    the same t1: V = diag(1, -1/2), both tokens on one side, far apart along φ1 (both lemmas
+    hold on the exact tokens, t1 = 0), the follower drifts like e^(t/2). The claim's verdict
+    and certificate are the good triple's; the drift is in the evidence and in the statement,
+    and its own certificate is written beside and accepted."""
+    from verify.model import Instance, Model
+    from verify.proof import write_certificate
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("symmetric-middle")
+    instance = Instance(Model(V=[[1, 0], [0, Fraction(-1, 2)]]),
+                        [[10, 0], [9, 1]], name="drift#0")
+    request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
+                           family.precision, dict(claim.parameters))
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
+    document = result.certificate["document"]
+    assert document["lemma"]["id"] == "good-triple" and check_certificate(document).valid
+    drift = result.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "drifts" and drift["t1"] == result.certificate["t1"]
+    assert drift["sides"] == {"plus": {"leader": 0, "followers": [1], "behaviour": "drifts",
+                                       "certified": [1], "rates": ["0.5"]}}
+    assert "side plus (leader 0): 1 of 1 followers drift away along their hyperplane like " \
+           "e^(0.5 t)" in result.reason
+    [companion] = result.certificate["companions"]
+    assert companion["document"]["lemma"]["id"] == "hyperplane-drift"
+    assert companion["document"]["enclosure"]["tokens"] == document["enclosure"]["tokens"]
+    assert check_certificate(companion["document"]).valid
+    record = write_certificate({"claim": claim.id, "family": family.name, "k": 0,
+                                "result": result.to_json()}, tmp_path)
+    written = InstanceResult.from_json(record["result"]).certificate
+    files = [written["file"], written["companions"][0]["file"]]
+    assert files[1] == "certificates/hyperplanes-symmetric-middle-0-hyperplane-drift.json"
+    assert all(check_file(tmp_path / f).valid for f in files)
+
+
+def test_a_good_triple_proof_whose_drift_is_undecided_is_unchanged(monkeypatch):
+    """The drift lemma failing at t1 (here: made to fail) leaves the proof as it is and says
+    why in the evidence."""
+    import verify.proof._prove as prove
+
+    original = prove.try_lemma
+
+    def no_drift(lemma, instance, enclosure, t1):
+        if lemma == "hyperplane-drift":
+            return None, "the leaders at t = 2 do not trap the followers: lead-plus fails"
+        return original(lemma, instance, enclosure, t1)
+
+    monkeypatch.setattr(prove, "try_lemma", no_drift)
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    request = _request(claim, "symmetric-middle")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE and "companions" not in result.certificate
+    drift = result.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "undecided" and "lead-plus fails" in drift["reason"]
+    assert "decides nothing about the followers" in result.reason

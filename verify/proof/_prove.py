@@ -51,8 +51,8 @@ from verify.errors import VerifyError
 from verify.flow.simulate import simulate
 from verify.judge._decision import proved
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
-from verify.lemmas import check_certificate, good_triple, leader_map
-from verify.lemmas._balls import ball_text, parse_ball
+from verify.lemmas import check_certificate, good_triple, hyperplane_drift, leader_map
+from verify.lemmas._balls import CheckFailure, ball_text, parse_ball
 from verify.numerics._monitor import _WALL_BUDGET
 from verify.proof._lemmas import lemmas_for, try_lemma
 from verify.proof._plans import NoPlan, plan_facts
@@ -296,9 +296,13 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             if document is not None:
                 document, why = _with_facts(request, document, plans, enclosure, mark)
                 if document is not None:
-                    return {"proved": True, "document": document, "t1": str(mark),
-                            "enclosure": enclosure.describe(), "marks_tried": tried,
-                            "margins": history, "look_ahead": ahead}
+                    found = {"proved": True, "document": document, "t1": str(mark),
+                             "enclosure": enclosure.describe(), "marks_tried": tried,
+                             "margins": history, "look_ahead": ahead}
+                    if lemma == good_triple.ID:
+                        found["drift"], found["drift_document"] = _drift_beside(
+                            request, enclosure, mark)
+                    return found
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
             history.append([float(mark), failing])
@@ -500,8 +504,67 @@ def _order_before(enclosure, t1: Fraction, pieces: int = 4) -> dict | None:
                          f"{pieces}).", "smallest_gap": smallest}
 
 
+def _drift_beside(request, enclosure, t1: Fraction) -> tuple[dict, dict | None]:
+    """After a good-triple proof: lemma ``hyperplane-drift`` on the same enclosure at the same
+    ``t1`` (milliseconds, no new enclosure) — what the followers of each trapped side do, which
+    Theorem 4.2 and the hyperplanes claim leave open ("the other coordinates need not
+    converge"). Returns the record for the proof's evidence (``behaviour`` overall and per side:
+    ``drifts``, ``turns``, ``converges`` or ``undecided``, with the reason when undecided) and
+    the lemma's certificate document, or ``None`` when the lemma does not hold there or the
+    checker rejects it. It never changes the verdict: the claim does not state it."""
+    start = time.process_time()
+    record = {"lemma": hyperplane_drift.ID, "t1": str(t1)}
+    try:
+        document, why = try_lemma(hyperplane_drift.ID, request.instance, enclosure, t1)
+    except CheckFailure as exc:
+        document, why = None, str(exc)
+    if document is not None:
+        document = {**document, "claim": request.claim.id,
+                    "instance_name": request.instance.name, "facts": [], "enclosure_facts": []}
+        check = check_certificate(document)
+        if not check.valid:
+            document, why = None, "the checker rejects it: " + "; ".join(check.reasons)
+    record["cpu_seconds"] = round(time.process_time() - start, 3)
+    if document is None:
+        return {**record, "behaviour": "undecided", "reason": why}, None
+    conclusions = document["conclusions"]
+    overall = conclusions["behaviour"]
+    witnesses = conclusions["drifting"] + conclusions.get("turning", [])
+    sides = {}
+    for side, leader in conclusions["leaders"].items():
+        followers = [k for k in conclusions[side] if k != leader]
+        certified = [w for w in witnesses if w["side"] == side]
+        behaviour = overall if overall == "converges" or certified else "undecided"
+        sides[side] = {"leader": leader, "followers": followers, "behaviour": behaviour,
+                       "certified": [w["follower"] for w in certified]}
+        if certified and overall == "drifts":
+            sides[side]["rates"] = sorted({f"{float(parse_ball(w['rate']).mid()):.3g}"
+                                           for w in certified})
+    return {**record, "behaviour": overall, "sides": sides}, document
+
+
+def _drift_sentence(drift: dict) -> str:
+    """The drift record as a sentence of the proof's statement."""
+    if drift["behaviour"] == "undecided" and "sides" not in drift:
+        return (f" Beside the claim, lemma {drift['lemma']} at the same t1 decides nothing "
+                f"about the followers ({drift['reason'].rstrip('.')}).")
+    parts = []
+    for side, s in drift["sides"].items():
+        how = {"drifts": "drift away along their hyperplane like e^(" + ", ".join(
+                   s.get("rates", [])) + " t)",
+               "turns": "turn about their leader forever",
+               "converges": "converge"}.get(s["behaviour"], "are undecided")
+        count = len(s["certified"]) if s["behaviour"] in ("drifts", "turns") else \
+            len(s["followers"])
+        parts.append(f"side {side} (leader {s['leader']}): {count} of {len(s['followers'])} "
+                     f"followers {how}")
+    return (f" Beside the claim (which does not state it), lemma {drift['lemma']} at the same "
+            f"t1 certifies: {'; '.join(parts)} — its certificate is written beside this one.")
+
+
 def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: dict):
     document = outcome.pop("document")
+    companion = outcome.pop("drift_document", None)
     from flint import ctx
 
 
@@ -516,8 +579,12 @@ def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: d
                  f"{len(document['facts'])} fact(s) give "
                  f"{', '.join(document['conclusions_proved'])}; the independent checker "
                  "accepts the certificate.")
+    if "drift" in outcome:
+        statement += _drift_sentence(outcome["drift"])
     certificate = {"kind": "proof", "statement": statement, "lemma": lemma, "t1": outcome["t1"],
                    "document": document}
+    if companion is not None:
+        certificate["companions"] = [{"lemma": hyperplane_drift.ID, "document": companion}]
     return proved(result, statement, evidence={**result.evidence, "proof": outcome,
                                                "estimate": {"verdict": result.verdict.value,
                                                             "reason": result.reason}},

@@ -100,8 +100,13 @@ class _Clock:
     proof too."""
 
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
         self.end = time.thread_time() + seconds
         self.shared = _WALL_BUDGET.get()
+
+    def now(self) -> float:
+        """This thread's CPU seconds (the clock the budget counts)."""
+        return time.thread_time()
 
     def remaining(self) -> float:
         """CPU seconds left (the wall budget, when nearer, in wall seconds)."""
@@ -118,6 +123,102 @@ def _expiry(request) -> _Clock:
     """The proof's clock: its budget is ``parameters.proof_seconds`` of the claim, or the
     current :func:`proof_budget`."""
     return _Clock(float(request.parameters.get("proof_seconds", _BUDGET.get())))
+
+
+#: The pace stop (:class:`_Pace`): an enclosure ends early when, at the pace it kept over its
+#: last ``PACE_WINDOW`` of the CPU seconds it has spent (and at least ``PACE_STEPS`` steps),
+#: reaching its target would take more than ``PACE_FACTOR`` times the CPU seconds left; never
+#: before it has spent ``PACE_WARMUP`` of the proof budget. Calibrated on the paper suite's
+#: enclosures: on the provable instance whose pace varies most (hyperplanes
+#: paper-3d-negative-pair#0, proved at t1 = 3 with 88 of its 120 CPU s: a slow stretch at
+#: t ≈ 0.7..1.2, then five times faster) this projection overestimates the cost left at most
+#: 4.25-fold, so the factor is twice that.
+PACE_FACTOR = 8.0
+PACE_WINDOW = 0.1
+PACE_WARMUP = 0.1
+PACE_STEPS = 20
+#: The steps have collapsed (the enclosure is losing its accuracy, not just slow) when the last
+#: one is below this share of the median step so far: then more digits, not a stop.
+COLLAPSED = 1e-6
+
+
+class _Pace:
+    """Asked by :meth:`verify.enclosure.Enclosure.advance` before every step (as its
+    ``expired``): whether the proof's clock has run out, or the enclosure, at its **measured**
+    pace, cannot reach ``target`` within the CPU seconds left (the constants above). It decides
+    where effort goes, never a verdict: a stopped proof leaves the estimate-based verdict as it
+    is, and ``stopped`` says why (the target, the time reached, the CPU seconds spent, the
+    projected cost). The projection is linear in the measured pace (the steps' recent sizes and
+    costs, whatever makes them so: growing stiffness, widening balls), so it scales with the
+    enclosure's speed instead of a fixed cost model; where the steps have collapsed (the balls
+    lose their accuracy: a step below :data:`COLLAPSED` of the median step) ``collapsed`` is
+    set, and the proof escalates the digits rather than giving up.
+
+    Example — a fake enclosure that advances 0.001 per step at 1/8 CPU s per step, aiming at
+    t = 50 with a budget of 100 CPU s: once its window (the last 10% of the CPU it spent) holds
+    20 steps, at 23.9 s, it projects 6226 CPU s for the rest, more than 8 times the 76 left::
+
+        >>> from types import SimpleNamespace
+        >>> clock = SimpleNamespace(seconds=100.0, spent=0.0)
+        >>> clock.now, clock.remaining = lambda: clock.spent, lambda: 100.0 - clock.spent
+        >>> enclosure = SimpleNamespace(t=Fraction(0), steps=[])
+        >>> pace = _Pace(lambda: False, enclosure, Fraction(50), clock)
+        >>> while not pace():
+        ...     clock.spent += 0.125
+        ...     enclosure.t += Fraction(1, 1000)
+        ...     enclosure.steps.append(SimpleNamespace(h=Fraction(1, 1000)))
+        >>> {k: pace.stopped[k] for k in ("reached", "cpu_spent", "projected_cpu", "left_cpu")}
+        {'reached': 0.191, 'cpu_spent': 23.88, 'projected_cpu': 6226.1, 'left_cpu': 76.12}
+    """
+
+    def __init__(self, expired: Callable[[], bool], enclosure, target: Fraction,
+                 clock) -> None:
+        self.expired, self.enclosure, self.clock = expired, enclosure, clock
+        self.mark, self.target, self.start = Fraction(target), float(target), clock.now()
+        self.samples: list[tuple[float, float, int]] = []  # (CPU spent, t, steps)
+        self.first = 0  # the window's first sample
+        self.stopped: dict | None = None
+
+    def __call__(self) -> bool:
+        if self.expired():
+            return True
+        spent, t = self.clock.now() - self.start, float(self.enclosure.t)
+        self.samples.append((spent, t, len(self.enclosure.steps)))
+        if spent < PACE_WARMUP * self.clock.seconds:
+            return False
+        while self.first + 1 < len(self.samples) and \
+                self.samples[self.first + 1][0] <= (1 - PACE_WINDOW) * spent:
+            self.first += 1
+        cpu0, t0, steps0 = self.samples[self.first]
+        if len(self.enclosure.steps) - steps0 < PACE_STEPS or not spent > cpu0:
+            return False
+        pace = (t - t0) / (spent - cpu0)  # time units per CPU second
+        left = self.clock.remaining()
+        projected = (self.target - t) / pace if pace > 0 else math.inf
+        if not projected > PACE_FACTOR * max(left, 0.0):
+            return False
+        steps = sorted(float(step.h) for step in self.enclosure.steps)
+        last = float(self.enclosure.steps[-1].h)
+        self.stopped = {"target": str(self.mark), "reached": round(t, 4),
+                        "cpu_spent": round(spent, 2), "left_cpu": round(left, 2),
+                        "projected_cpu": projected if math.isinf(projected) else
+                        round(projected, 1), "pace": pace,
+                        "collapsed": last < COLLAPSED * steps[len(steps) // 2]}
+        return True
+
+    def reason(self) -> str:
+        """Why the enclosure stopped (when :attr:`stopped`)."""
+        s = self.stopped
+        if s["collapsed"]:
+            return (f"the enclosure's steps collapsed at t = {s['reached']:g} after "
+                    f"{s['cpu_spent']:g} CPU s (the balls are losing their accuracy: at its "
+                    f"pace, reaching t = {float(self.target):g} would take "
+                    f"{s['projected_cpu']:.3g} CPU s, {s['left_cpu']:g} are left)")
+        return (f"the enclosure stopped early at t = {s['reached']:g} after {s['cpu_spent']:g} "
+                f"CPU s: at the pace of its last {100 * PACE_WINDOW:g}% ({s['pace']:.3g} time "
+                f"units per CPU s) reaching t = {float(self.target):g} would take "
+                f"{s['projected_cpu']:.3g} CPU s, more than {PACE_FACTOR:g} times the "
+                f"{s['left_cpu']:g} CPU s left of the budget")
 
 
 def _applying(request) -> list:
@@ -265,14 +366,17 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     holds in floats and try it there, then at the later marks in turn; escalate the digits
     once. No enclosure is computed when the lemma holds at no mark in floats. After a failure
     it stops early, saying why, when the lemma's failing margins have stopped improving
-    (:func:`stalled`; when they are within the enclosure's width it escalates instead). It does
-    not stop on a projection of the next mark's cost: on the paper suite that projection
-    (the last segment times its growth) stopped hyperplanes' paper-3d-negative-pair#0 at
-    t1 = 1.5 with 73 of its 120 CPU s left, where the proof succeeds within the budget."""
+    (:func:`stalled`; when they are within the enclosure's width it escalates instead). Each
+    enclosure to a mark is also stopped by its measured pace (:class:`_Pace`): when reaching
+    the mark would take more than :data:`PACE_FACTOR` times the CPU seconds left, or, when its
+    steps have collapsed, it escalates the digits. (An earlier rule projected the next mark's
+    cost from the last segment times its growth, before the look-ahead: it stopped
+    hyperplanes' paper-3d-negative-pair#0 at t1 = 1.5 with 73 of its 120 CPU s left, where the
+    proof succeeds within the budget; the pace rule is calibrated on that instance.)"""
 
     instance = request.instance
     marks = _marks(last_mark)
-    tried, history, ahead = [], [], None
+    tried, history, ahead, stopped = [], [], None, None
     why = "no mark reached"
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
@@ -285,7 +389,13 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
         first = Fraction(ahead["first"] if ahead["first"] is not None else ahead["after"])
         margins, escalate = [], False
         for mark in (m for m in marks if m >= first):
-            if not enclosure.advance(mark, expired=expired):
+            pace = _Pace(expired, enclosure, mark, expired)
+            if not enclosure.advance(mark, expired=pace):
+                if pace.stopped is not None:  # the measured pace, not the clock, ended it
+                    enclosure.message = pace.reason()
+                    if pace.stopped["collapsed"]:
+                        enclosure.status = "failed"
+                    stopped = pace.stopped
                 why = f"the enclosure stopped: {enclosure.message}"
                 if ahead["first"] is not None and not tried:
                     why += (f" (the look-ahead saw the lemma hold in floats from t1 = "
@@ -317,14 +427,14 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                            f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
                            f"the dynamics, not the digits, keep it from holding, e.g. a tie "
                            f"between scores that stays a tie (the last reason: {why})")
-                    return _failed(lemma, why, tried, history, enclosure, ahead)
+                    return _failed(lemma, why, tried, history, enclosure, ahead, stopped)
                 why = (f"the lemma's worst margin {worst:.3g} stopped improving within the "
                        f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
                 escalate = True  # more digits may resolve it
                 break
         if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
-    return _failed(lemma, why, tried, history, enclosure, ahead)
+    return _failed(lemma, why, tried, history, enclosure, ahead, stopped)
 
 
 #: The look-ahead's balls: this share of the state's largest coordinate around each float64
@@ -443,9 +553,13 @@ def _nowhere(lemma: str, history: list, why: str, last: Fraction) -> str:
     return f"{head}: {'; '.join(parts)}"
 
 
-def _failed(lemma: str, why: str, tried: list, history: list, enclosure, ahead: dict) -> dict:
-    return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
-            "margins": history, "enclosure": enclosure.describe(), "look_ahead": ahead}
+def _failed(lemma: str, why: str, tried: list, history: list, enclosure, ahead: dict,
+            stopped: dict | None = None) -> dict:
+    failed = {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
+              "margins": history, "enclosure": enclosure.describe(), "look_ahead": ahead}
+    if stopped is not None:
+        failed["stopped_early"] = stopped
+    return failed
 
 
 def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):

@@ -211,14 +211,14 @@ class _Pace:
         s = self.stopped
         if s["collapsed"]:
             return (f"the enclosure's steps collapsed at t = {s['reached']:g} after "
-                    f"{s['cpu_spent']:g} CPU s (the balls are losing their accuracy: at its "
-                    f"pace, reaching t = {float(self.target):g} would take "
+                    f"{s['cpu_spent']:g} CPU s of its own (the balls are losing their accuracy: "
+                    f"at its pace, reaching t = {float(self.target):g} would take "
                     f"{s['projected_cpu']:.3g} CPU s, {s['left_cpu']:g} are left)")
         return (f"the enclosure stopped early at t = {s['reached']:g} after {s['cpu_spent']:g} "
-                f"CPU s: at the pace of its last {100 * PACE_WINDOW:g}% ({s['pace']:.3g} time "
-                f"units per CPU s) reaching t = {float(self.target):g} would take "
-                f"{s['projected_cpu']:.3g} CPU s, more than {PACE_FACTOR:g} times the "
-                f"{s['left_cpu']:g} CPU s left of the budget")
+                f"CPU s of its own: at the pace of its last {100 * PACE_WINDOW:g}% "
+                f"({s['pace']:.3g} time units per CPU s) reaching t = {float(self.target):g} "
+                f"would take {s['projected_cpu']:.3g} CPU s, more than {PACE_FACTOR:g} times "
+                f"the {s['left_cpu']:g} CPU s left of the proof's budget")
 
 
 def _applying(request) -> list:

@@ -407,12 +407,13 @@ def test_the_pace_stop_ends_an_enclosure_that_cannot_reach_its_target_and_says_w
     pace, spent, reached = _replay(NEGATIVE_PAIR, 120.0, 3, slower=2.0)
     s = pace.stopped
     assert s is not None and not s["collapsed"] and spent < 120 and reached < 3
-    assert s["projected_cpu"] > 8 * s["left_cpu"] and s["reached"] == pytest.approx(reached,
-                                                                                     abs=1e-4)
+    assert s["projected_cpu"] > 2 * s["left_cpu"] - 0.1  # both rounded in the record
+    assert s["reached"] == pytest.approx(reached, abs=1e-4)
     why = pace.reason()
     assert why.startswith(f"the enclosure stopped early at t = {s['reached']:g} after "
                           f"{s['cpu_spent']:g} CPU s")
-    assert "reaching t = 3 would take" in why and f"{s['left_cpu']:g} CPU s left" in why
+    assert "even at the best pace it kept" in why and "reaching t = 3 would take" in why
+    assert f"{s['left_cpu']:g} CPU s left" in why
 
 
 def test_collapsing_steps_are_told_apart_from_a_slow_enclosure():

@@ -125,38 +125,43 @@ def _expiry(request) -> _Clock:
     return _Clock(float(request.parameters.get("proof_seconds", _BUDGET.get())))
 
 
-#: The pace stop (:class:`_Pace`): an enclosure ends early when, at the pace it kept over its
-#: last ``PACE_WINDOW`` of the CPU seconds it has spent (and at least ``PACE_STEPS`` steps),
-#: reaching its target would take more than ``PACE_FACTOR`` times the CPU seconds left; never
-#: before it has spent ``PACE_WARMUP`` of the proof budget. Calibrated on the paper suite's
-#: enclosures: on the provable instance whose pace varies most (hyperplanes
-#: paper-3d-negative-pair#0, proved at t1 = 3 with 88 of its 120 CPU s: a slow stretch at
-#: t ≈ 0.7..1.2, then five times faster) this projection overestimates the cost left at most
-#: 4.25-fold, so the factor is twice that.
-PACE_FACTOR = 8.0
+#: The pace stop (:class:`_Pace`): an enclosure ends early when, even at the best pace it has
+#: kept (time reached per CPU second, over the last ``PACE_WINDOW`` of the CPU it had spent at
+#: each step, at least ``PACE_STEPS`` steps; or over its whole run), reaching its target would
+#: take more than ``PACE_FACTOR`` times the CPU seconds left; never before it has spent
+#: ``PACE_WARMUP`` of the proof budget. Calibrated on traced enclosures of the paper suite: the
+#: *current* pace is no guide — at their transient (t ≈ 0.7..1.2) hyperplanes'
+#: paper-3d-negative-pair#0 and paper-3d-positive-pair#0 (both proved within the budget) later
+#: go five and more times faster, and a rule on the current pace with a factor 8 stopped
+#: positive-pair at t = 1.09; the best pace so far was beaten later by at most 1.27-fold (on
+#: negative-pair), so the factor is 2.
+PACE_FACTOR = 2.0
 PACE_WINDOW = 0.1
 PACE_WARMUP = 0.1
 PACE_STEPS = 20
-#: The steps have collapsed (the enclosure is losing its accuracy, not just slow) when the last
-#: one is below this share of the median step so far: then more digits, not a stop.
+#: The steps have collapsed (the enclosure is losing its accuracy, not just slow) when the
+#: window's pace is below this share of the best pace and the last step below this share of the
+#: median step so far: then more digits at once, not a stop.
 COLLAPSED = 1e-6
 
 
 class _Pace:
     """Asked by :meth:`verify.enclosure.Enclosure.advance` before every step (as its
-    ``expired``): whether the proof's clock has run out, or the enclosure, at its **measured**
-    pace, cannot reach ``target`` within the CPU seconds left (the constants above). It decides
-    where effort goes, never a verdict: a stopped proof leaves the estimate-based verdict as it
-    is, and ``stopped`` says why (the target, the time reached, the CPU seconds spent, the
-    projected cost). The projection is linear in the measured pace (the steps' recent sizes and
-    costs, whatever makes them so: growing stiffness, widening balls), so it scales with the
-    enclosure's speed instead of a fixed cost model; where the steps have collapsed (the balls
-    lose their accuracy: a step below :data:`COLLAPSED` of the median step) ``collapsed`` is
-    set, and the proof escalates the digits rather than giving up.
+    ``expired``): whether the proof's clock has run out, or the enclosure, even at the best
+    **measured** pace it has kept, cannot reach ``target`` within the CPU seconds left (the
+    constants above). It decides where effort goes, never a verdict: a stopped proof leaves the
+    estimate-based verdict as it is, and ``stopped`` says why (the target, the time reached, the
+    CPU seconds spent, the projected cost). The projection is in the measured pace (the steps'
+    sizes and costs, whatever makes them so: stiffness, widening balls), so it follows the
+    enclosure's speed instead of a fixed cost model. Where the steps have collapsed (the balls
+    lose their accuracy: the pace and the last step both below :data:`COLLAPSED` of their
+    usual size) ``collapsed`` is set, and the proof escalates the digits at once instead of
+    waiting for a step to fail.
 
     Example — a fake enclosure that advances 0.001 per step at 1/8 CPU s per step, aiming at
     t = 50 with a budget of 100 CPU s: once its window (the last 10% of the CPU it spent) holds
-    20 steps, at 23.9 s, it projects 6226 CPU s for the rest, more than 8 times the 76 left::
+    20 steps, at 23.9 s, its best pace (0.008 time units per CPU s) needs 6226 CPU s for the
+    rest, more than twice the 76 left::
 
         >>> from types import SimpleNamespace
         >>> clock = SimpleNamespace(seconds=100.0, spent=0.0)
@@ -177,6 +182,7 @@ class _Pace:
         self.mark, self.target, self.start = Fraction(target), float(target), clock.now()
         self.samples: list[tuple[float, float, int]] = []  # (CPU spent, t, steps)
         self.first = 0  # the window's first sample
+        self.best = 0.0  # the best pace so far, time units per CPU second
         self.stopped: dict | None = None
 
     def __call__(self) -> bool:
@@ -192,33 +198,39 @@ class _Pace:
         cpu0, t0, steps0 = self.samples[self.first]
         if len(self.enclosure.steps) - steps0 < PACE_STEPS or not spent > cpu0:
             return False
-        pace = (t - t0) / (spent - cpu0)  # time units per CPU second
+        pace = (t - t0) / (spent - cpu0)
+        self.best = max(self.best, pace, t / spent)
         left = self.clock.remaining()
-        projected = (self.target - t) / pace if pace > 0 else math.inf
-        if not projected > PACE_FACTOR * max(left, 0.0):
+        collapsed = pace < COLLAPSED * self.best and self._collapsed()
+        projected = (self.target - t) / self.best if self.best > 0 else math.inf
+        if not (collapsed or projected > PACE_FACTOR * max(left, 0.0)):
             return False
-        steps = sorted(float(step.h) for step in self.enclosure.steps)
-        last = float(self.enclosure.steps[-1].h)
         self.stopped = {"target": str(self.mark), "reached": round(t, 4),
                         "cpu_spent": round(spent, 2), "left_cpu": round(left, 2),
                         "projected_cpu": projected if math.isinf(projected) else
-                        round(projected, 1), "pace": pace,
-                        "collapsed": last < COLLAPSED * steps[len(steps) // 2]}
+                        round(projected, 1), "best_pace": self.best, "pace": pace,
+                        "collapsed": collapsed}
         return True
+
+    def _collapsed(self) -> bool:
+        steps = sorted(float(step.h) for step in self.enclosure.steps)
+        return float(self.enclosure.steps[-1].h) < COLLAPSED * steps[len(steps) // 2]
 
     def reason(self) -> str:
         """Why the enclosure stopped (when :attr:`stopped`)."""
         s = self.stopped
         if s["collapsed"]:
             return (f"the enclosure's steps collapsed at t = {s['reached']:g} after "
-                    f"{s['cpu_spent']:g} CPU s of its own (the balls are losing their accuracy: "
-                    f"at its pace, reaching t = {float(self.target):g} would take "
-                    f"{s['projected_cpu']:.3g} CPU s, {s['left_cpu']:g} are left)")
+                    f"{s['cpu_spent']:g} CPU s of its own (the balls are losing their "
+                    f"accuracy: its pace fell to {s['pace']:.3g} time units per CPU s from "
+                    f"{s['best_pace']:.3g}; {s['left_cpu']:g} CPU s of the proof's budget are "
+                    "left)")
         return (f"the enclosure stopped early at t = {s['reached']:g} after {s['cpu_spent']:g} "
-                f"CPU s of its own: at the pace of its last {100 * PACE_WINDOW:g}% "
-                f"({s['pace']:.3g} time units per CPU s) reaching t = {float(self.target):g} "
-                f"would take {s['projected_cpu']:.3g} CPU s, more than {PACE_FACTOR:g} times "
-                f"the {s['left_cpu']:g} CPU s left of the proof's budget")
+                f"CPU s of its own: even at the best pace it kept ({s['best_pace']:.3g} time "
+                f"units per CPU s; {s['pace']:.3g} over its last {100 * PACE_WINDOW:g}%) "
+                f"reaching t = {float(self.target):g} would take {s['projected_cpu']:.3g} CPU "
+                f"s, more than {PACE_FACTOR:g} times the {s['left_cpu']:g} CPU s left of the "
+                "proof's budget")
 
 
 def _applying(request) -> list:
@@ -367,12 +379,13 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     once. No enclosure is computed when the lemma holds at no mark in floats. After a failure
     it stops early, saying why, when the lemma's failing margins have stopped improving
     (:func:`stalled`; when they are within the enclosure's width it escalates instead). Each
-    enclosure to a mark is also stopped by its measured pace (:class:`_Pace`): when reaching
-    the mark would take more than :data:`PACE_FACTOR` times the CPU seconds left, or, when its
-    steps have collapsed, it escalates the digits. (An earlier rule projected the next mark's
-    cost from the last segment times its growth, before the look-ahead: it stopped
-    hyperplanes' paper-3d-negative-pair#0 at t1 = 1.5 with 73 of its 120 CPU s left, where the
-    proof succeeds within the budget; the pace rule is calibrated on that instance.)"""
+    enclosure to a mark is also stopped by its measured pace (:class:`_Pace`): when even at
+    its best pace reaching the mark would take more than :data:`PACE_FACTOR` times the CPU
+    seconds left, or, when its steps have collapsed, it escalates the digits. (An earlier rule
+    projected the next mark's cost from the last segment times its growth, before the
+    look-ahead: it stopped hyperplanes' paper-3d-negative-pair#0 at t1 = 1.5 with 73 of its
+    120 CPU s left, where the proof succeeds within the budget; the pace rule is calibrated on
+    traces of that instance.)"""
 
     instance = request.instance
     marks = _marks(last_mark)

@@ -240,3 +240,130 @@ def test_tokens_on_opposite_sides_have_no_follower_and_the_attempt_stops_early()
     tried = out.evidence["drift"]
     assert not tried["refuted"] and "no trapped side has two tokens" in tried["reason"]
     assert max(tried["marks_tried"]) < 6  # stopped, not run to the horizon 3T/2 = 6
+
+
+# --------------------------------------------------------------- the imaginary axis, exactly
+TURN_V = [[1, 0, 0], [0, 0, Fraction(-1, 2)], [0, Fraction(1, 2), 0]]  # 1 and ±i/2
+TURN_X0 = [[1, 0, 0], [Fraction(1, 2), Fraction(1, 2), 0]]
+
+
+def _companion(coefficients):
+    """The companion matrix of the monic x^d + c_{d-1} x^{d-1} + ... + c_0 (``[c_0, ...]``)."""
+    d = len(coefficients)
+    return [[1 if a == b + 1 else 0 for b in range(d - 1)] + [-coefficients[a]]
+            for a in range(d)]
+
+
+@pytest.mark.parametrize("V", [
+    TURN_V,
+    [[2, 0], [0, 0]],  # the eigenvalue 0
+    _companion([-1, 0, -2, 0]),  # x^4 - 2x^2 - 1: ±i·sqrt(√2 - 1) from a quadratic factor
+    _companion([1, 0, 0, 0]),  # x^4 + 1: no root on the axis, all four have |Re| = 1/√2
+    _companion([1, 1, 2, 1]),  # (x^2 + 1)(x^2 + x + 1): ±i, and -1/2 ± i√3/2 off the axis
+    [[1, 1], [0, -1]],
+], ids=["rotation", "zero", "quartic", "x4+1", "mixed", "real"])
+def test_the_exact_imaginary_axis_roots_agree_with_30_digit_eigenvalues(V):
+    """Independent route: mpmath's eigenvalues at 30 digits; a root is on the axis exactly when
+    its real part is below 1e-25 there (none of these is merely close)."""
+    import mpmath
+
+    with mpmath.workdps(30):
+        values = mpmath.eig(mpmath.matrix([[mpmath.mpf(Fraction(v).numerator)
+                                            / Fraction(v).denominator for v in row]
+                                           for row in V]), left=False, right=False)
+    on_axis = sorted(complex(v).imag for v in values if abs(mpmath.re(v)) < 1e-25)
+    found = hyperplane_drift.imaginary_axis_roots(V)
+    assert sorted(float(box.imag.mid()) for box, _ in found) == pytest.approx(on_axis, abs=1e-12)
+    for box, nonzero in found:
+        assert nonzero == (not box.imag.contains(0))
+        assert box.real == 0
+
+
+def _balls_decide_no_sign(V):
+    """Without the exact axis test (the eigenvalue balls alone) the lemma was undecided: no
+    eigenvalue has a certified negative real part, not all a positive one."""
+    values, _, _ = acb_mat([[arb(Fraction(v).numerator) / Fraction(v).denominator
+                             for v in row] for row in V]).eig(left=True, right=True)
+    assert not any(v.real < 0 for v in values) and not all(v.real > 0 for v in values)
+
+
+def test_a_follower_along_an_eigenvalue_on_the_imaginary_axis_turns_forever():
+    """V with the eigenvalues 1, ±i/2: the balls alone decide no sign (undecided before); the
+    exact test puts ±i/2 on the axis and the follower turns about its leader. Independent route:
+    a 30-digit run to t = t1 + 4π + 1, against the lemma's closed form
+    ψ*(z_1 - z_0) = e^{-μt} ψ*(c_1(t)), |ψ*(c_1(t)) - ψ*(c_1(t1))| ≤ |ψ*| r: the modulus stays
+    ≥ η, the phase turns like e^{-μt}, and half a turn later (t + π/ω) the component has moved
+    by ≥ 2η: no limit."""
+    import math
+
+    from verify.flow.simulate import simulate
+
+    _, document = _document(TURN_V, TURN_X0)
+    conclusions = document["conclusions"]
+    assert check_certificate(document).valid
+    _balls_decide_no_sign(TURN_V)
+    assert conclusions["behaviour"] == "turns" and conclusions["drifting"] == []
+    [witness] = conclusions["turning"]
+    assert (witness["follower"], witness["leader"]) == (1, 0)
+    assert parse_ball(witness["frequency"]).contains(arb(1) / 2)
+    assert "turn" in {q["name"] for q in document["inequalities"]}
+    t1, r = float(Fraction(conclusions["t1"])), float(Fraction(conclusions["r"]))
+    eta = float(parse_ball(witness["eta"]).lower())
+    values, left, _ = acb_mat([[arb(Fraction(v).numerator) / Fraction(v).denominator
+                                for v in row] for row in TURN_V]).eig(left=True, right=True)
+    j = next(j for j in range(3) if abs(complex(values[j].mid()) - 0.5j) < 1e-9)
+    mu, psi = complex(values[j].mid()), np.array([complex(left[j, a].mid()) for a in range(3)])
+    half_turn = math.pi / 0.5
+    times = [t1 + k * 0.25 for k in range(int(2 * half_turn / 0.25) + 4)]
+    traj = simulate(Instance(Model(V=TURN_V), TURN_X0), times[-1] + half_turn,
+                    checkpoints=[0, *sorted([*times, *(t + half_turn for t in times)])],
+                    precision=30)
+    assert traj.error_estimate < 1e-20
+    at = {round(float(t), 9): k for k, t in enumerate(traj.t)}
+    start = psi @ (traj.x[at[round(t1, 9)], 1] - traj.x[at[round(t1, 9)], 0])  # ψ*(c_1(t1))
+    for t in times:
+        z = traj.z[at[round(t, 9)]]
+        component = psi @ (z[1] - z[0])
+        assert abs(component) >= eta
+        assert abs(np.exp(mu * t) * component - start) <= np.linalg.norm(psi) * r + 1e-20
+        later = traj.z[at[round(t + half_turn, 9)]]
+        assert abs(psi @ (later[1] - later[0]) - component) >= 2 * eta
+
+
+def test_a_simple_zero_eigenvalue_with_the_rest_positive_gives_convergence():
+    """V = diag(1, 0): the follower keeps its second coordinate and converges, not to its
+    leader. Independent route: a 30-digit run — z_1 - z_0 tends to (0, c(t1)_2) within r."""
+    from verify.flow.simulate import simulate
+
+    V, x0 = [[1, 0], [0, 0]], [[1, Fraction(1, 3)], [Fraction(1, 2), Fraction(1, 2)]]
+    _, document = _document(V, x0)
+    document = {**document, "facts": []}  # nothing drifts
+    conclusions = document["conclusions"]
+    assert check_certificate(document).valid
+    assert conclusions["behaviour"] == "converges" and "kernel" in conclusions
+    _balls_decide_no_sign(V)
+    assert "followers-converge" in {q["name"] for q in document["inequalities"]}
+    t1, r = float(Fraction(conclusions["t1"])), float(Fraction(conclusions["r"]))
+    traj = simulate(Instance(Model(V=V), x0), 12, checkpoints=49, precision=30)
+    k1 = next(k for k, t in enumerate(traj.t) if t >= t1)
+    c2 = traj.x[k1, 1, 1] - traj.x[k1, 0, 1]
+    for k in range(k1, len(traj.t)):
+        offset = traj.z[k, 1] - traj.z[k, 0]
+        assert abs(offset[1] - c2) <= r  # e^{-tV} keeps the kernel's component of c_1(t)
+    assert abs(traj.z[-1, 1, 0] - traj.z[-1, 0, 0]) < 1e-4 and abs(c2) > 0.1
+
+
+def test_a_turning_follower_refutes_convergence():
+    out = certify_drift(_request(TURN_V, TURN_X0, ConclusionSpec("converges", {})), UNDECIDED)
+    assert out.verdict is InstanceVerdict.VIOLATED and out.basis.value == "certificate"
+    assert check_certificate(out.certificate["document"]).valid
+    assert "turns about it forever" in out.reason and "imaginary axis" in out.reason
+
+
+def test_a_tampered_turning_certificate_is_rejected():
+    _, document = _document(TURN_V, TURN_X0)
+    document = json.loads(json.dumps(document))
+    for change in (lambda d: d["conclusions"].update(behaviour="drifts"),
+                   lambda d: d["conclusions"]["turning"][0].update(frequency="1"),
+                   lambda d: d["instance"]["V"][1].__setitem__(2, "-1/3")):
+        assert not _tampered(document, change).valid

@@ -5,6 +5,7 @@ import time
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -310,3 +311,156 @@ def test_order_fact_holds_across_long_steps():
     order = sorted(range(instance.n), key=lambda i: instance.x0[i, 0])
     for i, j in zip(order, order[1:], strict=False):
         assert fact["smallest_gap"] <= float((z[j, 0] - z[i, 0]).upper())
+
+
+def test_a_good_triple_proof_carries_the_followers_drift_beside_it(tmp_path):
+    """After a hyperplanes (good-triple) proof, lemma hyperplane-drift on the same enclosure at
+    the same t1: V = diag(1, -1/2), both tokens on one side, far apart along φ1 (both lemmas
+    hold on the exact tokens, t1 = 0), the follower drifts like e^(t/2). The claim's verdict
+    and certificate are the good triple's; the drift is in the evidence and in the statement,
+    and its own certificate is written beside and accepted."""
+    from verify.model import Instance, Model
+    from verify.proof import write_certificate
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("symmetric-middle")
+    instance = Instance(Model(V=[[1, 0], [0, Fraction(-1, 2)]]),
+                        [[10, 0], [9, 1]], name="drift#0")
+    request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
+                           family.precision, dict(claim.parameters))
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
+    document = result.certificate["document"]
+    assert document["lemma"]["id"] == "good-triple" and check_certificate(document).valid
+    drift = result.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "drifts" and drift["t1"] == result.certificate["t1"]
+    assert drift["sides"] == {"plus": {"leader": 0, "followers": [1], "behaviour": "drifts",
+                                       "certified": [1], "rates": ["0.5"]}}
+    assert "side plus (leader 0): 1 of 1 followers drift away along their hyperplane like " \
+           "e^(0.5 t)" in result.reason
+    [companion] = result.certificate["companions"]
+    assert companion["document"]["lemma"]["id"] == "hyperplane-drift"
+    assert companion["document"]["enclosure"]["tokens"] == document["enclosure"]["tokens"]
+    assert check_certificate(companion["document"]).valid
+    record = write_certificate({"claim": claim.id, "family": family.name, "k": 0,
+                                "result": result.to_json()}, tmp_path)
+    written = InstanceResult.from_json(record["result"]).certificate
+    files = [written["file"], written["companions"][0]["file"]]
+    assert files[1] == "certificates/hyperplanes-symmetric-middle-0-hyperplane-drift.json"
+    assert all(check_file(tmp_path / f).valid for f in files)
+
+
+def test_a_good_triple_proof_whose_drift_is_undecided_is_unchanged(monkeypatch):
+    """The drift lemma failing at t1 (here: made to fail) leaves the proof as it is and says
+    why in the evidence."""
+    import verify.proof._prove as prove
+
+    original = prove.try_lemma
+
+    def no_drift(lemma, instance, enclosure, t1):
+        if lemma == "hyperplane-drift":
+            return None, "the leaders at t = 2 do not trap the followers: lead-plus fails"
+        return original(lemma, instance, enclosure, t1)
+
+    monkeypatch.setattr(prove, "try_lemma", no_drift)
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    request = _request(claim, "symmetric-middle")
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE and "companions" not in result.certificate
+    drift = result.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "undecided" and "lead-plus fails" in drift["reason"]
+    assert "decides nothing about the followers" in result.reason
+
+
+# ------------------------------------------------------------------- the pace stop (fake clock)
+#: The 128-bit enclosure of hyperplanes paper-3d-negative-pair#0 to t* = 3 (proved there):
+#: (CPU s, t reached), every 2 CPU s (traced on this machine, load 2-10). A slow stretch at
+#: t = 0.7..1.2, then five times faster: the calibration case of the pace stop.
+NEGATIVE_PAIR = [
+    (0.0, 0.0), (2.0, 0.0722), (4.0, 0.1874), (6.0, 0.2513), (8.0, 0.3214), (10.0, 0.3698),
+    (12.1, 0.4629), (14.1, 0.5602), (16.1, 0.6169), (18.0, 0.6548), (20.0, 0.6889),
+    (22.0, 0.7253), (24.1, 0.7541), (26.1, 0.772), (28.0, 0.7876), (30.0, 0.8054),
+    (32.0, 0.8232), (34.1, 0.8424), (36.1, 0.8636), (38.0, 0.8868), (40.0, 0.9119),
+    (42.1, 0.9423), (44.1, 0.9681), (46.1, 1.0331), (48.0, 1.0807), (50.1, 1.1003),
+    (52.1, 1.1132), (54.1, 1.1259), (56.1, 1.1424), (58.1, 1.1682), (60.1, 1.2178),
+    (62.1, 1.304), (64.1, 1.4187), (66.1, 1.5335), (68.0, 1.654), (70.0, 1.7802),
+    (72.1, 1.8949), (74.0, 2.0097), (76.1, 2.1647), (78.0, 2.3332), (80.1, 2.517),
+    (82.0, 2.6589), (84.0, 2.7623), (86.0, 2.8751), (88.0, 2.9879), (88.2, 3.0)]
+#: random-good-triple#0's 128-bit enclosure: steady, then its steps collapse at t = 1.9636
+#: (the balls lose their accuracy; it failed 38 CPU s later).
+COLLAPSING = [(0.0, 0.0), (10.1, 1.1571), (20.0, 1.4879), (30.0, 1.6965), (40.1, 1.8537),
+              (48.0, 1.9505), (49.5, 1.9635), (88.0, 1.9635)]
+
+
+def _replay(profile, budget, target, *, slower=1.0, step_cpu=0.05):
+    """Drive a _Pace with a fake clock along ``profile`` ((CPU s, t) points, linearly
+    interpolated; CPU times multiplied by ``slower``), one step per ``step_cpu`` CPU s, until it
+    stops or the target is reached: the pace, the CPU spent and the t reached."""
+    import numpy as np
+
+    from verify.proof._prove import _Pace
+
+    cpu, ts = (np.array([p[i] for p in profile]) for i in (0, 1))
+    clock = SimpleNamespace(seconds=budget, spent=0.0)
+    clock.now, clock.remaining = lambda: clock.spent, lambda: budget - clock.spent
+    enclosure = SimpleNamespace(t=Fraction(0), steps=[])
+    pace = _Pace(lambda: clock.spent > budget, enclosure, Fraction(target), clock)
+    while enclosure.t < target and not pace():
+        clock.spent += step_cpu
+        t = Fraction(float(np.interp(clock.spent / slower, cpu, ts))).limit_denominator(10**15)
+        enclosure.steps.append(SimpleNamespace(h=max(t - enclosure.t, Fraction(1, 10**20))))
+        enclosure.t = max(t, enclosure.t)
+    return pace, clock.spent, float(enclosure.t)
+
+
+def test_the_pace_stop_spares_the_provable_instance_it_is_calibrated_on():
+    pace, spent, reached = _replay(NEGATIVE_PAIR, 120.0, 3)
+    assert pace.stopped is None and reached == 3 and spent < 90
+    # 30 % slower (115 CPU s of its 120): still not stopped
+    pace, spent, reached = _replay(NEGATIVE_PAIR, 120.0, 3, slower=1.3)
+    assert pace.stopped is None and reached == 3
+
+
+def test_the_pace_stop_ends_an_enclosure_that_cannot_reach_its_target_and_says_why():
+    # the same enclosure twice as slow needs 176 CPU s: stopped well before the budget ends
+    pace, spent, reached = _replay(NEGATIVE_PAIR, 120.0, 3, slower=2.0)
+    s = pace.stopped
+    assert s is not None and not s["collapsed"] and spent < 120 and reached < 3
+    assert s["projected_cpu"] > 2 * s["left_cpu"] - 0.1  # both rounded in the record
+    assert s["reached"] == pytest.approx(reached, abs=1e-4)
+    why = pace.reason()
+    assert why.startswith(f"the enclosure stopped early at t = {s['reached']:g} after "
+                          f"{s['cpu_spent']:g} CPU s")
+    assert "even at the best pace it kept" in why and "reaching t = 3 would take" in why
+    assert f"{s['left_cpu']:g} CPU s left" in why
+
+
+def test_collapsing_steps_are_told_apart_from_a_slow_enclosure():
+    pace, spent, reached = _replay(COLLAPSING, 120.0, Fraction(5, 2))
+    assert pace.stopped is not None and pace.stopped["collapsed"]
+    assert 49.5 < spent < 60 and reached == pytest.approx(1.9635, abs=1e-4)
+    assert pace.reason().startswith("the enclosure's steps collapsed at t = 1.9635")
+
+
+def test_a_stopped_enclosure_leaves_the_estimate_and_the_proof_record_says_why(monkeypatch):
+    # a fake CPU clock (one unit per reading) and a pace rule made eager: the proof of
+    # square-with-centre (t* = 1) stops early; the estimate-based verdict stands
+    import itertools
+
+    import verify.proof._prove as prove
+
+    ticks = itertools.count()
+    monkeypatch.setattr(prove, "time", SimpleNamespace(
+        thread_time=lambda: float(next(ticks)), perf_counter=time.perf_counter,
+        monotonic=time.monotonic, process_time=time.process_time))
+    monkeypatch.setattr(prove, "PACE_FACTOR", 1e-3)
+    monkeypatch.setattr(prove, "PACE_STEPS", 2)
+    monkeypatch.setattr(prove, "PACE_WINDOW", 0.5)
+    result, proof = _prove_square_with_centre(200)  # enough without the eager rule
+    assert result.basis is None and result.verdict is InstanceVerdict.INCONCLUSIVE
+    assert proof["stopped_early"]["target"] == "1" and not proof["stopped_early"]["collapsed"]
+    assert "the enclosure stopped early at t = " in proof["reason"]
+    assert proof["enclosure"]["status"] == "budget"
+    assert proof["enclosure"]["message"] in proof["reason"]

@@ -385,18 +385,26 @@ FACTS.update({"equilibrium-limit": equilibrium_limit, "limit-at-token": limit_at
 
 # ------------------------------------------------------------------ hyperplane drift (Theorem 4.2)
 def follower_drifts(inst, lemma, conclusions, fact):
-    r"""A follower's rescaled token is unbounded: :math:`|\psi^*(z_k - z_\ell)| \ge \eta
-    e^{|\operatorname{Re}\mu| t}` for all :math:`t \ge t_1` (lemma ``hyperplane-drift``), so
-    :math:`z_k` has no limit and :math:`|z_k - z_\ell| \to \infty`: every statement that each
-    rescaled token converges, or that they reach consensus, is false on this instance."""
+    r"""A follower's rescaled token has no limit (lemma ``hyperplane-drift``): it **drifts**,
+    :math:`|\psi^*(z_k - z_\ell)| \ge \eta e^{|\operatorname{Re}\mu| t}` for all :math:`t \ge
+    t_1`, so :math:`|z_k - z_\ell| \to \infty`; or it **turns**, :math:`|\psi^*(z_k - z_\ell)|
+    \ge \eta` while :math:`e^{i\omega t}\psi^*(z_k - z_\ell)` converges (:math:`\mu = i\omega`,
+    :math:`\omega \ne 0`). Either way every statement that each rescaled token converges, or
+    that they reach consensus, is false on this instance."""
     wrong = _need(lemma, "hyperplane-drift")
     if wrong:
         return wrong
     if str(fact.get("variable", "z")) != "z":
         return False, "the drift is certified for the rescaled tokens z only."
+    behaviour = conclusions["behaviour"]
+    if behaviour == "turns" and conclusions.get("turning"):
+        first = conclusions["turning"][0]
+        return True, (f"z_{first['follower']} turns about its leader z_{first['leader']} "
+                      f"forever (frequency {float(parse_ball(first['frequency']).mid()):.3g}, "
+                      "at a distance bounded below): it has no limit.")
     drifting = conclusions["drifting"]
-    if conclusions["behaviour"] != "drifts" or not drifting:
-        return False, f"no follower is certified to drift ({conclusions['behaviour']})."
+    if behaviour != "drifts" or not drifting:
+        return False, f"no follower is certified to drift ({behaviour})."
     first = drifting[0]
     return True, (f"z_{first['follower']} drifts away from its leader z_{first['leader']} "
                   f"like e^({float(parse_ball(first['rate']).mid()):.3g} t) along its "

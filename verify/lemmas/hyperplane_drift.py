@@ -44,12 +44,34 @@ eigenvector :math:`\psi^*` of :math:`V` with eigenvalue :math:`\mu`:
   \mu| t}` for all :math:`t \ge t_1`: follower :math:`k` is unbounded (:math:`|z_k(t)| \to
   \infty`) while :math:`\varphi_1^*(z_k(t))` converges — it drifts along its hyperplane of
   Theorem 4.2 forever, and **not every token converges**;
-* **converges** — if every eigenvalue of :math:`V` has positive real part, :math:`e^{-tV}c_k(t)
-  \to 0`: the whole side converges to the leader's limit.
+* **converges** — if every eigenvalue of :math:`V` has positive real part, except perhaps a
+  simple eigenvalue 0: :math:`e^{-tV}c_k(t) \to \Pi_0 c_k^\infty` (:math:`\Pi_0` the spectral
+  projection of the eigenvalue 0; without it the limit is 0): every token of the side
+  converges — to the leader's limit when 0 is not an eigenvalue (``kernel`` absent), to
+  :math:`\lim z_\ell + \Pi_0 c_k^\infty` when it is;
+* **turns** — if no follower drifts, :math:`\mu = i\omega` with :math:`\omega \ne 0` (on the
+  imaginary axis, decided exactly below) and :math:`\eta = |\psi^*(c_k(t_1))| - |\psi^*|\,r >
+  0`, then :math:`|\psi^*(z_k(t) - z_\ell(t))| \ge \eta` for all :math:`t \ge t_1` while
+  :math:`e^{i\omega t}\psi^*(z_k(t) - z_\ell(t))` converges to a limit of modulus
+  :math:`\ge \eta`: follower :math:`k` turns about its leader forever and has **no limit**.
 
-Otherwise (an eigenvalue on the imaginary axis, or no follower with a certified component along
-an eigenvalue of negative real part) the behaviour is *undecided* and nothing is claimed beyond
-the Boolean attention.
+Otherwise (no follower with a certified component along an eigenvalue of negative real part or
+of one on the imaginary axis other than 0, and not the case of convergence) the behaviour is
+*undecided* and nothing is claimed beyond the Boolean attention.
+
+**The imaginary axis, exactly.** In balls the real part of an eigenvalue on the imaginary axis
+is a ball around 0, which decides no sign. Over :math:`\mathbb Q`: write the characteristic
+polynomial of the exact :math:`V` as :math:`p(x) = a(x^2) + x\,b(x^2)`; for real :math:`\omega`,
+:math:`p(i\omega) = a(-\omega^2) + i\omega\, b(-\omega^2)` with :math:`a, b` real, so the
+eigenvalues on the imaginary axis are 0 when :math:`p(0) = 0` and :math:`\pm i\sqrt{-y}` for
+the real roots :math:`y < 0` of :math:`q = \gcd(a, b)`. :math:`q` is computed and factored
+over :math:`\mathbb Q` (FLINT); a linear factor gives :math:`y` exactly, a higher one its real
+roots in Arb boxes whose realness and sign Arb certifies (a sign it does not decide gives no
+root: *undecided*). Such a root :math:`\nu` is the eigenvalue :math:`\mu_j` of the ball
+:math:`\beta_j` of the rigorous eigen-decomposition when :math:`\nu`'s box meets
+:math:`\beta_j` and no other :math:`\beta_i` (the :math:`\beta`'s are disjoint and each holds
+exactly one eigenvalue, :math:`\nu` is one of them); then :math:`\operatorname{Re}\mu_j = 0`
+exactly, and :math:`\mu_j \ne 0` iff :math:`y \ne 0`.
 
 *Proof.* (1) Suppose :math:`|c_k(t) - c_k(t_1)| \le r` for :math:`k \in C` on :math:`[t_1,
 t^*]`. With :math:`x_\ell = e^{\lambda_1 t}\alpha_\ell\varphi_1 + u_\ell` (good-triple
@@ -71,7 +93,16 @@ e^{\lambda_1 s} D` outside (the :math:`\alpha`'s stay in their range at :math:`t
 e^{-tV} V \sum_j P_{\ell j}(x_j - x_\ell)` is bounded by :math:`e^{\|V\| t}` times the doubly
 exponentially small weights of (1): integrable, so :math:`z_\ell` converges. (4)
 :math:`\psi^*(z_k - z_\ell) = \psi^*(e^{-tV}c_k) = e^{-\mu t}\psi^*(c_k(t))` and
-:math:`|\psi^*(c_k(t)) - \psi^*(c_k(t_1))| \le |\psi^*|\,r`. ∎
+:math:`|\psi^*(c_k(t)) - \psi^*(c_k(t_1))| \le |\psi^*|\,r`. (5) *Turns*: with :math:`\mu =
+i\omega`, :math:`|e^{-\mu t}| = 1`, so :math:`|\psi^*(z_k - z_\ell)| = |\psi^*(c_k(t))| \ge \eta`
+and :math:`e^{i\omega t}\psi^*(z_k - z_\ell) = \psi^*(c_k(t)) \to L := \psi^*(c_k^\infty)`,
+:math:`|L| \ge \eta > 0`. If :math:`z_k` converged, so would :math:`z_k - z_\ell` (by (3)), to
+some :math:`w`, and :math:`e^{-i\omega t}L = \psi^*(w) + o(1)`: but :math:`e^{-i\omega t}L`
+has no limit for :math:`\omega \ne 0`, :math:`L \ne 0`. (6) *Converges*: with the spectral
+projections, :math:`e^{-tV} = \Pi_0 + e^{-tV}(I - \Pi_0)` (:math:`\Pi_0 = 0` when 0 is not an
+eigenvalue; a simple eigenvalue 0 has :math:`V\Pi_0 = 0`), and :math:`\|e^{-tV}(I - \Pi_0)\|
+\le C e^{-\epsilon t}` for :math:`0 < \epsilon <` the smallest positive real part; :math:`c_k(t)`
+is bounded and converges (2), so :math:`z_k - z_\ell = e^{-tV}c_k(t) \to \Pi_0 c_k^\infty`. ∎
 
 Example — :math:`V = \operatorname{diag}(1, -\tfrac12)`, :math:`Q = K = I`, two tokens on the
 same side: the leader (the larger :math:`x^{(1)}`) keeps still, the follower's first coordinate
@@ -100,13 +131,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from flint import acb, acb_mat, arb, arb_mat
+from flint import acb, acb_mat, arb, arb_mat, fmpq, fmpq_mat, fmpq_poly
 
 from verify.lemmas import good_triple
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
 from verify.lemmas.good_triple import _two_norm_bound, _vec
 
-__all__ = ["ID", "check"]
+__all__ = ["ID", "check", "imaginary_axis_roots"]
 
 ID = "hyperplane-drift"
 
@@ -195,16 +226,52 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
     return report
 
 
-def _behaviour(report: LemmaReport, inst, offsets: dict, r: Fraction) -> dict:
-    """The followers' behaviour (module docstring): a drift witness per follower (the
-    eigenvalue of negative real part with the largest certified :math:`\\eta`), else
-    convergence when every eigenvalue of ``V`` has a positive real part, else undecided."""
-    d = inst.d
-    values, left, _ = acb_mat([[exact(v) for v in row] for row in inst.V]).eig(
-        left=True, right=True)
-    stable = [j for j in range(d) if values[j].real < 0]
+def imaginary_axis_roots(V: list) -> list[tuple[acb, bool]]:
+    r"""The eigenvalues of the exact matrix ``V`` on the imaginary axis (module docstring, "The
+    imaginary axis, exactly"): ``(box, nonzero)`` per eigenvalue, the box at the working
+    precision; a root of a higher factor of :math:`q` whose sign Arb does not decide is left out.
+
+    >>> from fractions import Fraction as F
+    >>> [(complex(box.mid()), nonzero) for box, nonzero in imaginary_axis_roots(
+    ...     [[1, 0, 0], [0, 0, F(-1, 2)], [0, F(1, 2), 0]])]
+    [(0.5j, True), (-0.5j, True)]
+    >>> imaginary_axis_roots([[2, 0], [0, 0]])[0][1], imaginary_axis_roots([[1, 1], [0, -1]])
+    (False, [])
+    """
+    d = len(V)
+    entries = [Fraction(v) for row in V for v in row]
+    p = fmpq_mat(d, d, [fmpq(v.numerator, v.denominator) for v in entries]).charpoly()
+    coefficients = p.coeffs()
+    found: list[tuple[acb, bool]] = [(acb(0), False)] if coefficients[0] == 0 else []
+    q = fmpq_poly(coefficients[0::2]).gcd(fmpq_poly(coefficients[1::2]))
+    for factor, _ in q.factor()[1] if q.degree() >= 1 else []:
+        if factor.degree() == 1:  # c1 y + c0: y = -c0/c1, exactly
+            c0, c1 = (Fraction(int(c.p), int(c.q)) for c in factor.coeffs())
+            roots = [exact(-c0 / c1)] if -c0 / c1 < 0 else []
+        else:  # a real root's box decides its sign, or the root is left out
+            roots = [y.real for y, _ in factor.complex_roots() if y.imag == 0 and y.real < 0]
+        for y in roots:
+            w = (-y).sqrt()
+            found += [(acb(0, w), True), (acb(0, -w), True)]
+    return found
+
+
+def _on_axis(V: list, values) -> dict[int, bool]:
+    """The eigenvalue balls ``values[j]`` (rigorous, disjoint, one eigenvalue each) whose
+    eigenvalue is on the imaginary axis, exactly: ``{j: nonzero}``."""
+    d, matched = len(V), {}
+    for box, nonzero in imaginary_axis_roots(V):
+        meets = [j for j in range(d) if values[j].overlaps(box)]
+        if len(meets) == 1:
+            matched[meets[0]] = nonzero
+    return matched
+
+
+def _witnesses(eigen: list[int], left, offsets: dict, r: Fraction, d: int) -> dict:
+    """The largest certified :math:`\\eta > 0` of each follower over the left eigenvectors of
+    the eigenvalues ``eigen``: ``{k: (eta, leader, side, j)}``."""
     best = {}
-    for j in stable:
+    for j in eigen:
         psi = [left[j, a] for a in range(d)]
         size = _norm([abs(p) for p in psi])
         for name, (lead, c) in sorted(offsets.items()):
@@ -214,18 +281,48 @@ def _behaviour(report: LemmaReport, inst, offsets: dict, r: Fraction) -> dict:
                 eta = abs(sum((p * v for p, v in zip(psi, c[k], strict=True)), acb(0))) \
                     - size * exact(r)
                 if k not in best or eta.lower() > best[k][0].lower():
-                    best[k] = (eta, lead, name, -values[j].real)
-    drifting = [{"follower": k, "leader": lead, "side": name, "rate": ball_text(rate),
-                 "eta": ball_text(eta)}
-                for k, (eta, lead, name, rate) in sorted(best.items()) if eta > 0]
-    if drifting:
-        strongest = max((best[w["follower"]][0] for w in drifting), key=lambda e: e.lower())
+                    best[k] = (eta, lead, name, j)
+    return {k: w for k, w in best.items() if w[0] > 0}
+
+
+def _behaviour(report: LemmaReport, inst, offsets: dict, r: Fraction) -> dict:
+    """The followers' behaviour (module docstring): a drift witness per follower (the
+    eigenvalue of negative real part with the largest certified :math:`\\eta`), else a turning
+    one (an eigenvalue on the imaginary axis other than 0, decided exactly), else convergence
+    when every eigenvalue of ``V`` has a positive real part but perhaps a simple 0, else
+    undecided."""
+    d = inst.d
+    values, left, _ = acb_mat([[exact(v) for v in row] for row in inst.V]).eig(
+        left=True, right=True)
+    best = _witnesses([j for j in range(d) if values[j].real < 0], left, offsets, r, d)
+    if best:
+        drifting = [{"follower": k, "leader": lead, "side": name,
+                     "rate": ball_text(-values[j].real), "eta": ball_text(eta)}
+                    for k, (eta, lead, name, j) in sorted(best.items())]
+        strongest = max((w[0] for w in best.values()), key=lambda e: e.lower())
         report.require("drift", strongest, "a follower k keeps |ψ*(z_k - z_leader)| ≥ η "
                        "e^(|Re μ| t) along a left eigenvector ψ* of V with Re μ < 0")
         return {"behaviour": "drifts", "drifting": drifting}
-    smallest = min((values[j].real for j in range(d)), key=lambda v: v.lower())
-    if smallest > 0:
+    axis = _on_axis(inst.V, values)
+    best = _witnesses([j for j, nonzero in axis.items() if nonzero], left, offsets, r, d)
+    if best:
+        turning = [{"follower": k, "leader": lead, "side": name,
+                    "frequency": ball_text(abs(values[j].imag)), "eta": ball_text(eta)}
+                   for k, (eta, lead, name, j) in sorted(best.items())]
+        strongest = max((w[0] for w in best.values()), key=lambda e: e.lower())
+        report.require("turn", strongest, "a follower k keeps |ψ*(z_k - z_leader)| ≥ η while "
+                       "e^(iωt) ψ*(z_k - z_leader) converges, along a left eigenvector ψ* of V "
+                       "with the eigenvalue iω, ω ≠ 0 (on the imaginary axis, exactly)")
+        return {"behaviour": "turns", "drifting": [], "turning": turning}
+    zero = [j for j, nonzero in axis.items() if not nonzero]
+    others = [j for j in range(d) if j not in axis]
+    if len(zero) == len(axis) and all(values[j].real > 0 for j in others):
+        smallest = min((values[j].real for j in others), key=lambda v: v.lower())
         report.require("followers-converge", smallest, "every eigenvalue of V has a positive "
-                       "real part: e^(-tV) c_k(t) → 0")
+                       "real part" + (" but a simple 0" if zero else "") + ": e^(-tV) c_k(t) "
+                       "converges")
+        if zero:
+            return {"behaviour": "converges", "drifting": [], "kernel": "each follower tends "
+                    "to lim z_leader + Π0 c_k(∞) (V has the simple eigenvalue 0)"}
         return {"behaviour": "converges", "drifting": []}
     return {"behaviour": "undecided", "drifting": []}

@@ -5,9 +5,11 @@ For a good triple whose ``V`` has an eigenvalue of negative real part, the resca
 side of :math:`\{\varphi_1^* = 0\}` end up attending to one leader, and a follower's offset to it
 is :math:`e^{-tV}c_k(t)` with :math:`c_k` certified nearly constant
 (:mod:`verify.lemmas.hyperplane_drift`): it grows like :math:`e^{|\operatorname{Re}\mu| t}`
-while :math:`\varphi_1^*(z_k)` converges. :func:`certify_drift` **refutes** a conclusion that
-every rescaled token has a limit (``converges``, ``limit``, ``clusters``) or that they reach
-``consensus`` (:func:`~verify.proof._plans.drift_refutation`): it encloses the trajectory
+while :math:`\varphi_1^*(z_k)` converges; along an eigenvalue :math:`i\omega \ne 0` on the
+imaginary axis (decided exactly by the lemma) it turns forever. :func:`certify_drift`
+**refutes** a conclusion that every rescaled token has a limit (``converges``, ``limit``,
+``clusters``) or that they reach ``consensus`` (:func:`~verify.proof._plans.drift_refutation`):
+it encloses the trajectory
 (:class:`verify.enclosure.Enclosure`) at the marks :math:`t_1 = 0, \tfrac12, 1, \dots` up to
 the re-check horizon (again with twice the bits when the enclosure fails), asks the lemma at
 each, and once the independent checker accepts the certificate with the fact
@@ -18,7 +20,8 @@ refutation (it runs again on the re-check's request).
 It needs an enclosure, so it runs only with proofs on (``--proof-seconds``, or the claim's
 ``parameters.proof_seconds``: the same CPU budget as a proof) and only where it can succeed: a
 rescaled good-triple model (the lemmas of :func:`~verify.proof._lemmas.lemmas_for`) with an
-eigenvalue of ``V`` of negative real part, and a conclusion it refutes. Theorem 4.2's own
+eigenvalue of ``V`` of negative real part or near the imaginary axis off 0, and a conclusion it
+refutes. Theorem 4.2's own
 conclusions (the hyperplanes, the convergence of :math:`\varphi_1^*(z_i)`, the monotone
 extremes) are never among them. It stops early once the lemma's verdict on the followers is
 final: the good triple traps the tokens but no side has two of them, or the followers are
@@ -51,6 +54,8 @@ __all__ = ["certify_drift", "SETTLED"]
 
 #: Marks in a row at which the lemma holds without a drift before the attempt stops.
 SETTLED = 3
+#: A float64 eigenvalue of ``V`` this close to the imaginary axis (relative) may be on it.
+_AXIS = 1e-9
 _FINAL = "no trapped side has two tokens"
 
 
@@ -60,7 +65,11 @@ def _applies(request) -> bool:
         return False
     if not float(request.parameters.get("proof_seconds", _BUDGET.get())) > 0:
         return False
-    return bool(np.any(np.linalg.eigvals(np.asarray(model.V, dtype=float)).real < 0))
+    values = np.linalg.eigvals(np.asarray(model.V, dtype=float))
+    # an eigenvalue of negative real part, or one near the imaginary axis off 0 (the lemma
+    # decides exactly whether it is on it): only where a follower can have no limit
+    near_axis = np.abs(values.real) <= _AXIS * max(1.0, float(np.max(np.abs(values))))
+    return bool(np.any(values.real < 0) or np.any(near_axis & (values.imag != 0)))
 
 
 def certify_drift(request, result: InstanceResult) -> InstanceResult:
@@ -83,12 +92,19 @@ def certify_drift(request, result: InstanceResult) -> InstanceResult:
     if document is None:
         return replace(result, evidence={**result.evidence, "drift": tried})
     check = check_certificate(document)
-    witness = document["conclusions"]["drifting"][0]
-    rate = float(parse_ball(witness["rate"]).mid())
+    conclusions = document["conclusions"]
+    if conclusions["behaviour"] == "turns":
+        witness = conclusions["turning"][0]
+        how = (f"turns about it forever with frequency "
+               f"{float(parse_ball(witness['frequency']).mid()):.4g} (an eigenvalue of V on the "
+               "imaginary axis, decided exactly), at a distance bounded below")
+    else:
+        witness = conclusions["drifting"][0]
+        how = (f"drifts away from it along its hyperplane of Theorem 4.2 like "
+               f"e^({float(parse_ball(witness['rate']).mid()):.4g} t)")
     statement = (f"violated on this instance (for all t ≥ 0): {where} says every rescaled "
                  f"token has a limit, but from t1 = {document['enclosure']['t1']} on token "
-                 f"{witness['follower']} attends to its leader {witness['leader']} and drifts "
-                 f"away from it along its hyperplane of Theorem 4.2 like e^({rate:.4g} t) "
+                 f"{witness['follower']} attends to its leader {witness['leader']} and {how} "
                  f"(rigorous enclosure on [0, t1], then lemma {ID}; the independent checker "
                  "accepts the certificate).")
     margin = min(float(q.margin.lower()) for q in check.inequalities)

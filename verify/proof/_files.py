@@ -1,6 +1,8 @@
 """Certificate files: a proved instance's certificate document moves from the result record to
 ``<run>/certificates/<claim>-<family>-<k>.json`` (written atomically, like every file of a
-run), and the result keeps its path."""
+run), and the result keeps its path; a companion document (a lemma checked beside the proof on
+the same enclosure, e.g. the followers' drift after a good-triple proof) goes to
+``<claim>-<family>-<k>-<lemma>.json`` the same way."""
 
 from __future__ import annotations
 
@@ -25,9 +27,18 @@ def write_certificate(record: dict, out_dir: str | Path) -> dict:
         return record
     folder = Path(out_dir) / CERTIFICATE_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    name = f"{record['claim']}-{record['family']}-{record['k']}.json"
+    stem = f"{record['claim']}-{record['family']}-{record['k']}"
+    name = f"{stem}.json"
     write_atomic(folder / name, json.dumps(certificate["document"], indent=1, sort_keys=True))
     kept = {k: v for k, v in certificate.items() if k != "document"}
+    if certificate.get("companions"):
+        kept["companions"] = []
+        for companion in certificate["companions"]:
+            other = f"{stem}-{companion['lemma']}.json"
+            write_atomic(folder / other, json.dumps(companion["document"], indent=1,
+                                                    sort_keys=True))
+            kept["companions"].append({"lemma": companion["lemma"],
+                                       "file": f"{CERTIFICATE_FOLDER}/{other}"})
     record["result"] = replace(result, certificate={**kept, "file": f"{CERTIFICATE_FOLDER}/{name}"}
                                ).to_json()
     return record

@@ -51,8 +51,8 @@ from verify.errors import VerifyError
 from verify.flow.simulate import simulate
 from verify.judge._decision import proved
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
-from verify.lemmas import check_certificate, good_triple, leader_map
-from verify.lemmas._balls import ball_text, parse_ball
+from verify.lemmas import check_certificate, good_triple, hyperplane_drift, leader_map
+from verify.lemmas._balls import CheckFailure, ball_text, parse_ball
 from verify.numerics._monitor import _WALL_BUDGET
 from verify.proof._lemmas import lemmas_for, try_lemma
 from verify.proof._plans import NoPlan, plan_facts
@@ -100,8 +100,13 @@ class _Clock:
     proof too."""
 
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
         self.end = time.thread_time() + seconds
         self.shared = _WALL_BUDGET.get()
+
+    def now(self) -> float:
+        """This thread's CPU seconds (the clock the budget counts)."""
+        return time.thread_time()
 
     def remaining(self) -> float:
         """CPU seconds left (the wall budget, when nearer, in wall seconds)."""
@@ -118,6 +123,114 @@ def _expiry(request) -> _Clock:
     """The proof's clock: its budget is ``parameters.proof_seconds`` of the claim, or the
     current :func:`proof_budget`."""
     return _Clock(float(request.parameters.get("proof_seconds", _BUDGET.get())))
+
+
+#: The pace stop (:class:`_Pace`): an enclosure ends early when, even at the best pace it has
+#: kept (time reached per CPU second, over the last ``PACE_WINDOW`` of the CPU it had spent at
+#: each step, at least ``PACE_STEPS`` steps; or over its whole run), reaching its target would
+#: take more than ``PACE_FACTOR`` times the CPU seconds left; never before it has spent
+#: ``PACE_WARMUP`` of the proof budget. Calibrated on traced enclosures of the paper suite: the
+#: *current* pace is no guide — at their transient (t ≈ 0.7..1.2) hyperplanes'
+#: paper-3d-negative-pair#0 and paper-3d-positive-pair#0 (both proved within the budget) later
+#: go five and more times faster, and a rule on the current pace with a factor 8 stopped
+#: positive-pair at t = 1.09; the best pace so far was beaten later by at most 1.27-fold (on
+#: negative-pair), so the factor is 2.
+PACE_FACTOR = 2.0
+PACE_WINDOW = 0.1
+PACE_WARMUP = 0.1
+PACE_STEPS = 20
+#: The steps have collapsed (the enclosure is losing its accuracy, not just slow) when the
+#: window's pace is below this share of the best pace and the last step below this share of the
+#: median step so far: then more digits at once, not a stop.
+COLLAPSED = 1e-6
+
+
+class _Pace:
+    """Asked by :meth:`verify.enclosure.Enclosure.advance` before every step (as its
+    ``expired``): whether the proof's clock has run out, or the enclosure, even at the best
+    **measured** pace it has kept, cannot reach ``target`` within the CPU seconds left (the
+    constants above). It decides where effort goes, never a verdict: a stopped proof leaves the
+    estimate-based verdict as it is, and ``stopped`` says why (the target, the time reached, the
+    CPU seconds spent, the projected cost). The projection is in the measured pace (the steps'
+    sizes and costs, whatever makes them so: stiffness, widening balls), so it follows the
+    enclosure's speed instead of a fixed cost model. Where the steps have collapsed (the balls
+    lose their accuracy: the pace and the last step both below :data:`COLLAPSED` of their
+    usual size) ``collapsed`` is set, and the proof escalates the digits at once instead of
+    waiting for a step to fail.
+
+    Example — a fake enclosure that advances 0.001 per step at 1/8 CPU s per step, aiming at
+    t = 50 with a budget of 100 CPU s: once its window (the last 10% of the CPU it spent) holds
+    20 steps, at 23.9 s, its best pace (0.008 time units per CPU s) needs 6226 CPU s for the
+    rest, more than twice the 76 left::
+
+        >>> from types import SimpleNamespace
+        >>> clock = SimpleNamespace(seconds=100.0, spent=0.0)
+        >>> clock.now, clock.remaining = lambda: clock.spent, lambda: 100.0 - clock.spent
+        >>> enclosure = SimpleNamespace(t=Fraction(0), steps=[])
+        >>> pace = _Pace(lambda: False, enclosure, Fraction(50), clock)
+        >>> while not pace():
+        ...     clock.spent += 0.125
+        ...     enclosure.t += Fraction(1, 1000)
+        ...     enclosure.steps.append(SimpleNamespace(h=Fraction(1, 1000)))
+        >>> {k: pace.stopped[k] for k in ("reached", "cpu_spent", "projected_cpu", "left_cpu")}
+        {'reached': 0.191, 'cpu_spent': 23.88, 'projected_cpu': 6226.1, 'left_cpu': 76.12}
+    """
+
+    def __init__(self, expired: Callable[[], bool], enclosure, target: Fraction,
+                 clock) -> None:
+        self.expired, self.enclosure, self.clock = expired, enclosure, clock
+        self.mark, self.target, self.start = Fraction(target), float(target), clock.now()
+        self.samples: list[tuple[float, float, int]] = []  # (CPU spent, t, steps)
+        self.first = 0  # the window's first sample
+        self.best = 0.0  # the best pace so far, time units per CPU second
+        self.stopped: dict | None = None
+
+    def __call__(self) -> bool:
+        if self.expired():
+            return True
+        spent, t = self.clock.now() - self.start, float(self.enclosure.t)
+        self.samples.append((spent, t, len(self.enclosure.steps)))
+        if spent < PACE_WARMUP * self.clock.seconds:
+            return False
+        while self.first + 1 < len(self.samples) and \
+                self.samples[self.first + 1][0] <= (1 - PACE_WINDOW) * spent:
+            self.first += 1
+        cpu0, t0, steps0 = self.samples[self.first]
+        if len(self.enclosure.steps) - steps0 < PACE_STEPS or not spent > cpu0:
+            return False
+        pace = (t - t0) / (spent - cpu0)
+        self.best = max(self.best, pace, t / spent)
+        left = self.clock.remaining()
+        collapsed = pace < COLLAPSED * self.best and self._collapsed()
+        projected = (self.target - t) / self.best if self.best > 0 else math.inf
+        if not (collapsed or projected > PACE_FACTOR * max(left, 0.0)):
+            return False
+        self.stopped = {"target": str(self.mark), "reached": round(t, 4),
+                        "cpu_spent": round(spent, 2), "left_cpu": round(left, 2),
+                        "projected_cpu": projected if math.isinf(projected) else
+                        round(projected, 1), "best_pace": self.best, "pace": pace,
+                        "collapsed": collapsed}
+        return True
+
+    def _collapsed(self) -> bool:
+        steps = sorted(float(step.h) for step in self.enclosure.steps)
+        return float(self.enclosure.steps[-1].h) < COLLAPSED * steps[len(steps) // 2]
+
+    def reason(self) -> str:
+        """Why the enclosure stopped (when :attr:`stopped`)."""
+        s = self.stopped
+        if s["collapsed"]:
+            return (f"the enclosure's steps collapsed at t = {s['reached']:g} after "
+                    f"{s['cpu_spent']:g} CPU s of its own (the balls are losing their "
+                    f"accuracy: its pace fell to {s['pace']:.3g} time units per CPU s from "
+                    f"{s['best_pace']:.3g}; {s['left_cpu']:g} CPU s of the proof's budget are "
+                    "left)")
+        return (f"the enclosure stopped early at t = {s['reached']:g} after {s['cpu_spent']:g} "
+                f"CPU s of its own: even at the best pace it kept ({s['best_pace']:.3g} time "
+                f"units per CPU s; {s['pace']:.3g} over its last {100 * PACE_WINDOW:g}%) "
+                f"reaching t = {float(self.target):g} would take {s['projected_cpu']:.3g} CPU "
+                f"s, more than {PACE_FACTOR:g} times the {s['left_cpu']:g} CPU s left of the "
+                "proof's budget")
 
 
 def _applying(request) -> list:
@@ -265,14 +378,18 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     holds in floats and try it there, then at the later marks in turn; escalate the digits
     once. No enclosure is computed when the lemma holds at no mark in floats. After a failure
     it stops early, saying why, when the lemma's failing margins have stopped improving
-    (:func:`stalled`; when they are within the enclosure's width it escalates instead). It does
-    not stop on a projection of the next mark's cost: on the paper suite that projection
-    (the last segment times its growth) stopped hyperplanes' paper-3d-negative-pair#0 at
-    t1 = 1.5 with 73 of its 120 CPU s left, where the proof succeeds within the budget."""
+    (:func:`stalled`; when they are within the enclosure's width it escalates instead). Each
+    enclosure to a mark is also stopped by its measured pace (:class:`_Pace`): when even at
+    its best pace reaching the mark would take more than :data:`PACE_FACTOR` times the CPU
+    seconds left, or, when its steps have collapsed, it escalates the digits. (An earlier rule
+    projected the next mark's cost from the last segment times its growth, before the
+    look-ahead: it stopped hyperplanes' paper-3d-negative-pair#0 at t1 = 1.5 with 73 of its
+    120 CPU s left, where the proof succeeds within the budget; the pace rule is calibrated on
+    traces of that instance.)"""
 
     instance = request.instance
     marks = _marks(last_mark)
-    tried, history, ahead = [], [], None
+    tried, history, ahead, stopped = [], [], None, None
     why = "no mark reached"
     settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
     for setting in settings:
@@ -285,7 +402,13 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
         first = Fraction(ahead["first"] if ahead["first"] is not None else ahead["after"])
         margins, escalate = [], False
         for mark in (m for m in marks if m >= first):
-            if not enclosure.advance(mark, expired=expired):
+            pace = _Pace(expired, enclosure, mark, expired)
+            if not enclosure.advance(mark, expired=pace):
+                if pace.stopped is not None:  # the measured pace, not the clock, ended it
+                    enclosure.message = pace.reason()
+                    if pace.stopped["collapsed"]:
+                        enclosure.status = "failed"
+                    stopped = pace.stopped
                 why = f"the enclosure stopped: {enclosure.message}"
                 if ahead["first"] is not None and not tried:
                     why += (f" (the look-ahead saw the lemma hold in floats from t1 = "
@@ -296,9 +419,13 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             if document is not None:
                 document, why = _with_facts(request, document, plans, enclosure, mark)
                 if document is not None:
-                    return {"proved": True, "document": document, "t1": str(mark),
-                            "enclosure": enclosure.describe(), "marks_tried": tried,
-                            "margins": history, "look_ahead": ahead}
+                    found = {"proved": True, "document": document, "t1": str(mark),
+                             "enclosure": enclosure.describe(), "marks_tried": tried,
+                             "margins": history, "look_ahead": ahead}
+                    if lemma == good_triple.ID:
+                        found["drift"], found["drift_document"] = _drift_beside(
+                            request, enclosure, mark)
+                    return found
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
             history.append([float(mark), failing])
@@ -313,14 +440,14 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                            f"{float(mark):.4g}, far beyond the enclosure's radius {width:.2g}): "
                            f"the dynamics, not the digits, keep it from holding, e.g. a tie "
                            f"between scores that stays a tie (the last reason: {why})")
-                    return _failed(lemma, why, tried, history, enclosure, ahead)
+                    return _failed(lemma, why, tried, history, enclosure, ahead, stopped)
                 why = (f"the lemma's worst margin {worst:.3g} stopped improving within the "
                        f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
                 escalate = True  # more digits may resolve it
                 break
         if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
-    return _failed(lemma, why, tried, history, enclosure, ahead)
+    return _failed(lemma, why, tried, history, enclosure, ahead, stopped)
 
 
 #: The look-ahead's balls: this share of the state's largest coordinate around each float64
@@ -439,9 +566,13 @@ def _nowhere(lemma: str, history: list, why: str, last: Fraction) -> str:
     return f"{head}: {'; '.join(parts)}"
 
 
-def _failed(lemma: str, why: str, tried: list, history: list, enclosure, ahead: dict) -> dict:
-    return {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
-            "margins": history, "enclosure": enclosure.describe(), "look_ahead": ahead}
+def _failed(lemma: str, why: str, tried: list, history: list, enclosure, ahead: dict,
+            stopped: dict | None = None) -> dict:
+    failed = {"proved": False, "reason": f"{lemma}: {why}", "marks_tried": tried,
+              "margins": history, "enclosure": enclosure.describe(), "look_ahead": ahead}
+    if stopped is not None:
+        failed["stopped_early"] = stopped
+    return failed
 
 
 def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):
@@ -515,8 +646,67 @@ def _order_before(enclosure, t1: Fraction, pieces: int = 4) -> dict | None:
             "smallest_gap": smallest}
 
 
+def _drift_beside(request, enclosure, t1: Fraction) -> tuple[dict, dict | None]:
+    """After a good-triple proof: lemma ``hyperplane-drift`` on the same enclosure at the same
+    ``t1`` (milliseconds, no new enclosure) — what the followers of each trapped side do, which
+    Theorem 4.2 and the hyperplanes claim leave open ("the other coordinates need not
+    converge"). Returns the record for the proof's evidence (``behaviour`` overall and per side:
+    ``drifts``, ``turns``, ``converges`` or ``undecided``, with the reason when undecided) and
+    the lemma's certificate document, or ``None`` when the lemma does not hold there or the
+    checker rejects it. It never changes the verdict: the claim does not state it."""
+    start = time.process_time()
+    record = {"lemma": hyperplane_drift.ID, "t1": str(t1)}
+    try:
+        document, why = try_lemma(hyperplane_drift.ID, request.instance, enclosure, t1)
+    except CheckFailure as exc:
+        document, why = None, str(exc)
+    if document is not None:
+        document = {**document, "claim": request.claim.id,
+                    "instance_name": request.instance.name, "facts": [], "enclosure_facts": []}
+        check = check_certificate(document)
+        if not check.valid:
+            document, why = None, "the checker rejects it: " + "; ".join(check.reasons)
+    record["cpu_seconds"] = round(time.process_time() - start, 3)
+    if document is None:
+        return {**record, "behaviour": "undecided", "reason": why}, None
+    conclusions = document["conclusions"]
+    overall = conclusions["behaviour"]
+    witnesses = conclusions["drifting"] + conclusions.get("turning", [])
+    sides = {}
+    for side, leader in conclusions["leaders"].items():
+        followers = [k for k in conclusions[side] if k != leader]
+        certified = [w for w in witnesses if w["side"] == side]
+        behaviour = overall if overall == "converges" or certified else "undecided"
+        sides[side] = {"leader": leader, "followers": followers, "behaviour": behaviour,
+                       "certified": [w["follower"] for w in certified]}
+        if certified and overall == "drifts":
+            sides[side]["rates"] = sorted({f"{float(parse_ball(w['rate']).mid()):.3g}"
+                                           for w in certified})
+    return {**record, "behaviour": overall, "sides": sides}, document
+
+
+def _drift_sentence(drift: dict) -> str:
+    """The drift record as a sentence of the proof's statement."""
+    if drift["behaviour"] == "undecided" and "sides" not in drift:
+        return (f" Beside the claim, lemma {drift['lemma']} at the same t1 decides nothing "
+                f"about the followers ({drift['reason'].rstrip('.')}).")
+    parts = []
+    for side, s in drift["sides"].items():
+        how = {"drifts": "drift away along their hyperplane like e^(" + ", ".join(
+                   s.get("rates", [])) + " t)",
+               "turns": "turn about their leader forever",
+               "converges": "converge"}.get(s["behaviour"], "are undecided")
+        count = len(s["certified"]) if s["behaviour"] in ("drifts", "turns") else \
+            len(s["followers"])
+        parts.append(f"side {side} (leader {s['leader']}): {count} of {len(s['followers'])} "
+                     f"followers {how}")
+    return (f" Beside the claim (which does not state it), lemma {drift['lemma']} at the same "
+            f"t1 certifies: {'; '.join(parts)} — its certificate is written beside this one.")
+
+
 def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: dict):
     document = outcome.pop("document")
+    companion = outcome.pop("drift_document", None)
     from flint import ctx
 
 
@@ -531,8 +721,12 @@ def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: d
                  f"{len(document['facts'])} fact(s) give "
                  f"{', '.join(document['conclusions_proved'])}; the independent checker "
                  "accepts the certificate.")
+    if "drift" in outcome:
+        statement += _drift_sentence(outcome["drift"])
     certificate = {"kind": "proof", "statement": statement, "lemma": lemma, "t1": outcome["t1"],
                    "document": document}
+    if companion is not None:
+        certificate["companions"] = [{"lemma": hyperplane_drift.ID, "document": companion}]
     return proved(result, statement, evidence={**result.evidence, "proof": outcome,
                                                "estimate": {"verdict": result.verdict.value,
                                                             "reason": result.reason}},

@@ -171,7 +171,10 @@ DESCRIPTIONS = {
     "instances.certificate": "Why a violation of a statement about t -> infinity is final, or "
                              "(kind 'proof') why the instance holds for all t >= 0: its "
                              "statement, lemma, t1 and `file`, the certificate under "
-                             "certificates/ that `verify certificate FILE` re-checks.",
+                             "certificates/ that `verify certificate FILE` re-checks; "
+                             "`companions`: lemmas checked beside a proof on the same "
+                             "enclosure (the followers' drift after a good-triple proof), each "
+                             "with its own `file`.",
     "instances.seconds": "Seconds spent on the instance.",
     "verdicts": "One verdict per claim.",
     "verdicts.verdict": "supported, refuted or inconclusive (never 'proved').",

@@ -237,28 +237,34 @@ def phi1_monotone(inst, lemma, conclusions, fact):
                                                    "left eigenvector φ1*."
 
 
-def _masked_behaviour(lemma, conclusions, fact) -> tuple[str, str]:
-    """The behaviour of the masked token in the fact's variable, and its name."""
+def _masked_behaviour(lemma, conclusions, fact) -> tuple[str, str, int]:
+    """The behaviour of the masked token in the fact's variable, the variable, and the token
+    (the fact's ``token``, default 0, must be the lemma's)."""
     variable = str(fact.get("variable", "x"))
     behaviour = conclusions["behaviour"].get(variable)
     if behaviour is None:
         raise KeyError(f"no behaviour for the variable {variable!r}")
-    return behaviour, variable
+    token = int(conclusions.get("token", 0))
+    if int(fact.get("token", 0)) != token:
+        raise ValueError(f"the fact is about token {fact.get('token')}, the lemma about {token}")
+    return behaviour, variable, token
 
 
 def token_fixed(inst, lemma, conclusions, fact):
-    r"""The masked token never moves: :math:`x_1(t) = x_1(0)` for all :math:`t \ge 0` (in the
-    fact's variable), so :math:`|x_1(t) - x0_1| = 0` — on the sphere only when :math:`x0_1`
-    is exactly a unit vector (the tokens start at :math:`x0_i/|x0_i|`)."""
+    r"""The masked token :math:`k` never moves: :math:`x_k(t) = x_k(0)` for all
+    :math:`t \ge 0` (in the fact's variable), so :math:`|x_k(t) - x0_k| = 0` — on the sphere only
+    when :math:`x0_k` is exactly a unit vector (the tokens start at :math:`x0_i/|x0_i|`)."""
     wrong = _need(lemma, "masked-token")
     if wrong:
         return wrong
-    behaviour, variable = _masked_behaviour(lemma, conclusions, fact)
+    behaviour, variable, k = _masked_behaviour(lemma, conclusions, fact)
     if behaviour != "fixed":
-        return False, f"token 1 is not fixed in {variable} (it {behaviour})."
-    if inst.normalisation == "sphere" and sum(v * v for v in inst.x0[0]) != 1:
-        return False, "x0_1 is not exactly a unit vector: the sphere token is x0_1/|x0_1|."
-    return True, f"{variable}_1(t) = {variable}_1(0) for all t >= 0 (the exact closed form)."
+        return False, f"token {k + 1} is not fixed in {variable} (it {behaviour})."
+    if inst.normalisation == "sphere" and sum(v * v for v in inst.x0[k]) != 1:
+        return False, (f"x0_{k + 1} is not exactly a unit vector: the sphere token is "
+                       f"x0_{k + 1}/|x0_{k + 1}|.")
+    return True, f"{variable}_{k + 1}(t) = {variable}_{k + 1}(0) for all t >= 0 (the exact " \
+                 "closed form)."
 
 
 def token_no_limit(inst, lemma, conclusions, fact):
@@ -267,12 +273,13 @@ def token_no_limit(inst, lemma, conclusions, fact):
     wrong = _need(lemma, "masked-token")
     if wrong:
         return wrong
-    behaviour, variable = _masked_behaviour(lemma, conclusions, fact)
+    behaviour, variable, k = _masked_behaviour(lemma, conclusions, fact)
     if behaviour not in ("grows", "turns", "drifts"):
-        return False, f"token 1 is not certified without a limit in {variable} ({behaviour})."
+        return False, f"token {k + 1} is not certified without a limit in {variable} " \
+                      f"({behaviour})."
     root = (conclusions.get("roots") or {}).get(variable)
-    return True, (f"token 1 {behaviour} forever in {variable} (the root {root} of the local "
-                  "minimal polynomial of x_1(0)): it has no limit.")
+    return True, (f"token {k + 1} {behaviour} forever in {variable} (the root {root} of the "
+                  f"local minimal polynomial of x_{k + 1}(0)): it has no limit.")
 
 
 FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": limits_in_S,

@@ -32,7 +32,7 @@ from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instan
 from verify.lemmas.checker import SCHEMA
 
 __all__ = ["instance_text", "symmetry_text", "try_lemma", "lemmas_for", "lemma_for",
-           "masked_document"]
+           "masked_document", "masked_tokens"]
 
 
 def _strings(matrix) -> list:
@@ -44,11 +44,14 @@ def instance_text(instance) -> dict:
     model = instance.model
     head = model.heads[0]
     variant = model.describe()  # the model's own plain summary (the mask: "adjacency")
+    mask = model.mask_for(instance.n)
+    graph = {} if model.full_mask or model.causal_mask else \
+        {"mask_matrix": [[int(v) for v in row] for row in mask]}  # the graph mask itself
     return {"name": instance.name, "V": _strings(head.V), "Q": _strings(head.Q),
             "K": _strings(head.K), "x0": _strings(instance.x0),
             "model": {**{key: variant[key] for key in ("form", "attention", "mask",
                                                         "normalisation", "heads", "beta")},
-                      "mlp": None if not model.has_mlp else "mlp"},
+                      "mlp": None if not model.has_mlp else "mlp", **graph},
             "initial_tokens": ("x_i(0) = x0_i / |x0_i| (tokens on the unit sphere)"
                                if model.on_sphere else "x_i(0) = x0_i")}
 
@@ -456,25 +459,35 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
 MASKED_BITS = 128
 
 
-def masked_document(instance) -> tuple[dict | None, str]:
-    """The certificate document of the masked-token lemma on the exact initial data
-    (``t1 = 0``, no enclosure), or ``(None, why not)``: the model is not one the lemma is
-    about, or the closed form decides nothing."""
-    if not instance.model.causal_mask:
-        return None, "the mask is not causal"
+def masked_tokens(instance) -> list[int]:
+    """The tokens whose mask row is themselves alone (the causal first token; a graph mask's
+    rows with their one 1 on the diagonal); none under full attention."""
+    mask = instance.model.mask_for(instance.n)
+    if mask is None:
+        return []
+    return [k for k in range(instance.n) if mask[k, k] and int(mask[k].sum()) == 1]
+
+
+def masked_document(instance, token: int = 0) -> tuple[dict | None, str]:
+    """The certificate document of the masked-token lemma for ``token`` (a token that attends
+    only to itself) on the exact initial data (``t1 = 0``, no enclosure), or ``(None, why
+    not)``: the model is not one the lemma is about, or the closed form decides nothing."""
+    if token not in masked_tokens(instance):
+        return None, f"token {token + 1} does not attend only to itself"
     text = {"instance": instance_text(instance)}
+    parameters = {"token": token} if token else {}  # the first token: as before, no parameter
     try:
         inst_exact = read_instance(text)
         with ctx.workprec(MASKED_BITS):
-            report = masked_token.check(inst_exact, {})
+            report = masked_token.check(inst_exact, parameters)
     except CheckFailure as exc:
         return None, str(exc)
     if not report.holds:
-        return None, "the closed form of token 1 decides nothing (a sign is undecided)"
+        return None, f"the closed form of token {token + 1} decides nothing (a sign is undecided)"
     return {"schema": SCHEMA, **text, "symmetries": [],
             "enclosure": {"t1": "0", "variable": "exact", "bits": MASKED_BITS,
                           "tokens": text["instance"]["x0"],
                           "method": "none: the lemma reads the exact initial tokens"},
-            "lemma": {"id": masked_token.ID, "parameters": {}},
+            "lemma": {"id": masked_token.ID, "parameters": parameters},
             "inequalities": [q.to_dict() for q in report.inequalities],
             "conclusions": report.conclusions}, ""

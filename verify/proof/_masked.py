@@ -1,19 +1,21 @@
-r"""Proving and refuting with the masked-token lemma: the causal first token is a linear flow.
+r"""Proving and refuting with the masked-token lemma: a token that attends only to itself is a
+linear flow.
 
-Under a causal mask token 1 attends only to itself, so its exact solution is known in closed
-form (:mod:`verify.lemmas.masked_token`): :math:`x_1(t) = e^{tV}x_1(0)`, :math:`z_1(t) =
-x_1(0)`, or on the sphere the direction of :math:`e^{tV}x_1(0)`. The lemma reads only the
+Under a causal mask token 1 attends only to itself, and so does every token :math:`k` whose row
+of a graph mask has its one 1 on the diagonal; its exact solution is known in closed form
+(:mod:`verify.lemmas.masked_token`): :math:`x_k(t) = e^{tV}x_k(0)`, :math:`z_k(t) = x_k(0)`, or
+on the sphere the direction of :math:`e^{tV}x_k(0)`. The lemma reads only the
 exact initial data (:math:`t_1 = 0`, no enclosure), costs milliseconds, and its certificate is
 re-derived in full by the independent checker. :func:`certify_masked`
 
 * **refutes** a conclusion that every token has a limit (``converges``, ``limit``,
-  ``clusters``: :func:`~verify.proof._plans.masked_refutation`) when token 1 is certified to
-  grow, turn or drift forever: the verdict is *violated* on basis ``certificate``, with the
+  ``clusters``: :func:`~verify.proof._plans.masked_refutation`) when such a token is certified
+  to grow, turn or drift forever: the verdict is *violated* on basis ``certificate``, with the
   certificate document attached (``verify run`` writes it as a file). Like the judges' own
   exact certificates (the linear flow of one point, the invariant point) it runs whatever the
   proof budget, and again in the re-check of the violation (:mod:`verify.run._tasks`), which
   recomputes it from the instance;
-* **proves** a conclusion mapped onto the lemma's facts (token 1 never moves:
+* **proves** a conclusion mapped onto the lemma's facts (token :math:`k` never moves:
   :func:`~verify.proof._plans.plan_facts`) when every applying conclusion is covered, within
   the proof budget's on/off switch (``--proof-seconds 0``: no proofs).
 
@@ -41,7 +43,7 @@ from verify.judge._decision import refuted_by_certificate
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate
 from verify.lemmas.masked_token import ID
-from verify.proof._lemmas import masked_document
+from verify.proof._lemmas import masked_document, masked_tokens
 from verify.proof._plans import NoPlan, masked_refutation, plan_facts
 from verify.proof._prove import _BUDGET, _applying, _proved
 
@@ -54,16 +56,22 @@ def certify_masked(request, result: InstanceResult) -> InstanceResult:
     if result.verdict in (InstanceVerdict.OUT_OF_SCOPE, InstanceVerdict.ERROR) or \
             (result.basis is not None and result.basis.rigorous):
         return result
-    if not request.instance.model.causal_mask:
-        return result
     specs = _applying(request)
-    document, why = masked_document(request.instance)
-    if document is None or not specs:
+    if not specs:
+        return result
+    documents = {}
+    for k in masked_tokens(request.instance):  # exact, milliseconds each
+        document, _ = masked_document(request.instance, k)
+        if document is not None:
+            documents[k] = document
+    if not documents:
         return result
     for spec in specs:
         facts = masked_refutation(spec, request.instance)
-        if facts:
-            refuted = _refuted(request, result, spec, document, facts)
+        for k, document in documents.items() if facts else ():
+            token = {"token": k} if k else {}  # the first token: the facts as before
+            refuted = _refuted(request, result, spec, document,
+                               [{**fact, **token} for fact in facts])
             if refuted is not None:
                 return refuted
     if request.recheck or not float(request.parameters.get("proof_seconds",
@@ -73,7 +81,10 @@ def certify_masked(request, result: InstanceResult) -> InstanceResult:
         plans = [(spec, plan_facts(spec, ID, request.instance)) for spec in specs]
     except NoPlan:
         return result
-    document = _with(request, document, [f for _, facts in plans for f in facts],
+    named = {fact.get("token", 0) for _, facts in plans for fact in facts}
+    if len(named) != 1 or next(iter(named)) not in documents:
+        return result
+    document = _with(request, documents[named.pop()], [f for _, facts in plans for f in facts],
                      conclusions_proved=[f"{spec.where} ({spec.type})" for spec, _ in plans])
     if not check_certificate(document).valid:
         return result
@@ -94,8 +105,10 @@ def _refuted(request, result: InstanceResult, spec, document: dict, facts: list)
     if not check.valid:
         return None
     why = "; ".join(text.rstrip(".") for _, ok, text in check.facts if ok)
+    k = document["conclusions"]["token"]
+    mask = "causal mask" if request.instance.model.causal_mask else "its row of the graph mask"
     statement = (f"violated on this instance (for all t ≥ 0): {where} says every token has a "
-                 f"limit, but token 1 attends only to itself (causal mask), so "
+                 f"limit, but token {k + 1} attends only to itself ({mask}), so "
                  f"{document['conclusions']['solution']}; {why} (lemma {ID} on the initial "
                  "tokens, in rational arithmetic; the independent checker accepts the "
                  "certificate).")

@@ -22,7 +22,8 @@ consecutive-gaps > 0              leader-map (d=1)    order-after-t1, and the en
 consensus                         sphere-consensus    consensus
 ∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
 rate exponential > 0, diameter    sphere-consensus    exponential-consensus
-identity norm(x[0] - x0[0]) = 0   masked-token        token-fixed (in x, or z)
+identity norm(x[k] - x0[k]) = 0   masked-token        token-fixed (in x, or z; token k
+                                                      attends only to itself)
 limit x0[0], x0[0]/norm(x0[0])    sphere-consensus    consensus, limit-first-token
 (causal mask)
 consensus (x), limit 0 (x)        power-decay         collapse
@@ -36,7 +37,8 @@ consensus (x)                                         0 frozen, |x0[0]| = 1 exac
 
 A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that every token has a
 limit (``converges``, ``limit``, ``clusters``) onto the fact ``token-no-limit`` of the
-masked-token lemma (the causal first token grows, turns or drifts forever). ``consensus`` is
+masked-token lemma (a token that attends only to itself — the causal first token, or a graph
+mask's — grows, turns or drifts forever). ``consensus`` is
 not among them: the other tokens may follow a turning first token, the diameter tending to 0.
 :func:`drift_refutation` maps the same conclusions, and ``consensus``, on the rescaled tokens
 ``z`` onto the fact ``follower-drifts`` of the hyperplane-drift lemma (a follower of a good
@@ -47,6 +49,7 @@ to infinity). A conclusion on a projection (``functional``) is never among them:
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from verify.errors import InvalidArgument
@@ -144,6 +147,10 @@ def _equilibrium_facts(kind: str, p: dict, instance) -> list[dict] | None:
     return None
 
 
+#: ``norm(x[k] - x0[k])`` (or ``z``): the distance of token ``k`` from where it started.
+_FIXED_TOKEN = re.compile(r"norm\((?P<v>[xz])\[(?P<k>\d+)\]-x0\[(?P<k0>\d+)\]\)")
+
+
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
     """The facts (templates; ``"order-after-t1"`` gets its offsets later) that prove the
     conclusion ``spec`` through ``lemma``, or :class:`NoPlan`."""
@@ -197,10 +204,9 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
                     {"fact": "limit-first-token", "normalised": equals != "x0[0]"}]
     if lemma == "masked-token" and kind == "identity" and set(p) == {"quantity", "value"} and \
             Fraction(str(p["value"])) == 0:
-        quantity = "".join(str(p["quantity"]).split())
-        for variable in ("x", "z"):
-            if quantity == f"norm({variable}[0]-x0[0])":
-                return [{"fact": "token-fixed", "variable": variable}]
+        fixed = _FIXED_TOKEN.fullmatch("".join(str(p["quantity"]).split()))
+        if fixed and fixed["k"] == fixed["k0"] and int(fixed["k"]) < instance.n:
+            return [{"fact": "token-fixed", "variable": fixed["v"], "token": int(fixed["k"])}]
     if lemma == "power-decay":
         facts = _power_decay_facts(kind, p, instance)
         if facts is not None:

@@ -46,10 +46,23 @@ def _need(lemma: str, *ids: str) -> tuple[bool, str] | None:
     return None
 
 
+def _whole_cap(inst, lemma, conclusions) -> tuple[bool, str] | None:
+    """``None`` when lemma ``masked-cap`` covers every token, else why it does not."""
+    if lemma != "masked-cap":
+        return None
+    if sorted(conclusions["set"]) != list(range(inst.n)):
+        return False, f"the cap's set {conclusions['set']} is not every token."
+    return None
+
+
 def converge(inst, lemma, conclusions, fact):
     """Every token converges (to a point; on the sphere: all to one point)."""
     if lemma in ("leader-map", "sphere-consensus"):
         return True, "every token converges (the lemma's conclusion)."
+    if lemma == "masked-cap":
+        return _whole_cap(inst, lemma, conclusions) or \
+            (True, f"every token converges to x_{conclusions['root'] + 1}(0) (the lemma's "
+                   "conclusion).")
     if lemma == "good-triple":
         return True, "every φ1*(z_i) converges (the lemma's conclusion)."
     return False, f"lemma {lemma} does not give convergence."
@@ -174,10 +187,30 @@ def order_after(inst, lemma, conclusions, fact):
 
 def consensus(inst, lemma, conclusions, fact):
     """All tokens reach one cluster (consensus)."""
-    wrong = _need(lemma, "sphere-consensus")
+    wrong = _need(lemma, "sphere-consensus", "masked-cap")
     if wrong:
         return wrong
+    if lemma == "masked-cap":
+        return _whole_cap(inst, lemma, conclusions) or \
+            (True, f"1 - min <x_i, x_{conclusions['root'] + 1}(0)> decays exponentially: "
+                   "consensus.")
     return True, "1 - min <x_i, x_k> decays exponentially: consensus."
+
+
+def limit_at_root(inst, lemma, conclusions, fact):
+    r"""Every token tends to :math:`x_r(0) = x0_r/|x0_r|`, the root ``fact["token"]`` of lemma
+    ``masked-cap`` whose set is every token. With ``normalised`` false the claim names
+    :math:`x0_r` itself: then :math:`x0_r` must be exactly a unit vector."""
+    wrong = _need(lemma, "masked-cap") or _whole_cap(inst, lemma, conclusions)
+    if wrong:
+        return wrong
+    r = int(fact.get("token", 0))
+    if r != conclusions["root"]:
+        return False, f"the cap's root is token {conclusions['root'] + 1}, not {r + 1}."
+    if not fact.get("normalised") and sum(v * v for v in inst.x0[r]) != 1:
+        return False, (f"x0_{r + 1} is not exactly a unit vector (the limit is "
+                       f"x0_{r + 1}/|x0_{r + 1}|).")
+    return True, f"every token tends to x_{r + 1}(0), the token that attends only to itself."
 
 
 def exponential_consensus(inst, lemma, conclusions, fact):
@@ -289,7 +322,7 @@ FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": li
          "consensus": consensus, "exponential-consensus": exponential_consensus,
          "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone,
          "token-fixed": token_fixed, "token-no-limit": token_no_limit,
-         "limit-first-token": limit_first_token}
+         "limit-first-token": limit_first_token, "limit-at-root": limit_at_root}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

@@ -23,6 +23,7 @@ from verify.lemmas import (
     good_triple,
     hyperplane_drift,
     leader_map,
+    masked_cap,
     masked_token,
     power_decay,
     sphere_consensus,
@@ -32,7 +33,7 @@ from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instan
 from verify.lemmas.checker import SCHEMA
 
 __all__ = ["instance_text", "symmetry_text", "try_lemma", "lemmas_for", "lemma_for",
-           "masked_document", "masked_tokens"]
+           "masked_document", "masked_tokens", "cap_root", "cap_document_at_start"]
 
 
 def _strings(matrix) -> list:
@@ -80,7 +81,7 @@ def lemmas_for(model) -> tuple[str, ...]:
 
     >>> from verify.model import Model
     >>> lemmas_for(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", mask="causal"))
-    ('sphere-consensus', 'equilibrium')
+    ('masked-cap', 'sphere-consensus', 'equilibrium')
     >>> lemmas_for(Model(V=[[1, 2], [0, 1]], form="x", normalisation="sphere"))
     ()
     >>> lemmas_for(Model(V=[[1, 0], [0, -1]]))  # the rescaled form by default
@@ -93,13 +94,13 @@ def lemmas_for(model) -> tuple[str, ...]:
         if lam is not None and lam > 0:
             return (leader_map.ID,)
         return (good_triple.ID, hyperplane_drift.ID)
-    found = ()
+    found = (masked_cap.ID,) if cap_root(model) is not None else ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
             and (model.full_mask or model.causal_mask):
         c = identity_multiple(model.V)
         if c is not None and c > 0:
-            found = (sphere_consensus.ID,)
+            found += (sphere_consensus.ID,)
     if _equilibrium_applies(model):
         found += (equilibrium.ID,)
     return found
@@ -108,6 +109,22 @@ def lemmas_for(model) -> tuple[str, ...]:
 def lemma_for(model) -> str | None:
     """The first lemma :func:`lemmas_for` tries, or ``None``."""
     return next(iter(lemmas_for(model)), None)
+
+
+def cap_root(model) -> int | None:
+    """The root of lemma ``masked-cap`` when its set is every token: the token that attends
+    only to itself and to which every token attends (token 0 under a causal mask; unique when
+    it exists), on the sphere with one softmax head and ``V = cI``, ``c > 0``; else ``None``."""
+    if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
+            and not model.has_mlp) or model.full_mask:
+        return None
+    c = identity_multiple(model.V)
+    if c is None or not c > 0:
+        return None
+    if model.causal_mask:
+        return 0
+    mask = np.asarray(model.mask, dtype=bool)
+    return next((r for r in range(len(mask)) if mask[:, r].all() and mask[r].sum() == 1), None)
 
 
 def _power_decay_applies(model) -> bool:
@@ -414,6 +431,44 @@ def _propose_equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tu
     return None, f"the equilibrium at t = {float(t1):.4g} does not trap the state: {why}"
 
 
+# ----------------------------------------------------------------------------------- masked cap
+def _masked_cap(instance, inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """The root every token attends to, the set of every token."""
+    root = cap_root(instance.model)
+    if root is None:
+        return None, "no token attends only to itself with every token attending to it."
+    parameters = {"root": root, "set": list(range(inst_exact.n))}
+    try:
+        report = masked_cap.check(inst_exact, t1, balls, parameters)
+    except CheckFailure as exc:
+        return None, str(exc)
+    if report.holds:
+        return parameters, report
+    return None, (f"at t = {float(t1):.4g} some token is not certified less than 90° from "
+                  f"x_{root + 1}(0): {_failures(report)}")
+
+
+def cap_document_at_start(instance) -> tuple[dict | None, str]:
+    """The certificate document of lemma ``masked-cap`` at ``t1 = 0`` on balls around the exact
+    initial tokens ``x0_i/|x0_i|`` (no enclosure: the checker verifies that the balls contain
+    them), for any number of tokens; or ``(None, why not)``."""
+    if cap_root(instance.model) is None:
+        return None, "lemma masked-cap does not apply to this model"
+    inst_exact = read_instance({"instance": instance_text(instance)})
+    with ctx.workprec(MASKED_BITS):
+        text = matrix_text(arb_mat([masked_cap.unit_token(inst_exact, i)
+                                    for i in range(inst_exact.n)]))
+        parameters, report = _masked_cap(instance, inst_exact, Fraction(0), ball_matrix(text))
+    if parameters is None:
+        return None, report
+    return {"schema": SCHEMA, "instance": instance_text(instance), "symmetries": [],
+            "enclosure": {"t1": "0", "variable": "x", "tokens": text, "bits": MASKED_BITS,
+                          "method": "none: balls around the exact initial tokens"},
+            "lemma": {"id": masked_cap.ID, "parameters": parameters},
+            "inequalities": [q.to_dict() for q in report.inequalities],
+            "conclusions": report.conclusions}, ""
+
+
 # ----------------------------------------------------------------------------------- dispatch
 def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | None, str]:
     """The certificate document of ``lemma`` at the mark ``t1`` of ``enclosure`` (without its
@@ -422,8 +477,8 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
     inst_exact = read_instance(text)
     symmetries = check_symmetries(inst_exact, symmetry_text(enclosure.group))
     with ctx.workprec(enclosure.bits):
-        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID, equilibrium.ID) \
-            else "z"
+        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID, equilibrium.ID,
+                                    masked_cap.ID) else "z"
         # the lemma reads the balls exactly as the checker will read them back from the text
         text = matrix_text(enclosure.x_at(t1) if variable == "x" else enclosure.z_at(t1))
         balls = ball_matrix(text)
@@ -436,6 +491,10 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if not report.holds:
                 return None, (f"at t = {float(t1):.4g} some pair of tokens is not certified "
                               "less than 90° apart.")
+        elif lemma == masked_cap.ID:
+            parameters, report = _masked_cap(instance, inst_exact, t1, balls)
+            if parameters is None:
+                return None, report
         elif lemma in (power_decay.ID, equilibrium.ID):
             build = _power_decay if lemma == power_decay.ID else _equilibrium
             parameters, report = build(inst_exact, t1, balls)

@@ -19,6 +19,12 @@ re-derived in full by the independent checker. :func:`certify_masked`
   :func:`~verify.proof._plans.plan_facts`) when every applying conclusion is covered, within
   the proof budget's on/off switch (``--proof-seconds 0``: no proofs).
 
+When no token's closed form covers the conclusions it tries lemma ``masked-cap``
+(:mod:`verify.lemmas.masked_cap`) on the initial tokens: on the sphere with ``V = cI``, every
+token already less than 90° from the token they all attend to (the causal first token) proves
+that every token converges to it — with no enclosure, for any number of tokens (the prover's
+enclosures stop at ``n·d = 64``). Otherwise the prover tries it later on an enclosure.
+
 A result that already rests on a rigorous basis, an out-of-scope or an erroneous instance is
 returned unchanged.
 
@@ -41,9 +47,9 @@ from __future__ import annotations
 from verify.analysis.evidence import Basis
 from verify.judge._decision import refuted_by_certificate
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
-from verify.lemmas import check_certificate
+from verify.lemmas import check_certificate, masked_cap
 from verify.lemmas.masked_token import ID
-from verify.proof._lemmas import masked_document, masked_tokens
+from verify.proof._lemmas import cap_document_at_start, cap_root, masked_document, masked_tokens
 from verify.proof._plans import NoPlan, masked_refutation, plan_facts
 from verify.proof._prove import _BUDGET, _applying, _proved
 
@@ -65,7 +71,7 @@ def certify_masked(request, result: InstanceResult) -> InstanceResult:
         if document is not None:
             documents[k] = document
     if not documents:
-        return result
+        return _at_start(request, result, specs)
     for spec in specs:
         facts = masked_refutation(spec, request.instance)
         for k, document in documents.items() if facts else ():
@@ -80,17 +86,38 @@ def certify_masked(request, result: InstanceResult) -> InstanceResult:
     try:
         plans = [(spec, plan_facts(spec, ID, request.instance)) for spec in specs]
     except NoPlan:
-        return result
+        return _at_start(request, result, specs)
     named = {fact.get("token", 0) for _, facts in plans for fact in facts}
     if len(named) != 1 or next(iter(named)) not in documents:
         return result
-    document = _with(request, documents[named.pop()], [f for _, facts in plans for f in facts],
+    return _proof(request, result, ID, plans, documents[named.pop()])
+
+
+def _at_start(request, result: InstanceResult, specs: list) -> InstanceResult:
+    """``result`` proved by lemma ``masked-cap`` on the initial tokens (every token already
+    within 90° of the root, checked without an enclosure, for any ``n``), or unchanged."""
+    if request.recheck or not float(request.parameters.get("proof_seconds",
+                                                            _BUDGET.get())) > 0 \
+            or cap_root(request.instance.model) is None:
+        return result
+    try:
+        plans = [(spec, plan_facts(spec, masked_cap.ID, request.instance)) for spec in specs]
+    except NoPlan:
+        return result
+    document, _ = cap_document_at_start(request.instance)
+    if document is None:
+        return result
+    return _proof(request, result, masked_cap.ID, plans, document)
+
+
+def _proof(request, result: InstanceResult, lemma: str, plans: list, document: dict):
+    document = _with(request, document, [f for _, facts in plans for f in facts],
                      conclusions_proved=[f"{spec.where} ({spec.type})" for spec, _ in plans])
     if not check_certificate(document).valid:
         return result
     outcome = {"proved": True, "document": document, "t1": "0", "marks_tried": [0.0],
-               "enclosure": {"method": "none: the exact initial tokens", "steps": 0}}
-    return _proved(request, result, ID, plans, outcome)
+               "enclosure": {"method": document["enclosure"]["method"], "steps": 0}}
+    return _proved(request, result, lemma, plans, outcome)
 
 
 def _with(request, document: dict, facts: list, **extra) -> dict:

@@ -26,6 +26,10 @@ identity norm(x[k] - x0[k]) = 0   masked-token        token-fixed (in x, or z; t
                                                       attends only to itself)
 limit x0[0], x0[0]/norm(x0[0])    sphere-consensus    consensus, limit-first-token
 (causal mask)
+consensus, converges (x)          masked-cap          consensus, converge (the cap's set is
+                                                      every token)
+limit ones·x0[k], x0[k]/|x0[k]|   masked-cap          converge, limit-at-root (k the root;
+                                                      |x0[k]| = 1 exactly for x0[k])
 consensus (x), limit 0 (x)        power-decay         collapse
 rate power-law ≥ p, max-norm (x)  power-decay         power-law-decay (p ≤ 1/2; p < 1/2 for >)
 rate power-law ≥ p, max|P - 1/n|  power-decay         power-law-decay (p ≤ 1; p < 1 for >)
@@ -151,6 +155,26 @@ def _equilibrium_facts(kind: str, p: dict, instance) -> list[dict] | None:
 _FIXED_TOKEN = re.compile(r"norm\((?P<v>[xz])\[(?P<k>\d+)\]-x0\[(?P<k0>\d+)\]\)")
 
 
+#: ``ones((n,1))*x0[k]`` or ``ones((n,1))*x0[k]/norm(x0[k])`` (spaces removed): every token's
+#: limit is token ``k``'s start.
+_AT_TOKEN = re.compile(r"ones\(\(n,1\)\)\*x0\[(?P<k>\d+)\](?P<unit>/norm\(x0\[(?P<k0>\d+)\]\))?")
+
+
+def _cap_facts(kind: str, p: dict) -> list[dict] | None:
+    """The facts of lemma ``masked-cap`` for one conclusion on the tokens ``x`` (table above),
+    or ``None``."""
+    if p.get("variable", "x") != "x":
+        return None
+    if kind in ("consensus", "converges") and set(p) <= {"variable"}:
+        return [{"fact": "consensus" if kind == "consensus" else "converge"}]
+    at = _AT_TOKEN.fullmatch(_squash(p.get("equals"))) if kind == "limit" and \
+        set(p) <= {"equals", "variable"} else None
+    if at and (at["k0"] is None or at["k0"] == at["k"]):
+        return [{"fact": "converge"}, {"fact": "limit-at-root", "token": int(at["k"]),
+                                       "normalised": at["unit"] is not None}]
+    return None
+
+
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
     """The facts (templates; ``"order-after-t1"`` gets its offsets later) that prove the
     conclusion ``spec`` through ``lemma``, or :class:`NoPlan`."""
@@ -207,6 +231,10 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
         fixed = _FIXED_TOKEN.fullmatch("".join(str(p["quantity"]).split()))
         if fixed and fixed["k"] == fixed["k0"] and int(fixed["k"]) < instance.n:
             return [{"fact": "token-fixed", "variable": fixed["v"], "token": int(fixed["k"])}]
+    if lemma == "masked-cap":
+        facts = _cap_facts(kind, p)
+        if facts is not None:
+            return facts
     if lemma == "power-decay":
         facts = _power_decay_facts(kind, p, instance)
         if facts is not None:

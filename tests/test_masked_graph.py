@@ -183,3 +183,58 @@ def test_the_lemma_document_names_why_not():
     inst = Instance(Model(V=SPIRAL, mask=GRAPH, form="x", normalisation="sphere"), X0)
     document, why = masked_document(inst, 1)
     assert document is None and "token 2 does not attend only to itself" in why
+
+
+# ------------------------------------------------------------- two sinks: no consensus
+#: tokens 0 and 2 attend only to themselves; token 1 attends to both, token 3 to token 2
+SINKS = [[1, 0, 0, 0], [1, 1, 1, 0], [0, 0, 1, 0], [0, 0, 1, 1]]
+
+
+@pytest.mark.parametrize("conclusion", [
+    ConclusionSpec("consensus", {}), ConclusionSpec("clusters", {"at_most": 1}),
+    ConclusionSpec("limit", {"variable": "x", "equals": "ones((n, 1)) * x0[0]"})])
+def test_two_fixed_sinks_at_distinct_points_refute_consensus(conclusion):
+    """V = I on the sphere: both sinks never move, and they start apart (x0_0 and x0_2 not
+    positively proportional), so their distance stays |x0_0 - x0_2| > 0 forever."""
+    model = Model(V=[[1, 0], [0, 1]], mask=SINKS, form="x", normalisation="sphere")
+    out = certify_masked(_request(model, X0, conclusion), UNDECIDED)
+    assert out.verdict is InstanceVerdict.VIOLATED and out.basis.value == "certificate"
+    assert "the tokens reach one point" in out.reason and "distinct points" in out.reason
+    document = out.certificate["document"]
+    assert document["facts"] == [{"fact": "fixed-apart", "variable": "x", "other": 2}]
+    assert check_certificate(document).valid
+
+
+def test_no_consensus_refutation_when_the_sinks_coincide_or_move():
+    same = [[1, 0], [0, 1], [1, 0], [-1, 0]]  # x0_2 = x0_0: the sinks coincide
+    consensus = ConclusionSpec("consensus", {})
+    model = Model(V=[[1, 0], [0, 1]], mask=SINKS, form="x", normalisation="sphere")
+    assert certify_masked(_request(model, same, consensus), UNDECIDED) is UNDECIDED
+    turning = Model(V=[[0, -1], [1, 0]], mask=SINKS, form="x", normalisation="sphere")
+    assert certify_masked(_request(turning, X0, consensus), UNDECIDED) is UNDECIDED
+    # "converges" is not refuted by two fixed tokens
+    converges = ConclusionSpec("converges", {})
+    assert certify_masked(_request(model, X0, converges), UNDECIDED) is UNDECIDED
+
+
+def test_a_tampered_apart_certificate_is_rejected():
+    model = Model(V=[[1, 0], [0, 1]], mask=SINKS, form="x", normalisation="sphere")
+    out = certify_masked(_request(model, X0, ConclusionSpec("consensus", {})), UNDECIDED)
+    document = json.loads(json.dumps(out.certificate["document"]))
+
+    def other_is_not_a_sink(data):
+        data["facts"][0]["other"] = 1
+
+    def other_sink_sees_a_neighbour(data):
+        data["instance"]["model"]["mask_matrix"][2][3] = 1
+
+    def sinks_at_one_point(data):  # 2 x0_0: the same point on the sphere
+        data["instance"]["x0"][2] = ["2", "0"]
+        data["enclosure"]["tokens"][2] = ["2", "0"]
+
+    def other_is_itself(data):
+        data["facts"][0]["other"] = 0
+
+    for change in (other_is_not_a_sink, other_sink_sees_a_neighbour, sinks_at_one_point,
+                   other_is_itself):
+        assert not _tampered(document, change).valid, change.__name__

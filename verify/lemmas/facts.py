@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from flint import arb
 
+from verify.lemmas import masked_token
 from verify.lemmas._balls import exact, parse_ball, rational
 
 __all__ = ["FACTS", "check_fact", "positive_definite"]
@@ -315,6 +316,38 @@ def token_no_limit(inst, lemma, conclusions, fact):
                   f"local minimal polynomial of x_{k + 1}(0)): it has no limit.")
 
 
+def _same_point(inst, a: int, b: int) -> bool:
+    """Whether tokens ``a`` and ``b`` start at the same point (on the sphere: ``x0_a`` and
+    ``x0_b`` positively proportional), exactly."""
+    u, v = inst.x0[a], inst.x0[b]
+    if inst.normalisation != "sphere":
+        return u == v
+    dot = sum((p * q for p, q in zip(u, v, strict=True)), Fraction(0))
+    return dot > 0 and dot * dot == sum(p * p for p in u) * sum(q * q for q in v)
+
+
+def fixed_apart(inst, lemma, conclusions, fact):
+    r"""The masked token :math:`k` and the token ``fact["other"]`` :math:`b`, which also attends
+    only to itself, are both fixed in the fact's variable at distinct points: :math:`|v_k(t) -
+    v_b(t)| = |v_k(0) - v_b(0)| > 0` for all :math:`t \ge 0`, so the diameter never tends to 0,
+    two tokens have distinct limits, and no formula puts every token at one limit."""
+    wrong = _need(lemma, "masked-token")
+    if wrong:
+        return wrong
+    behaviour, variable, k = _masked_behaviour(lemma, conclusions, fact)
+    b = int(fact["other"])
+    if b == k or not 0 <= b < inst.n or inst.attends(b) != [b]:
+        return False, f"token {b + 1} is not another token that attends only to itself."
+    other = masked_token.behaviours(inst, masked_token.classify(inst.V, inst.x0[b]))
+    if behaviour != "fixed" or other.get(variable) != "fixed":
+        return False, (f"tokens {k + 1} and {b + 1} are not both fixed in {variable} "
+                       f"({behaviour}, {other.get(variable)}).")
+    if _same_point(inst, k, b):
+        return False, f"tokens {k + 1} and {b + 1} start at the same point."
+    return True, (f"tokens {k + 1} and {b + 1} each attend only to themselves and never move "
+                  f"in {variable}, at distinct points: their distance is constant and positive.")
+
+
 FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": limits_in_S,
          "leaders-extreme": leaders_extreme, "free-rows": free_rows,
          "doubly-exponential": doubly_exponential, "limit-signs": limit_signs,
@@ -322,7 +355,8 @@ FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": li
          "consensus": consensus, "exponential-consensus": exponential_consensus,
          "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone,
          "token-fixed": token_fixed, "token-no-limit": token_no_limit,
-         "limit-first-token": limit_first_token, "limit-at-root": limit_at_root}
+         "limit-first-token": limit_first_token, "limit-at-root": limit_at_root,
+         "fixed-apart": fixed_apart}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

@@ -83,7 +83,8 @@ from flint import arb, fmpq, fmpq_poly
 
 from verify.lemmas._balls import CheckFailure, LemmaReport, exact
 
-__all__ = ["ID", "check", "masked_token_of", "local_minimal_polynomial", "classify"]
+__all__ = ["ID", "check", "masked_token_of", "behaviours", "local_minimal_polynomial",
+           "classify"]
 
 ID = "masked-token"
 NO_LIMIT = ("grows", "turns", "drifts")
@@ -256,6 +257,16 @@ def masked_token_of(inst, parameters: dict) -> int:
     return k
 
 
+def behaviours(inst, found: dict) -> dict:
+    """The behaviour of a token that attends only to itself in each variable, from its
+    :func:`classify` (``x`` on the sphere is the direction; ``z`` of the plain model is fixed)."""
+    sphere = inst.normalisation == "sphere"
+    out = {"x": found["direction"] if sphere else found["x"], "direction": found["direction"]}
+    if not sphere:
+        out["z"] = "fixed"
+    return out
+
+
 def check(inst, parameters: dict) -> LemmaReport:
     """The lemma for the token ``parameters["token"]`` of ``inst`` (default 0: the causal first
     token; exact data): raises :class:`CheckFailure` when the variant is not one the lemma is
@@ -269,10 +280,7 @@ def check(inst, parameters: dict) -> LemmaReport:
         raise CheckFailure(f"lemma {ID} is about continuous time, plain or on the sphere.")
     sphere = inst.normalisation == "sphere"
     found = classify(inst.V, inst.x0[k])
-    behaviour = {"x": found["direction"] if sphere else found["x"],
-                 "direction": found["direction"]}
-    if not sphere:
-        behaviour["z"] = "fixed"
+    behaviour = behaviours(inst, found)
     report = LemmaReport(ID)
     decided = [b for b in behaviour.values() if b != "undecided"]
     report.require("decided", arb(1) if decided else arb(-1),

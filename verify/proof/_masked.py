@@ -15,6 +15,9 @@ re-derived in full by the independent checker. :func:`certify_masked`
   exact certificates (the linear flow of one point, the invariant point) it runs whatever the
   proof budget, and again in the re-check of the violation (:mod:`verify.run._tasks`), which
   recomputes it from the instance;
+* **refutes** ``consensus``, one cluster, or every token at one limit when two such tokens
+  never move, at distinct points (:func:`~verify.proof._plans.apart_refutation`: a graph mask
+  with two sinks);
 * **proves** a conclusion mapped onto the lemma's facts (token :math:`k` never moves:
   :func:`~verify.proof._plans.plan_facts`) when every applying conclusion is covered, within
   the proof budget's on/off switch (``--proof-seconds 0``: no proofs).
@@ -50,7 +53,7 @@ from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate, masked_cap
 from verify.lemmas.masked_token import ID
 from verify.proof._lemmas import cap_document_at_start, cap_root, masked_document, masked_tokens
-from verify.proof._plans import NoPlan, masked_refutation, plan_facts
+from verify.proof._plans import NoPlan, apart_refutation, masked_refutation, plan_facts
 from verify.proof._prove import _BUDGET, _applying, _proved
 
 __all__ = ["certify_masked"]
@@ -80,6 +83,13 @@ def certify_masked(request, result: InstanceResult) -> InstanceResult:
             token = {"token": k} if k else {}  # the first token: the facts as before
             refuted = _refuted(request, result, spec, document,
                                [{**fact, **token} for fact in facts])
+            if refuted is not None:
+                return refuted
+        apart = apart_refutation(spec, request.instance)
+        for k, b in ((k, b) for k in documents for b in documents if b > k) if apart else ():
+            token = {"token": k} if k else {}
+            refuted = _refuted(request, result, spec, documents[k],
+                               [{**fact, **token, "other": b} for fact in apart])
             if refuted is not None:
                 return refuted
     if request.recheck or not float(request.parameters.get("proof_seconds",
@@ -136,8 +146,10 @@ def _refuted(request, result: InstanceResult, spec, document: dict, facts: list)
     why = "; ".join(text.rstrip(".") for _, ok, text in check.facts if ok)
     k = document["conclusions"]["token"]
     mask = "causal mask" if request.instance.model.causal_mask else "its row of the graph mask"
-    statement = (f"violated on this instance (for all t ≥ 0): {where} says every token has a "
-                 f"limit, but token {k + 1} attends only to itself ({mask}), so "
+    says = "the tokens reach one point" if facts[0]["fact"] == "fixed-apart" else \
+        "every token has a limit"
+    statement = (f"violated on this instance (for all t ≥ 0): {where} says {says}, but token "
+                 f"{k + 1} attends only to itself ({mask}), so "
                  f"{document['conclusions']['solution']}; {why} (lemma {ID} on the initial "
                  "tokens, in rational arithmetic; the independent checker accepts the "
                  "certificate).")

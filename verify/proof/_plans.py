@@ -42,7 +42,10 @@ consensus (x)                                         0 frozen, |x0[0]| = 1 exac
 A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that every token has a
 limit (``converges``, ``limit``, ``clusters``) onto the fact ``token-no-limit`` of the
 masked-token lemma (a token that attends only to itself — the causal first token, or a graph
-mask's — grows, turns or drifts forever). ``consensus`` is
+mask's — grows, turns or drifts forever). :func:`apart_refutation` maps ``consensus``, one
+cluster and every token at one limit (``ones((n, 1)) * ...``) onto the fact ``fixed-apart``: two
+tokens that attend only to themselves (a graph mask with two sinks) never move, at distinct
+points. ``consensus`` is
 not among them: the other tokens may follow a turning first token, the diameter tending to 0.
 :func:`drift_refutation` maps the same conclusions, and ``consensus``, on the rescaled tokens
 ``z`` onto the fact ``follower-drifts`` of the hyperplane-drift lemma (a follower of a good
@@ -60,7 +63,8 @@ from verify.errors import InvalidArgument
 from verify.exact.escape import above_escape_threshold
 from verify.predict._expressions import evaluate, initial_namespace
 
-__all__ = ["NoPlan", "plan_facts", "masked_refutation", "drift_refutation"]
+__all__ = ["NoPlan", "plan_facts", "masked_refutation", "apart_refutation",
+           "drift_refutation"]
 
 
 class NoPlan(Exception):
@@ -261,6 +265,22 @@ def masked_refutation(spec, instance) -> list[dict] | None:
         return None
     default = "z" if instance.model.rescaled else "x"
     return [{"fact": "token-no-limit", "variable": str(p.get("variable", default))}]
+
+
+def apart_refutation(spec, instance) -> list[dict] | None:
+    """The facts that refute ``spec`` through two masked tokens fixed at distinct points (module
+    docstring; the second token is filled in by the caller), or ``None``: consensus, one
+    cluster, or every token at one limit (``ones((n, 1)) * ...``)."""
+    p = dict(spec.parameters)
+    one = {"consensus": set(p) <= {"variable", "tail_fraction"},
+           "clusters": set(p) <= {"variable", "equal", "at_most", "tail_fraction"} and
+           str(p.get("equal", p.get("at_most"))) == "1" and not ("equal" in p and "at_most" in p),
+           "limit": set(p) <= {"variable", "equals", "tail_fraction"} and
+           _squash(p.get("equals")).startswith("ones((n,1))*")}
+    if not one.get(spec.type):
+        return None
+    default = "z" if instance.model.rescaled else "x"
+    return [{"fact": "fixed-apart", "variable": str(p.get("variable", default))}]
 
 
 def drift_refutation(spec, instance) -> list[dict] | None:

@@ -25,7 +25,7 @@ from verify.model import Instance, Model
 from verify.proof import certify_masked, proof_budget
 from verify.proof._lemmas import (
     cap_document_at_start,
-    cap_root,
+    cap_parts,
     instance_text,
     lemmas_for,
     try_lemma,
@@ -55,15 +55,15 @@ def _star(beta=1, V=I2):
 
 
 def test_the_root_and_the_models_the_lemma_is_tried_on():
-    assert cap_root(_star().model) == 2
+    assert cap_parts(_star().model) == [(2, [0, 1, 2, 3])]
     causal = Model(V=I2, mask="causal", form="x", normalisation="sphere")
-    assert cap_root(causal) == 0 and lemmas_for(causal)[0] == masked_cap.ID
+    assert cap_parts(causal, 3) == [(0, [0, 1, 2])] and lemmas_for(causal)[0] == masked_cap.ID
     for model in (Model(V=I2, form="x", normalisation="sphere"),  # full attention
                   Model(V=[[1, -1], [1, 1]], mask="causal", form="x", normalisation="sphere"),
                   Model(V=I2, mask="causal", form="x", normalisation="sphere",
                         attention="hardmax"),
                   Model(V=I2, mask=[[1, 1], [1, 1]], form="x", normalisation="sphere")):
-        assert cap_root(model) is None
+        assert cap_parts(model, 2) is None
 
 
 def test_the_cap_holds_where_pairwise_consensus_does_not():
@@ -231,3 +231,78 @@ def test_the_lemma_refuses_variants_it_is_not_about():
     rotation = read_instance({"instance": instance_text(_star(V=[[1, -1], [1, 1]]))})
     with pytest.raises(CheckFailure, match="V = cI"):
         masked_cap.check(rotation, Fraction(0), None, {"root": 2, "set": [0, 1, 2, 3]})
+
+
+# ------------------------------------------------------------- several parts (closed components)
+#: two hubs: tokens 0, 1, 2 attend to hub 0; tokens 3, 4 to hub 3 (a union of closed parts)
+TWO_HUBS = [[1, 0, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 1, 1]]
+X0_HUBS = [[1, 0], ["3/5", "4/5"], ["3/5", "-4/5"], [-1, 0], ["-4/5", "3/5"]]
+
+
+def test_each_closed_part_converges_to_its_own_hub():
+    """Two parts, each with its own hub: every token converges (to its hub) and the limits form
+    exactly two points, proved by masked-cap; one cluster and consensus are refuted instead
+    (the two hubs never move and are 180° apart: masked-token's fixed-apart)."""
+    model = Model(V=I2, mask=TWO_HUBS, form="x", normalisation="sphere", beta=2)
+    assert cap_parts(model) == [(0, [0, 1, 2]), (3, [3, 4])]
+    found = {}
+    for conclusion in (ConclusionSpec("converges", {}), ConclusionSpec("clusters", {"equal": 2}),
+                       ConclusionSpec("clusters", {"at_most": 1}), ConclusionSpec("consensus", {})):
+        with proof_budget(5):
+            out = certify_masked(_request(model, X0_HUBS, conclusion), HOLDS)
+        assert out.basis.value == "certificate"
+        document = out.certificate["document"]
+        assert check_certificate(document).valid
+        found[conclusion.type + str(conclusion.parameters)] = (out.verdict.value,
+                                                               document["lemma"]["id"])
+        if document["lemma"]["id"] == masked_cap.ID:
+            assert document["lemma"]["parameters"] == {"parts": [
+                {"root": 0, "set": [0, 1, 2]}, {"root": 3, "set": [3, 4]}]}
+    assert found == {"converges{}": ("holds", "masked-cap"),
+                     "clusters{'equal': 2}": ("holds", "masked-cap"),
+                     "clusters{'at_most': 1}": ("violated", "masked-token"),
+                     "consensus{}": ("violated", "masked-token")}
+
+
+def test_the_parts_bound_holds_on_a_rigorous_enclosure():
+    """Independent route: an enclosure of all five tokens at t = 2; each token's inner product
+    with its hub's start is above its part's bound 1 - (1 - m1) e^{-2κ}."""
+    inst = Instance(Model(V=I2, mask=TWO_HUBS, form="x", normalisation="sphere", beta=2),
+                    X0_HUBS)
+    document, _ = cap_document_at_start(inst)
+    enc = Enclosure(inst)
+    assert enc.advance(Fraction(2))
+    with ctx.workprec(enc.bits):
+        X = enc.x_at(Fraction(2))
+        for part in document["conclusions"]["parts"]:
+            r = part["root"]
+            m1, kappa = parse_ball(part["m1"]), parse_ball(part["kappa"])
+            bound = 1 - (1 - m1) * (-2 * kappa).exp()
+            hub = [arb(1), arb(0)] if r == 0 else [arb(-1), arb(0)]
+            for i in part["set"]:
+                inner = X[i, 0] * hub[0] + X[i, 1] * hub[1]
+                assert inner.lower() >= bound.upper(), (i, inner, bound)
+
+
+def test_tampered_parts_are_rejected():
+    model = Model(V=I2, mask=TWO_HUBS, form="x", normalisation="sphere")
+    with proof_budget(5):
+        out = certify_masked(_request(model, X0_HUBS, ConclusionSpec("converges", {})), HOLDS)
+    document = json.loads(json.dumps(out.certificate["document"]))
+
+    def overlap(data):
+        data["lemma"]["parameters"]["parts"][1]["set"] = [2, 3, 4]
+
+    def drop_a_part(data):  # token 3 and 4 no longer covered: the convergence fact fails
+        data["lemma"]["parameters"]["parts"].pop()
+        data["conclusions"]["parts"].pop()
+        data["inequalities"] = [q for q in data["inequalities"] if not q["name"].endswith("-3")]
+
+    def a_bridge(data):  # token 4 attends to token 1: the second part is not closed
+        data["instance"]["model"]["mask_matrix"][4][1] = 1
+
+    def claim_one_cluster(data):
+        data["facts"] = [{"fact": "cap-clusters", "at_most": 1}]
+
+    for change in (overlap, drop_a_part, a_bridge, claim_one_cluster):
+        assert not _tampered(document, change).valid, change.__name__

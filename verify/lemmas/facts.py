@@ -47,12 +47,23 @@ def _need(lemma: str, *ids: str) -> tuple[bool, str] | None:
     return None
 
 
-def _whole_cap(inst, lemma, conclusions) -> tuple[bool, str] | None:
-    """``None`` when lemma ``masked-cap`` covers every token, else why it does not."""
+def _cap_parts(conclusions) -> list[tuple[int, list]]:
+    """The parts ``(root, set)`` of lemma ``masked-cap``'s conclusions."""
+    if "parts" in conclusions:
+        return [(int(q["root"]), list(q["set"])) for q in conclusions["parts"]]
+    return [(int(conclusions["root"]), list(conclusions["set"]))]
+
+
+def _whole_cap(inst, lemma, conclusions, parts: int | None = 1) -> tuple[bool, str] | None:
+    """``None`` when lemma ``masked-cap`` covers every token (in ``parts`` parts; ``None``: in
+    any number), else why it does not."""
     if lemma != "masked-cap":
         return None
-    if sorted(conclusions["set"]) != list(range(inst.n)):
-        return False, f"the cap's set {conclusions['set']} is not every token."
+    found = _cap_parts(conclusions)
+    if sorted(i for _, S in found for i in S) != list(range(inst.n)):
+        return False, "the cap's sets do not cover every token."
+    if parts is not None and len(found) != parts:
+        return False, f"the cap has {len(found)} parts, not {parts}."
     return None
 
 
@@ -61,9 +72,9 @@ def converge(inst, lemma, conclusions, fact):
     if lemma in ("leader-map", "sphere-consensus"):
         return True, "every token converges (the lemma's conclusion)."
     if lemma == "masked-cap":
-        return _whole_cap(inst, lemma, conclusions) or \
-            (True, f"every token converges to x_{conclusions['root'] + 1}(0) (the lemma's "
-                   "conclusion).")
+        roots = ", ".join(f"x_{r + 1}(0)" for r, _ in _cap_parts(conclusions))
+        return _whole_cap(inst, lemma, conclusions, None) or \
+            (True, f"every token converges, to {roots} (the lemma's conclusion).")
     if lemma == "good-triple":
         return True, "every φ1*(z_i) converges (the lemma's conclusion)."
     return False, f"lemma {lemma} does not give convergence."
@@ -193,9 +204,26 @@ def consensus(inst, lemma, conclusions, fact):
         return wrong
     if lemma == "masked-cap":
         return _whole_cap(inst, lemma, conclusions) or \
-            (True, f"1 - min <x_i, x_{conclusions['root'] + 1}(0)> decays exponentially: "
-                   "consensus.")
+            (True, f"1 - min <x_i, x_{_cap_parts(conclusions)[0][0] + 1}(0)> decays "
+                   "exponentially: consensus.")
     return True, "1 - min <x_i, x_k> decays exponentially: consensus."
+
+
+def cap_clusters(inst, lemma, conclusions, fact):
+    """The limits form at most ``fact["at_most"]`` points, or exactly ``fact["equal"]``: lemma
+    ``masked-cap``'s parts cover every token and each part tends to its root's start; for
+    ``equal`` the roots start at pairwise distinct points (exactly)."""
+    wrong = _need(lemma, "masked-cap") or _whole_cap(inst, lemma, conclusions, None)
+    if wrong:
+        return wrong
+    roots = [r for r, _ in _cap_parts(conclusions)]
+    if "equal" in fact:
+        k = int(fact["equal"])
+        apart = all(not _same_point(inst, a, b) for a in roots for b in roots if a < b)
+        return len(roots) == k and apart, (f"{len(roots)} parts, each tending to its root; "
+                                           f"roots at distinct points: {apart} (want {k}).")
+    k = int(fact["at_most"])
+    return len(roots) <= k, f"{len(roots)} parts, each tending to one point (at most {k})."
 
 
 def limit_at_root(inst, lemma, conclusions, fact):
@@ -205,9 +233,9 @@ def limit_at_root(inst, lemma, conclusions, fact):
     wrong = _need(lemma, "masked-cap") or _whole_cap(inst, lemma, conclusions)
     if wrong:
         return wrong
-    r = int(fact.get("token", 0))
-    if r != conclusions["root"]:
-        return False, f"the cap's root is token {conclusions['root'] + 1}, not {r + 1}."
+    r, root = int(fact.get("token", 0)), _cap_parts(conclusions)[0][0]
+    if r != root:
+        return False, f"the cap's root is token {root + 1}, not {r + 1}."
     if not fact.get("normalised") and sum(v * v for v in inst.x0[r]) != 1:
         return False, (f"x0_{r + 1} is not exactly a unit vector (the limit is "
                        f"x0_{r + 1}/|x0_{r + 1}|).")
@@ -356,7 +384,7 @@ FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": li
          "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone,
          "token-fixed": token_fixed, "token-no-limit": token_no_limit,
          "limit-first-token": limit_first_token, "limit-at-root": limit_at_root,
-         "fixed-apart": fixed_apart}
+         "fixed-apart": fixed_apart, "cap-clusters": cap_clusters}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

@@ -50,6 +50,11 @@ m)(1 - m) \le -\kappa(1 - m)`: Grönwall gives the bound. Finally :math:`|x_i - 
 than :math:`90°` apart, this needs only every token less than :math:`90°` from :math:`x_r(0)`:
 it holds earlier on the same trajectory, and it covers graph masks.)
 
+**Several parts.** Disjoint closed sets :math:`S_1, \dots, S_p`, each with its own root
+:math:`r_q` (a graph mask with several hubs), are checked at once: each part is a closed set on
+its own, so the lemma applies to each, with its own :math:`m_1` and :math:`\kappa`; every token
+of the union converges to its part's root.
+
 **In balls.** The mask conditions are checked exactly on the certificate's mask; :math:`u =
 x0_r/|x0_r|` is computed in balls from the exact data (the token never moves); :math:`m_1` is
 the lower bound of the balls :math:`\langle x_i(t_1), u\rangle`; at :math:`t_1 = 0` the balls
@@ -78,7 +83,7 @@ from flint import arb, arb_mat
 
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact
 
-__all__ = ["ID", "check", "unit_token"]
+__all__ = ["ID", "check", "parts_of", "unit_token"]
 
 ID = "masked-cap"
 
@@ -89,13 +94,11 @@ def unit_token(inst, i: int) -> list[arb]:
     return [exact(v) / norm for v in inst.x0[i]]
 
 
-def _parameters(inst, parameters: dict) -> tuple[int, list[int]]:
-    """The root and the set, checked exactly against the mask (module docstring)."""
-    if set(parameters) != {"root", "set"}:
-        raise CheckFailure(f"lemma {ID} takes the parameters 'root' and 'set'.")
+def _part(inst, r, S) -> tuple[int, list[int]]:
+    """One part ``(root, set)``, checked exactly against the mask (module docstring)."""
     try:
-        r = int(parameters["root"])
-        S = sorted({int(i) for i in parameters["set"]})
+        r = int(r)
+        S = sorted({int(i) for i in S})
     except (TypeError, ValueError):
         raise CheckFailure(f"lemma {ID}: the root and the set must be token indices.") from None
     if not S or S[0] < 0 or S[-1] >= inst.n or r not in S:
@@ -112,10 +115,29 @@ def _parameters(inst, parameters: dict) -> tuple[int, list[int]]:
     return r, S
 
 
+def parts_of(inst, parameters: dict) -> list[tuple[int, list[int]]]:
+    """The parts ``(root, set)`` of ``parameters``: ``{"root", "set"}`` (one part) or
+    ``{"parts": [{"root", "set"}, ...]}`` (disjoint closed sets, each with its own root: their
+    union is closed too), each checked exactly against the mask."""
+    if set(parameters) == {"root", "set"}:
+        return [_part(inst, parameters["root"], parameters["set"])]
+    if set(parameters) != {"parts"} or not isinstance(parameters["parts"], list) or \
+            not parameters["parts"] or \
+            not all(isinstance(q, dict) and set(q) == {"root", "set"}
+                    for q in parameters["parts"]):
+        raise CheckFailure(f"lemma {ID} takes the parameters 'root' and 'set', or 'parts' (a "
+                           "list of them).")
+    parts = [_part(inst, q["root"], q["set"]) for q in parameters["parts"]]
+    members = [i for _, S in parts for i in S]
+    if len(members) != len(set(members)):
+        raise CheckFailure(f"lemma {ID}: the parts' sets overlap.")
+    return parts
+
+
 def check(inst, t1: Fraction, x: arb_mat, parameters: dict) -> LemmaReport:
     """Check the lemma on the balls ``x`` (the unit tokens at ``t1``; only the rows of the set
-    are read) with ``parameters`` ``{"root": r, "set": [...]}``; raises :class:`CheckFailure`
-    when the variant or the mask is not one the lemma is about."""
+    are read) with ``parameters`` ``{"root": r, "set": [...]}`` or ``{"parts": [...]}`` of them;
+    raises :class:`CheckFailure` when the variant or the mask is not one the lemma is about."""
     if inst.form != "x" or inst.normalisation != "sphere":
         raise CheckFailure(f"lemma {ID} is about tokens on the sphere (form 'x', "
                            "normalisation 'sphere').")
@@ -124,35 +146,51 @@ def check(inst, t1: Fraction, x: arb_mat, parameters: dict) -> LemmaReport:
     c = inst.scalar_value()
     if c is None or c <= 0:
         raise CheckFailure(f"lemma {ID} needs V = cI with c > 0 (the root never moves).")
-    r, S = _parameters(inst, parameters)
+    parts = parts_of(inst, parameters)
     d = inst.d
-    u = unit_token(inst, r)
-    rows = {i: [x[i, a] for a in range(d)] for i in S}
     if t1 == 0:
-        for i in S:
-            if not all(b.contains(v) for b, v in zip(rows[i], unit_token(inst, i), strict=True)):
+        for i in (i for _, S in parts for i in S):
+            row = [x[i, a] for a in range(d)]
+            if not all(b.contains(v) for b, v in zip(row, unit_token(inst, i), strict=True)):
                 raise CheckFailure(f"lemma {ID} at t1 = 0: the ball of token {i} does not "
                                    f"contain x0_{i}/|x0_{i}|.")
     report = LemmaReport(ID)
-    m1 = arb(1)
-    for i in S:
-        if i != r:
-            inner = sum((p * q for p, q in zip(rows[i], u, strict=True)), arb(0))
-            m1 = min(m1, arb(inner.lower()))
-    report.require("m1", m1, f"every token of the set has inner product ≥ m1 > 0 with "
-                             f"x_{r + 1}(0) at t1 (tokens numbered from 1)")
+    frobenius = sum((exact(v) ** 2 for row in inst.B for v in row), arb(0)).sqrt()
+    found = []
+    for r, S in parts:
+        name = "" if len(parts) == 1 else f"-{r}"  # one part: the names of the first version
+        m1, kappa = _part_bounds(inst, x, r, S, frobenius)
+        report.require(f"m1{name}", m1, f"every token of the set {S} has inner product ≥ m1 > 0 "
+                                        f"with x_{r + 1}(0) at t1 (tokens numbered from 1)")
+        if not m1 > 0:
+            continue
+        report.require(f"rate{name}", kappa, "the contraction rate κ = c (1 + m1) "
+                                             "e^{-|B|_F sqrt(2 - 2 m1)} / N of 1 - min_S "
+                                             "<x_i, x_r(0)>")
+        found.append({"root": r, "set": S, "m1": ball_text(m1),
+                      "kappa": ball_text(kappa.lower())})
     if not report.holds:
         report.conclusions = {"t1": str(t1)}
         return report
-    frobenius = sum((exact(v) ** 2 for row in inst.B for v in row), arb(0)).sqrt()
+    common = {"beta": str(inst.beta),
+              "bound": "1 - min_{i in S} <x_i(t), x_r(0)> <= (1 - m1) e^{-κ(t - t1)}",
+              "limit": "x_i(t) -> x_r(0) = x0_r/|x0_r| for every i in S"}
+    if len(parts) == 1:
+        report.conclusions = {"t1": str(t1), **found[0], **common}
+    else:
+        report.conclusions = {"t1": str(t1), "parts": found, **common}
+    return report
+
+
+def _part_bounds(inst, x: arb_mat, r: int, S: list[int], frobenius: arb) -> tuple[arb, arb]:
+    """``m1`` (a lower bound, an exact point) and ``κ`` of one part (module docstring)."""
+    u = unit_token(inst, r)
+    m1 = arb(1)
+    for i in S:
+        if i != r:
+            inner = sum((x[i, a] * u[a] for a in range(inst.d)), arb(0))
+            m1 = min(m1, arb(inner.lower()))
     spread = (2 - 2 * m1).sqrt() if m1.upper() < 1 else arb(0)
     N = max(len(inst.attends(i)) for i in S)
-    kappa = exact(c) * (1 + m1) * (-(frobenius * spread)).exp() / N
-    report.require("rate", kappa, "the contraction rate κ = c (1 + m1) e^{-|B|_F sqrt(2 - 2 m1)}"
-                                  " / N of 1 - min_S <x_i, x_r(0)>")
-    report.conclusions = {"t1": str(t1), "root": r, "set": S, "m1": ball_text(m1),
-                          "kappa": ball_text(kappa.lower()), "beta": str(inst.beta),
-                          "bound": "1 - min_{i in S} <x_i(t), x_r(0)> <= (1 - m1) "
-                                   "e^{-κ(t - t1)}",
-                          "limit": "x_i(t) -> x_r(0) = x0_r/|x0_r| for every i in S"}
-    return report
+    kappa = exact(inst.scalar_value()) * (1 + m1) * (-(frobenius * spread)).exp() / N
+    return m1, kappa

@@ -33,7 +33,7 @@ from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instan
 from verify.lemmas.checker import SCHEMA
 
 __all__ = ["instance_text", "symmetry_text", "try_lemma", "lemmas_for", "lemma_for",
-           "masked_document", "masked_tokens", "cap_root", "cap_document_at_start"]
+           "masked_document", "masked_tokens", "cap_parts", "cap_document_at_start"]
 
 
 def _strings(matrix) -> list:
@@ -94,7 +94,7 @@ def lemmas_for(model) -> tuple[str, ...]:
         if lam is not None and lam > 0:
             return (leader_map.ID,)
         return (good_triple.ID, hyperplane_drift.ID)
-    found = (masked_cap.ID,) if cap_root(model) is not None else ()
+    found = (masked_cap.ID,) if _masked_cap_applies(model) else ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
             and (model.full_mask or model.causal_mask):
@@ -111,10 +111,18 @@ def lemma_for(model) -> str | None:
     return next(iter(lemmas_for(model)), None)
 
 
-def cap_root(model) -> int | None:
-    """The root of lemma ``masked-cap`` when its set is every token: the token that attends
-    only to itself and to which every token attends (token 0 under a causal mask; unique when
-    it exists), on the sphere with one softmax head and ``V = cI``, ``c > 0``; else ``None``."""
+def cap_parts(model, n: int | None = None) -> list[tuple[int, list[int]]] | None:
+    """The parts ``(root, set)`` of lemma ``masked-cap`` that cover every token, on the sphere
+    with one softmax head and ``V = cI``, ``c > 0``: under a causal mask one part (token 0 and
+    every token); under a graph mask one part per token that attends only to itself (a root),
+    holding the tokens that attend to it — each token must attend to exactly one root and each
+    part be closed. ``None`` when there is no such cover (``n`` is needed for a causal mask).
+
+    >>> from verify.model import Model
+    >>> cap_parts(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere",
+    ...                 mask=[[1, 0, 0], [1, 1, 0], [0, 0, 1]]))
+    [(0, [0, 1]), (2, [2])]
+    """
     if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
             and not model.has_mlp) or model.full_mask:
         return None
@@ -122,9 +130,24 @@ def cap_root(model) -> int | None:
     if c is None or not c > 0:
         return None
     if model.causal_mask:
-        return 0
+        return None if n is None else [(0, list(range(n)))]
     mask = np.asarray(model.mask, dtype=bool)
-    return next((r for r in range(len(mask)) if mask[:, r].all() and mask[r].sum() == 1), None)
+    roots = [r for r in range(len(mask)) if mask[r].sum() == 1 and mask[r, r]]
+    parts = {r: [] for r in roots}
+    for i in range(len(mask)):
+        seen = [r for r in roots if mask[i, r]]
+        if len(seen) != 1:
+            return None
+        parts[seen[0]].append(i)
+    for S in parts.values():
+        if mask[S][:, [j for j in range(len(mask)) if j not in S]].any():
+            return None  # a token of the part attends outside it
+    return [(r, S) for r, S in parts.items()]
+
+
+def _masked_cap_applies(model) -> bool:
+    return model.causal_mask and cap_parts(model, 1) is not None or \
+        not model.causal_mask and cap_parts(model) is not None
 
 
 def _power_decay_applies(model) -> bool:
@@ -433,11 +456,14 @@ def _propose_equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tu
 
 # ----------------------------------------------------------------------------------- masked cap
 def _masked_cap(instance, inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
-    """The root every token attends to, the set of every token."""
-    root = cap_root(instance.model)
-    if root is None:
-        return None, "no token attends only to itself with every token attending to it."
-    parameters = {"root": root, "set": list(range(inst_exact.n))}
+    """The parts of :func:`cap_parts` (one: the root every token attends to, the set of every
+    token)."""
+    parts = cap_parts(instance.model, inst_exact.n)
+    if parts is None:
+        return None, "the tokens are not covered by closed sets, each attending to one token " \
+                     "that attends only to itself."
+    parameters = {"root": parts[0][0], "set": parts[0][1]} if len(parts) == 1 else \
+        {"parts": [{"root": r, "set": S} for r, S in parts]}
     try:
         report = masked_cap.check(inst_exact, t1, balls, parameters)
     except CheckFailure as exc:
@@ -445,14 +471,14 @@ def _masked_cap(instance, inst_exact, t1, balls) -> tuple[dict, LemmaReport] | t
     if report.holds:
         return parameters, report
     return None, (f"at t = {float(t1):.4g} some token is not certified less than 90° from "
-                  f"x_{root + 1}(0): {_failures(report)}")
+                  f"its root's start: {_failures(report)}")
 
 
 def cap_document_at_start(instance) -> tuple[dict | None, str]:
     """The certificate document of lemma ``masked-cap`` at ``t1 = 0`` on balls around the exact
     initial tokens ``x0_i/|x0_i|`` (no enclosure: the checker verifies that the balls contain
     them), for any number of tokens; or ``(None, why not)``."""
-    if cap_root(instance.model) is None:
+    if cap_parts(instance.model, instance.n) is None:
         return None, "lemma masked-cap does not apply to this model"
     inst_exact = read_instance({"instance": instance_text(instance)})
     with ctx.workprec(MASKED_BITS):

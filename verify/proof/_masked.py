@@ -52,7 +52,7 @@ from verify.judge._decision import refuted_by_certificate
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate, masked_cap
 from verify.lemmas.masked_token import ID
-from verify.proof._lemmas import cap_document_at_start, cap_root, masked_document, masked_tokens
+from verify.proof._lemmas import cap_document_at_start, cap_parts, masked_document, masked_tokens
 from verify.proof._plans import NoPlan, apart_refutation, masked_refutation, plan_facts
 from verify.proof._prove import _BUDGET, _applying, _proved
 
@@ -110,7 +110,7 @@ def _at_start(request, result: InstanceResult, specs: list) -> InstanceResult:
     within 90° of the root, checked without an enclosure, for any ``n``), or unchanged."""
     if request.recheck or not float(request.parameters.get("proof_seconds",
                                                             _BUDGET.get())) > 0 \
-            or cap_root(request.instance.model) is None:
+            or cap_parts(request.instance.model, request.instance.n) is None:
         return result
     try:
         plans = [(spec, plan_facts(spec, masked_cap.ID, request.instance)) for spec in specs]

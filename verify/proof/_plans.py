@@ -30,6 +30,8 @@ consensus, converges (x)          masked-cap          consensus, converge (the c
                                                       every token)
 limit ones·x0[k], x0[k]/|x0[k]|   masked-cap          converge, limit-at-root (k the root;
                                                       |x0[k]| = 1 exactly for x0[k])
+clusters equal/at_most k (x)      masked-cap          converge, cap-clusters (one part per
+                                                      root; equal: roots apart)
 consensus (x), limit 0 (x)        power-decay         collapse
 rate power-law ≥ p, max-norm (x)  power-decay         power-law-decay (p ≤ 1/2; p < 1/2 for >)
 rate power-law ≥ p, max|P - 1/n|  power-decay         power-law-decay (p ≤ 1; p < 1 for >)
@@ -171,6 +173,11 @@ def _cap_facts(kind: str, p: dict) -> list[dict] | None:
         return None
     if kind in ("consensus", "converges") and set(p) <= {"variable"}:
         return [{"fact": "consensus" if kind == "consensus" else "converge"}]
+    count = {k: p[k] for k in ("equal", "at_most") if k in p}
+    if kind == "clusters" and set(p) <= {"variable", "equal", "at_most"} and len(count) == 1 and \
+            str(next(iter(count.values()))).isdigit():
+        key, value = next(iter(count.items()))
+        return [{"fact": "converge"}, {"fact": "cap-clusters", key: int(value)}]
     at = _AT_TOKEN.fullmatch(_squash(p.get("equals"))) if kind == "limit" and \
         set(p) <= {"equals", "variable"} else None
     if at and (at["k0"] is None or at["k0"] == at["k"]):

@@ -35,7 +35,8 @@ NUMERICS_MODULES = {
     "test_judge_limits.py", "test_limits.py", "test_model.py", "test_paper_claims.py",
     "test_polytope.py", "test_proof.py", "test_roundoff.py", "test_simulate.py",
     "test_spectral.py", "test_symmetry.py", "test_power_decay.py", "test_equilibrium_lemma.py",
-    "test_hyperplane_drift.py", "test_resume.py",
+    "test_hyperplane_drift.py", "test_resume.py", "test_masked_token.py", "test_masked_graph.py",
+    "test_masked_cap.py",
 }
 SLOW_TESTS = {
     "test_suite.py::test_quick_suite_run", "test_suite.py::test_boundrj_counterexample_reproduces",

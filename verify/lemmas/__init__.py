@@ -12,8 +12,12 @@ proof in the docstring), the hypotheses it checks in balls on the state at one t
   attend to one leader; a follower certified to drift along its hyperplane forever, or the side
   certified to converge;
 * :mod:`verify.lemmas.sphere_consensus` — consensus on the sphere with an exponential rate;
-* :mod:`verify.lemmas.masked_token` — a token closed under the mask (the causal first token)
-  is an exact linear flow: fixed, converging, or certified never to converge;
+* :mod:`verify.lemmas.masked_token` — a token closed under the mask (the causal first token,
+  or a graph mask's row with its one 1 on the diagonal) is an exact linear flow: fixed,
+  converging, or certified never to converge;
+* :mod:`verify.lemmas.masked_cap` — on the sphere with ``V = cI``, a closed set of tokens that
+  all attend to a token attending only to itself (the causal first token) converges to it once
+  it lies in the open hemisphere around it, exponentially;
 * :mod:`verify.lemmas.power_decay` — the ``V = -μI`` collapse with an algebraic bound;
 * :mod:`verify.lemmas.equilibrium` — an isolated equilibrium (Krawczyk, logarithmic norm)
   attracting the state: a certified limit, exponentially;

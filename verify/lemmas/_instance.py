@@ -1,9 +1,11 @@
 r"""The exact instance a certificate is about, read back from its text, and its symmetries.
 
-A certificate names its model (``V``, ``Q``, ``K``, ``β``, the variant) and the initial tokens as
-exact rationals. :func:`read_instance` checks them and computes :math:`B = \beta Q^\top K`
-exactly (``fractions.Fraction``). :func:`check_symmetries` verifies, exactly, that each listed
-signed permutation :math:`S` (with its token permutation :math:`\pi`) satisfies :math:`SV = VS`,
+A certificate names its model (``V``, ``Q``, ``K``, ``β``, the variant; for a graph mask, its
+``n×n`` 0/1 adjacency ``mask_matrix``) and the initial tokens as exact rationals.
+:func:`read_instance` checks them and computes :math:`B = \beta Q^\top K` exactly
+(``fractions.Fraction``); :meth:`ExactInstance.attends` says which tokens a token attends to.
+:func:`check_symmetries` verifies, exactly, that each listed signed permutation :math:`S`
+(with its token permutation :math:`\pi`) satisfies :math:`SV = VS`,
 :math:`S^\top B S = B` and :math:`S x_i(0) = x_{\pi(i)}(0)`: then the exact solution satisfies
 :math:`S x_i(t) = x_{\pi(i)}(t)` for all :math:`t` (uniqueness of solutions: both sides solve
 the same equation from the same data; see :mod:`verify.exact.symmetry`), so a token fixed by
@@ -38,6 +40,8 @@ class ExactInstance:
     normalisation: str
     heads: int
     mlp: object
+    #: the graph mask's rows (``mask == "adjacency"``), else ``None``
+    adjacency: tuple | None = None
 
     @property
     def n(self) -> int:
@@ -54,6 +58,25 @@ class ExactInstance:
                for b in range(self.d)):
             return lam
         return None
+
+    def attends(self, i: int) -> list[int]:
+        """The tokens ``j`` that token ``i`` attends to (``M_ij = 1``): every token, the
+        ``j <= i`` (causal), or the graph mask's row."""
+        if self.mask == "causal":
+            return list(range(i + 1))
+        if self.mask == "adjacency":
+            return [j for j in range(self.n) if self.adjacency[i][j]]
+        return list(range(self.n))
+
+    def self_only_tokens(self) -> list[int]:
+        """The tokens whose mask row is themselves alone (each a closed set of one token)."""
+        return [i for i in range(self.n) if self.attends(i) == [i]]
+
+    def closed(self, tokens) -> bool:
+        """Whether no token of ``tokens`` attends outside it (the set is closed under the
+        mask: it evolves on its own)."""
+        members = set(tokens)
+        return all(set(self.attends(i)) <= members for i in members)
 
     def plain(self) -> list[str]:
         """How the variant departs from the paper's model (1.1): one softmax head, full
@@ -99,9 +122,27 @@ def read_instance(data: dict) -> ExactInstance:
         raise CheckFailure("the shapes of V, Q, K, x0 do not fit (V d×d, Q and K k×d, x0 n×d).")
     B = [[beta * sum((Q[r][a] * K[r][b] for r in range(len(Q))), Fraction(0))
           for b in range(d)] for a in range(d)]
+    mask = str(model.get("mask"))
     return ExactInstance(V, B, x0, beta, str(model.get("form")), str(model.get("attention")),
-                         str(model.get("mask")), str(model.get("normalisation")),
-                         int(model.get("heads", 1)), model.get("mlp"))
+                         mask, str(model.get("normalisation")),
+                         int(model.get("heads", 1)), model.get("mlp"),
+                         _adjacency(model.get("mask_matrix"), mask, len(x0)))
+
+
+def _adjacency(rows, mask: str, n: int) -> tuple | None:
+    """The graph mask's rows, checked: present exactly when ``mask == "adjacency"``, ``n×n``,
+    entries 0 or 1, no empty row."""
+    if mask != "adjacency":
+        if rows is not None:
+            raise CheckFailure(f"a mask_matrix is given but the mask is {mask!r}.")
+        return None
+    if not isinstance(rows, list) or len(rows) != n or \
+            not all(isinstance(r, list) and len(r) == n for r in rows) or \
+            any(v not in (0, 1) or isinstance(v, float) for r in rows for v in r):
+        raise CheckFailure(f"a graph mask needs its mask_matrix: {n}×{n} entries 0 or 1.")
+    if any(not any(r) for r in rows):
+        raise CheckFailure("a row of the mask_matrix has no 1 (a token attending to nothing).")
+    return tuple(tuple(bool(v) for v in r) for r in rows)
 
 
 def _signed_matrix(S) -> list:

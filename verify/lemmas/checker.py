@@ -12,7 +12,8 @@ text alone, with python-flint ball arithmetic at the certificate's precision:
    :mod:`verify.lemmas.good_triple`, :mod:`verify.lemmas.sphere_consensus`,
    :mod:`verify.lemmas.power_decay`, :mod:`verify.lemmas.equilibrium`,
    :mod:`verify.lemmas.masked_token`, which reads the exact initial data only,
-   :mod:`verify.lemmas.hyperplane_drift`), each margin
+   :mod:`verify.lemmas.hyperplane_drift`, :mod:`verify.lemmas.masked_cap`, which at
+   :math:`t_1 = 0` checks that its balls contain the exact initial tokens), each margin
    recomputed: every one must be positive and at least the margin the certificate states;
 3. the lemma's conclusions, which must equal the stated ones;
 4. every fact (:mod:`verify.lemmas.facts`).
@@ -40,6 +41,7 @@ from verify.lemmas import (
     good_triple,
     hyperplane_drift,
     leader_map,
+    masked_cap,
     masked_token,
     power_decay,
     sphere_consensus,
@@ -54,9 +56,9 @@ SCHEMA = "verify.certificate/1"
 LEMMAS = {leader_map.ID: leader_map, good_triple.ID: good_triple,
           sphere_consensus.ID: sphere_consensus, power_decay.ID: power_decay,
           equilibrium.ID: equilibrium, masked_token.ID: masked_token,
-          hyperplane_drift.ID: hyperplane_drift}
+          hyperplane_drift.ID: hyperplane_drift, masked_cap.ID: masked_cap}
 #: Lemmas that read the tokens x at t1 (the others read the rescaled z).
-READS_X = (sphere_consensus, power_decay, equilibrium)
+READS_X = (sphere_consensus, power_decay, equilibrium, masked_cap)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from flint import arb
 
+from verify.lemmas import masked_token
 from verify.lemmas._balls import exact, parse_ball, rational
 
 __all__ = ["FACTS", "check_fact", "positive_definite"]
@@ -46,10 +47,34 @@ def _need(lemma: str, *ids: str) -> tuple[bool, str] | None:
     return None
 
 
+def _cap_parts(conclusions) -> list[tuple[int, list]]:
+    """The parts ``(root, set)`` of lemma ``masked-cap``'s conclusions."""
+    if "parts" in conclusions:
+        return [(int(q["root"]), list(q["set"])) for q in conclusions["parts"]]
+    return [(int(conclusions["root"]), list(conclusions["set"]))]
+
+
+def _whole_cap(inst, lemma, conclusions, parts: int | None = 1) -> tuple[bool, str] | None:
+    """``None`` when lemma ``masked-cap`` covers every token (in ``parts`` parts; ``None``: in
+    any number), else why it does not."""
+    if lemma != "masked-cap":
+        return None
+    found = _cap_parts(conclusions)
+    if sorted(i for _, S in found for i in S) != list(range(inst.n)):
+        return False, "the cap's sets do not cover every token."
+    if parts is not None and len(found) != parts:
+        return False, f"the cap has {len(found)} parts, not {parts}."
+    return None
+
+
 def converge(inst, lemma, conclusions, fact):
     """Every token converges (to a point; on the sphere: all to one point)."""
     if lemma in ("leader-map", "sphere-consensus"):
         return True, "every token converges (the lemma's conclusion)."
+    if lemma == "masked-cap":
+        roots = ", ".join(f"x_{r + 1}(0)" for r, _ in _cap_parts(conclusions))
+        return _whole_cap(inst, lemma, conclusions, None) or \
+            (True, f"every token converges, to {roots} (the lemma's conclusion).")
     if lemma == "good-triple":
         return True, "every φ1*(z_i) converges (the lemma's conclusion)."
     return False, f"lemma {lemma} does not give convergence."
@@ -174,10 +199,47 @@ def order_after(inst, lemma, conclusions, fact):
 
 def consensus(inst, lemma, conclusions, fact):
     """All tokens reach one cluster (consensus)."""
-    wrong = _need(lemma, "sphere-consensus")
+    wrong = _need(lemma, "sphere-consensus", "masked-cap")
     if wrong:
         return wrong
+    if lemma == "masked-cap":
+        return _whole_cap(inst, lemma, conclusions) or \
+            (True, f"1 - min <x_i, x_{_cap_parts(conclusions)[0][0] + 1}(0)> decays "
+                   "exponentially: consensus.")
     return True, "1 - min <x_i, x_k> decays exponentially: consensus."
+
+
+def cap_clusters(inst, lemma, conclusions, fact):
+    """The limits form at most ``fact["at_most"]`` points, or exactly ``fact["equal"]``: lemma
+    ``masked-cap``'s parts cover every token and each part tends to its root's start; for
+    ``equal`` the roots start at pairwise distinct points (exactly)."""
+    wrong = _need(lemma, "masked-cap") or _whole_cap(inst, lemma, conclusions, None)
+    if wrong:
+        return wrong
+    roots = [r for r, _ in _cap_parts(conclusions)]
+    if "equal" in fact:
+        k = int(fact["equal"])
+        apart = all(not _same_point(inst, a, b) for a in roots for b in roots if a < b)
+        return len(roots) == k and apart, (f"{len(roots)} parts, each tending to its root; "
+                                           f"roots at distinct points: {apart} (want {k}).")
+    k = int(fact["at_most"])
+    return len(roots) <= k, f"{len(roots)} parts, each tending to one point (at most {k})."
+
+
+def limit_at_root(inst, lemma, conclusions, fact):
+    r"""Every token tends to :math:`x_r(0) = x0_r/|x0_r|`, the root ``fact["token"]`` of lemma
+    ``masked-cap`` whose set is every token. With ``normalised`` false the claim names
+    :math:`x0_r` itself: then :math:`x0_r` must be exactly a unit vector."""
+    wrong = _need(lemma, "masked-cap") or _whole_cap(inst, lemma, conclusions)
+    if wrong:
+        return wrong
+    r, root = int(fact.get("token", 0)), _cap_parts(conclusions)[0][0]
+    if r != root:
+        return False, f"the cap's root is token {root + 1}, not {r + 1}."
+    if not fact.get("normalised") and sum(v * v for v in inst.x0[r]) != 1:
+        return False, (f"x0_{r + 1} is not exactly a unit vector (the limit is "
+                       f"x0_{r + 1}/|x0_{r + 1}|).")
+    return True, f"every token tends to x_{r + 1}(0), the token that attends only to itself."
 
 
 def exponential_consensus(inst, lemma, conclusions, fact):
@@ -237,28 +299,34 @@ def phi1_monotone(inst, lemma, conclusions, fact):
                                                    "left eigenvector φ1*."
 
 
-def _masked_behaviour(lemma, conclusions, fact) -> tuple[str, str]:
-    """The behaviour of the masked token in the fact's variable, and its name."""
+def _masked_behaviour(lemma, conclusions, fact) -> tuple[str, str, int]:
+    """The behaviour of the masked token in the fact's variable, the variable, and the token
+    (the fact's ``token``, default 0, must be the lemma's)."""
     variable = str(fact.get("variable", "x"))
     behaviour = conclusions["behaviour"].get(variable)
     if behaviour is None:
         raise KeyError(f"no behaviour for the variable {variable!r}")
-    return behaviour, variable
+    token = int(conclusions.get("token", 0))
+    if int(fact.get("token", 0)) != token:
+        raise ValueError(f"the fact is about token {fact.get('token')}, the lemma about {token}")
+    return behaviour, variable, token
 
 
 def token_fixed(inst, lemma, conclusions, fact):
-    r"""The masked token never moves: :math:`x_1(t) = x_1(0)` for all :math:`t \ge 0` (in the
-    fact's variable), so :math:`|x_1(t) - x0_1| = 0` — on the sphere only when :math:`x0_1`
-    is exactly a unit vector (the tokens start at :math:`x0_i/|x0_i|`)."""
+    r"""The masked token :math:`k` never moves: :math:`x_k(t) = x_k(0)` for all
+    :math:`t \ge 0` (in the fact's variable), so :math:`|x_k(t) - x0_k| = 0` — on the sphere only
+    when :math:`x0_k` is exactly a unit vector (the tokens start at :math:`x0_i/|x0_i|`)."""
     wrong = _need(lemma, "masked-token")
     if wrong:
         return wrong
-    behaviour, variable = _masked_behaviour(lemma, conclusions, fact)
+    behaviour, variable, k = _masked_behaviour(lemma, conclusions, fact)
     if behaviour != "fixed":
-        return False, f"token 1 is not fixed in {variable} (it {behaviour})."
-    if inst.normalisation == "sphere" and sum(v * v for v in inst.x0[0]) != 1:
-        return False, "x0_1 is not exactly a unit vector: the sphere token is x0_1/|x0_1|."
-    return True, f"{variable}_1(t) = {variable}_1(0) for all t >= 0 (the exact closed form)."
+        return False, f"token {k + 1} is not fixed in {variable} (it {behaviour})."
+    if inst.normalisation == "sphere" and sum(v * v for v in inst.x0[k]) != 1:
+        return False, (f"x0_{k + 1} is not exactly a unit vector: the sphere token is "
+                       f"x0_{k + 1}/|x0_{k + 1}|.")
+    return True, f"{variable}_{k + 1}(t) = {variable}_{k + 1}(0) for all t >= 0 (the exact " \
+                 "closed form)."
 
 
 def token_no_limit(inst, lemma, conclusions, fact):
@@ -267,12 +335,45 @@ def token_no_limit(inst, lemma, conclusions, fact):
     wrong = _need(lemma, "masked-token")
     if wrong:
         return wrong
-    behaviour, variable = _masked_behaviour(lemma, conclusions, fact)
+    behaviour, variable, k = _masked_behaviour(lemma, conclusions, fact)
     if behaviour not in ("grows", "turns", "drifts"):
-        return False, f"token 1 is not certified without a limit in {variable} ({behaviour})."
+        return False, f"token {k + 1} is not certified without a limit in {variable} " \
+                      f"({behaviour})."
     root = (conclusions.get("roots") or {}).get(variable)
-    return True, (f"token 1 {behaviour} forever in {variable} (the root {root} of the local "
-                  "minimal polynomial of x_1(0)): it has no limit.")
+    return True, (f"token {k + 1} {behaviour} forever in {variable} (the root {root} of the "
+                  f"local minimal polynomial of x_{k + 1}(0)): it has no limit.")
+
+
+def _same_point(inst, a: int, b: int) -> bool:
+    """Whether tokens ``a`` and ``b`` start at the same point (on the sphere: ``x0_a`` and
+    ``x0_b`` positively proportional), exactly."""
+    u, v = inst.x0[a], inst.x0[b]
+    if inst.normalisation != "sphere":
+        return u == v
+    dot = sum((p * q for p, q in zip(u, v, strict=True)), Fraction(0))
+    return dot > 0 and dot * dot == sum(p * p for p in u) * sum(q * q for q in v)
+
+
+def fixed_apart(inst, lemma, conclusions, fact):
+    r"""The masked token :math:`k` and the token ``fact["other"]`` :math:`b`, which also attends
+    only to itself, are both fixed in the fact's variable at distinct points: :math:`|v_k(t) -
+    v_b(t)| = |v_k(0) - v_b(0)| > 0` for all :math:`t \ge 0`, so the diameter never tends to 0,
+    two tokens have distinct limits, and no formula puts every token at one limit."""
+    wrong = _need(lemma, "masked-token")
+    if wrong:
+        return wrong
+    behaviour, variable, k = _masked_behaviour(lemma, conclusions, fact)
+    b = int(fact["other"])
+    if b == k or not 0 <= b < inst.n or inst.attends(b) != [b]:
+        return False, f"token {b + 1} is not another token that attends only to itself."
+    other = masked_token.behaviours(inst, masked_token.classify(inst.V, inst.x0[b]))
+    if behaviour != "fixed" or other.get(variable) != "fixed":
+        return False, (f"tokens {k + 1} and {b + 1} are not both fixed in {variable} "
+                       f"({behaviour}, {other.get(variable)}).")
+    if _same_point(inst, k, b):
+        return False, f"tokens {k + 1} and {b + 1} start at the same point."
+    return True, (f"tokens {k + 1} and {b + 1} each attend only to themselves and never move "
+                  f"in {variable}, at distinct points: their distance is constant and positive.")
 
 
 FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": limits_in_S,
@@ -282,7 +383,8 @@ FACTS = {"converge": converge, "converge-phi1": converge_phi1, "limits-in-S": li
          "consensus": consensus, "exponential-consensus": exponential_consensus,
          "hyperplanes": hyperplanes, "phi1-monotone": phi1_monotone,
          "token-fixed": token_fixed, "token-no-limit": token_no_limit,
-         "limit-first-token": limit_first_token}
+         "limit-first-token": limit_first_token, "limit-at-root": limit_at_root,
+         "fixed-apart": fixed_apart, "cap-clusters": cap_clusters}
 
 
 def check_fact(inst, lemma: str, conclusions: dict, fact: dict) -> tuple[bool, str]:

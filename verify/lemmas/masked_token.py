@@ -1,5 +1,6 @@
-r"""Lemma ``masked-token``: a set of tokens closed under the mask evolves on its own; the
-causal first token is a linear flow, and its exact solution decides whether it converges.
+r"""Lemma ``masked-token``: a set of tokens closed under the mask evolves on its own; a token
+that attends only to itself (the causal first token, or a graph mask's row with its one 1 on
+the diagonal) is a linear flow, and its exact solution decides whether it converges.
 
 Source: own proof below (the observation is the one of the "proved on this instance" issue:
 under a causal mask token 1 attends only to itself).
@@ -13,17 +14,17 @@ attends to the :math:`j` with :math:`M_{ij} = 1`), in continuous time: the plain
 **Lemma.** (a) If a set :math:`S` of tokens is closed under the mask (no token of :math:`S`
 attends outside :math:`S`), the tokens of :math:`S` solve the same equation with the other
 tokens deleted: their rows of :math:`P` are normalised over :math:`S` alone. (b) For
-:math:`S = \{1\}` (a causal mask: token 1 sees only itself) :math:`P_{11} \equiv 1`, so with
-:math:`v = x_1(0)`
+:math:`S = \{k\}` (token :math:`k` sees only itself: :math:`M_{kj} = 1` iff :math:`j = k`; under
+a causal mask :math:`k = 1`) :math:`P_{kk} \equiv 1`, so with :math:`v = x_k(0)`
 
-.. math:: x_1(t) = e^{tV} v,\qquad z_1(t) = v,\qquad
-          x_1(t) = \frac{e^{tV} v}{|e^{tV} v|}\ \text{(sphere)}
+.. math:: x_k(t) = e^{tV} v,\qquad z_k(t) = v,\qquad
+          x_k(t) = \frac{e^{tV} v}{|e^{tV} v|}\ \text{(sphere)}
 
 for all :math:`t \ge 0`, whatever :math:`\beta, Q, K` and the other tokens. (c) Let :math:`p` be
 the local minimal polynomial of :math:`v` (the monic :math:`p` of least degree with
 :math:`p(V) v = 0`, from the exact Krylov sequence :math:`v, Vv, \dots`). Then
 
-* :math:`x_1(t) = e^{tV}v` converges iff every root of :math:`p` has negative real part, except
+* :math:`x_k(t) = e^{tV}v` converges iff every root of :math:`p` has negative real part, except
   a simple root 0; a root with positive real part makes it **grow**, a non-real root on the
   imaginary axis makes it **turn** forever, a double root 0 makes it **drift**; it is **fixed**
   iff :math:`p = \lambda` (or :math:`v = 0`);
@@ -35,7 +36,7 @@ the local minimal polynomial of :math:`v` (the monic :math:`p` of least degree w
 *Proof.* (a) A row :math:`i \in S` of the attention only involves tokens of :math:`S`, so the
 equations of :math:`S` are closed; uniqueness of solutions (the field is locally Lipschitz)
 makes the solution of the smaller system the restriction of the full one. (b) With :math:`S =
-\{1\}`, :math:`\dot x_1 = V x_1` (plain) and :math:`\dot z_1 = e^{-tV}(V x_1 - V x_1) = 0`.
+\{k\}`, :math:`\dot x_k = V x_k` (plain) and :math:`\dot z_k = e^{-tV}(V x_k - V x_k) = 0`.
 On the sphere, :math:`y = e^{tV}v` and :math:`u = y/|y|` give :math:`\dot u = Vu - \langle u,
 Vu\rangle u = P^\perp_u(Vu)`, the same equation from the same point. (c) Write :math:`e^{tV}v =
 \sum_\lambda e^{\lambda t} q_\lambda(t)` over the roots of :math:`p`, :math:`q_\lambda` a vector
@@ -58,7 +59,8 @@ of a linear or quadratic factor is an exact rational, a root of a higher factor 
 an Arb box (its realness certified by Arb). Each sign the conclusion needs is an inequality
 with a margin; a sign that the boxes do not decide gives no conclusion ("undecided"). Nothing
 is read off a run or an enclosure: the certificate's state is the exact initial data
-(:math:`t_1 = 0`), so the checker re-derives everything.
+(:math:`t_1 = 0`), so the checker re-derives everything, the mask included (a graph mask is
+written in the certificate; the parameter ``token`` names :math:`k`, default the first).
 
 Only python-flint and the standard library are imported.
 
@@ -66,7 +68,7 @@ Only python-flint and the standard library are imported.
 >>> from fractions import Fraction as F
 >>> rotation = SimpleNamespace(V=[[F(1), F(-1)], [F(1), F(1)]], x0=[[F(1), F(0)], [F(0), F(1)]],
 ...     form="x", attention="softmax", mask="causal", normalisation="sphere", heads=1, mlp=None,
-...     n=2, d=2)
+...     n=2, d=2, attends=lambda i: list(range(i + 1)))
 >>> report = check(rotation, {})
 >>> report.holds, report.conclusions["behaviour"]["x"], report.conclusions["roots"]["x"]
 (True, 'turns', '1 + i*sqrt(1)')
@@ -81,7 +83,8 @@ from flint import arb, fmpq, fmpq_poly
 
 from verify.lemmas._balls import CheckFailure, LemmaReport, exact
 
-__all__ = ["ID", "check", "local_minimal_polynomial", "classify"]
+__all__ = ["ID", "check", "masked_token_of", "behaviours", "local_minimal_polynomial",
+           "classify"]
 
 ID = "masked-token"
 NO_LIMIT = ("grows", "turns", "drifts")
@@ -238,30 +241,50 @@ def _direction(roots: list[Root], out: dict) -> str:
     return "undecided"
 
 
+def masked_token_of(inst, parameters: dict) -> int:
+    """The token the lemma is about: ``parameters["token"]`` (default 0, the causal first
+    token), checked to attend only to itself under the instance's mask."""
+    if set(parameters) - {"token"}:
+        raise CheckFailure(f"lemma {ID} takes one parameter, the token.")
+    try:
+        k = int(parameters.get("token", 0))
+    except (TypeError, ValueError):
+        raise CheckFailure(f"lemma {ID}: the token must be an integer.") from None
+    if inst.mask == "full" or not 0 <= k < inst.n or inst.attends(k) != [k]:
+        raise CheckFailure(f"lemma {ID} needs a token that attends only to itself (the causal "
+                           f"first token, or a graph mask's row with its one 1 on the "
+                           f"diagonal); token {k} does not under the mask {inst.mask!r}.")
+    return k
+
+
+def behaviours(inst, found: dict) -> dict:
+    """The behaviour of a token that attends only to itself in each variable, from its
+    :func:`classify` (``x`` on the sphere is the direction; ``z`` of the plain model is fixed)."""
+    sphere = inst.normalisation == "sphere"
+    out = {"x": found["direction"] if sphere else found["x"], "direction": found["direction"]}
+    if not sphere:
+        out["z"] = "fixed"
+    return out
+
+
 def check(inst, parameters: dict) -> LemmaReport:
-    """The lemma for token 1 of ``inst`` (exact data; ``parameters`` is empty): raises
-    :class:`CheckFailure` when the variant is not one the lemma is about."""
-    if inst.mask != "causal":
-        raise CheckFailure(f"lemma {ID} is checked here for the causal mask (token 1 attends "
-                           "only to itself).")
+    """The lemma for the token ``parameters["token"]`` of ``inst`` (default 0: the causal first
+    token; exact data): raises :class:`CheckFailure` when the variant is not one the lemma is
+    about or the token attends to another token."""
+    k = masked_token_of(inst, parameters)
     if inst.heads != 1 or inst.mlp is not None or inst.attention not in ("softmax", "hardmax"):
         raise CheckFailure(f"lemma {ID} needs one softmax or hardmax head and no MLP (then "
-                           "P_11 = 1).")
+                           "P_kk = 1).")
     if inst.form not in ("x", "z") or inst.normalisation not in ("none", "sphere") or (
             inst.normalisation == "sphere" and inst.form != "x"):
         raise CheckFailure(f"lemma {ID} is about continuous time, plain or on the sphere.")
-    if parameters:
-        raise CheckFailure(f"lemma {ID} takes no parameters.")
     sphere = inst.normalisation == "sphere"
-    found = classify(inst.V, inst.x0[0])
-    behaviour = {"x": found["direction"] if sphere else found["x"],
-                 "direction": found["direction"]}
-    if not sphere:
-        behaviour["z"] = "fixed"
+    found = classify(inst.V, inst.x0[k])
+    behaviour = behaviours(inst, found)
     report = LemmaReport(ID)
     decided = [b for b in behaviour.values() if b != "undecided"]
     report.require("decided", arb(1) if decided else arb(-1),
-                   "the closed form of token 1 decides its behaviour in some variable")
+                   f"the closed form of token {k + 1} decides its behaviour in some variable")
     if not sphere and behaviour["x"] in NO_LIMIT:
         report.require("x-no-limit", found["margin"],
                        "a root of the local minimal polynomial keeps e^{tV}v from converging "
@@ -271,10 +294,11 @@ def check(inst, parameters: dict) -> LemmaReport:
         report.require("direction-dominant", found["direction_margin"],
                        "the roots of largest real part are above all others (1 when every "
                        "root shares it)")
+    x = f"x_{k + 1}"
     report.conclusions = {
-        "t1": "0", "token": 0, "closed_set": [0],
-        "solution": ("x_1(t) = e^{tV} x_1(0) / |e^{tV} x_1(0)|" if sphere else
-                     "x_1(t) = e^{tV} x_1(0), z_1(t) = x_1(0)"),
+        "t1": "0", "token": k, "closed_set": [k],
+        "solution": (f"{x}(t) = e^{{tV}} {x}(0) / |e^{{tV}} {x}(0)|" if sphere else
+                     f"{x}(t) = e^{{tV}} {x}(0), z_{k + 1}(t) = {x}(0)"),
         "local_minimal_polynomial": found["polynomial"], "behaviour": behaviour,
         "roots": {"x": found.get("direction_root" if sphere else "x_root"),
                   "direction": found.get("direction_root")}}

@@ -23,6 +23,7 @@ from verify.lemmas import (
     good_triple,
     hyperplane_drift,
     leader_map,
+    masked_cap,
     masked_token,
     power_decay,
     sphere_consensus,
@@ -32,7 +33,7 @@ from verify.lemmas._instance import check_symmetries, pinned_tokens, read_instan
 from verify.lemmas.checker import SCHEMA
 
 __all__ = ["instance_text", "symmetry_text", "try_lemma", "lemmas_for", "lemma_for",
-           "masked_document"]
+           "masked_document", "masked_tokens", "cap_parts", "cap_document_at_start"]
 
 
 def _strings(matrix) -> list:
@@ -44,11 +45,14 @@ def instance_text(instance) -> dict:
     model = instance.model
     head = model.heads[0]
     variant = model.describe()  # the model's own plain summary (the mask: "adjacency")
+    mask = model.mask_for(instance.n)
+    graph = {} if model.full_mask or model.causal_mask else \
+        {"mask_matrix": [[int(v) for v in row] for row in mask]}  # the graph mask itself
     return {"name": instance.name, "V": _strings(head.V), "Q": _strings(head.Q),
             "K": _strings(head.K), "x0": _strings(instance.x0),
             "model": {**{key: variant[key] for key in ("form", "attention", "mask",
                                                         "normalisation", "heads", "beta")},
-                      "mlp": None if not model.has_mlp else "mlp"},
+                      "mlp": None if not model.has_mlp else "mlp", **graph},
             "initial_tokens": ("x_i(0) = x0_i / |x0_i| (tokens on the unit sphere)"
                                if model.on_sphere else "x_i(0) = x0_i")}
 
@@ -77,7 +81,7 @@ def lemmas_for(model) -> tuple[str, ...]:
 
     >>> from verify.model import Model
     >>> lemmas_for(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", mask="causal"))
-    ('sphere-consensus', 'equilibrium')
+    ('masked-cap', 'sphere-consensus', 'equilibrium')
     >>> lemmas_for(Model(V=[[1, 2], [0, 1]], form="x", normalisation="sphere"))
     ()
     >>> lemmas_for(Model(V=[[1, 0], [0, -1]]))  # the rescaled form by default
@@ -90,13 +94,13 @@ def lemmas_for(model) -> tuple[str, ...]:
         if lam is not None and lam > 0:
             return (leader_map.ID,)
         return (good_triple.ID, hyperplane_drift.ID)
-    found = ()
+    found = (masked_cap.ID,) if _masked_cap_applies(model) else ()
     if model.continuous_tokens and model.on_sphere and model.single_head \
             and (model.softmax or model.unnormalised_attention) and not model.has_mlp \
             and (model.full_mask or model.causal_mask):
         c = identity_multiple(model.V)
         if c is not None and c > 0:
-            found = (sphere_consensus.ID,)
+            found += (sphere_consensus.ID,)
     if _equilibrium_applies(model):
         found += (equilibrium.ID,)
     return found
@@ -105,6 +109,45 @@ def lemmas_for(model) -> tuple[str, ...]:
 def lemma_for(model) -> str | None:
     """The first lemma :func:`lemmas_for` tries, or ``None``."""
     return next(iter(lemmas_for(model)), None)
+
+
+def cap_parts(model, n: int | None = None) -> list[tuple[int, list[int]]] | None:
+    """The parts ``(root, set)`` of lemma ``masked-cap`` that cover every token, on the sphere
+    with one softmax head and ``V = cI``, ``c > 0``: under a causal mask one part (token 0 and
+    every token); under a graph mask one part per token that attends only to itself (a root),
+    holding the tokens that attend to it — each token must attend to exactly one root and each
+    part be closed. ``None`` when there is no such cover (``n`` is needed for a causal mask).
+
+    >>> from verify.model import Model
+    >>> cap_parts(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere",
+    ...                 mask=[[1, 0, 0], [1, 1, 0], [0, 0, 1]]))
+    [(0, [0, 1]), (2, [2])]
+    """
+    if not (model.continuous_tokens and model.on_sphere and model.single_head and model.softmax
+            and not model.has_mlp) or model.full_mask:
+        return None
+    c = identity_multiple(model.V)
+    if c is None or not c > 0:
+        return None
+    if model.causal_mask:
+        return None if n is None else [(0, list(range(n)))]
+    mask = np.asarray(model.mask, dtype=bool)
+    roots = [r for r in range(len(mask)) if mask[r].sum() == 1 and mask[r, r]]
+    parts = {r: [] for r in roots}
+    for i in range(len(mask)):
+        seen = [r for r in roots if mask[i, r]]
+        if len(seen) != 1:
+            return None
+        parts[seen[0]].append(i)
+    for S in parts.values():
+        if mask[S][:, [j for j in range(len(mask)) if j not in S]].any():
+            return None  # a token of the part attends outside it
+    return [(r, S) for r, S in parts.items()]
+
+
+def _masked_cap_applies(model) -> bool:
+    return model.causal_mask and cap_parts(model, 1) is not None or \
+        not model.causal_mask and cap_parts(model) is not None
 
 
 def _power_decay_applies(model) -> bool:
@@ -411,6 +454,47 @@ def _propose_equilibrium(inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tu
     return None, f"the equilibrium at t = {float(t1):.4g} does not trap the state: {why}"
 
 
+# ----------------------------------------------------------------------------------- masked cap
+def _masked_cap(instance, inst_exact, t1, balls) -> tuple[dict, LemmaReport] | tuple[None, str]:
+    """The parts of :func:`cap_parts` (one: the root every token attends to, the set of every
+    token)."""
+    parts = cap_parts(instance.model, inst_exact.n)
+    if parts is None:
+        return None, "the tokens are not covered by closed sets, each attending to one token " \
+                     "that attends only to itself."
+    parameters = {"root": parts[0][0], "set": parts[0][1]} if len(parts) == 1 else \
+        {"parts": [{"root": r, "set": S} for r, S in parts]}
+    try:
+        report = masked_cap.check(inst_exact, t1, balls, parameters)
+    except CheckFailure as exc:
+        return None, str(exc)
+    if report.holds:
+        return parameters, report
+    return None, (f"at t = {float(t1):.4g} some token is not certified less than 90° from "
+                  f"its root's start: {_failures(report)}")
+
+
+def cap_document_at_start(instance) -> tuple[dict | None, str]:
+    """The certificate document of lemma ``masked-cap`` at ``t1 = 0`` on balls around the exact
+    initial tokens ``x0_i/|x0_i|`` (no enclosure: the checker verifies that the balls contain
+    them), for any number of tokens; or ``(None, why not)``."""
+    if cap_parts(instance.model, instance.n) is None:
+        return None, "lemma masked-cap does not apply to this model"
+    inst_exact = read_instance({"instance": instance_text(instance)})
+    with ctx.workprec(MASKED_BITS):
+        text = matrix_text(arb_mat([masked_cap.unit_token(inst_exact, i)
+                                    for i in range(inst_exact.n)]))
+        parameters, report = _masked_cap(instance, inst_exact, Fraction(0), ball_matrix(text))
+    if parameters is None:
+        return None, report
+    return {"schema": SCHEMA, "instance": instance_text(instance), "symmetries": [],
+            "enclosure": {"t1": "0", "variable": "x", "tokens": text, "bits": MASKED_BITS,
+                          "method": "none: balls around the exact initial tokens"},
+            "lemma": {"id": masked_cap.ID, "parameters": parameters},
+            "inequalities": [q.to_dict() for q in report.inequalities],
+            "conclusions": report.conclusions}, ""
+
+
 # ----------------------------------------------------------------------------------- dispatch
 def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | None, str]:
     """The certificate document of ``lemma`` at the mark ``t1`` of ``enclosure`` (without its
@@ -419,8 +503,8 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
     inst_exact = read_instance(text)
     symmetries = check_symmetries(inst_exact, symmetry_text(enclosure.group))
     with ctx.workprec(enclosure.bits):
-        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID, equilibrium.ID) \
-            else "z"
+        variable = "x" if lemma in (sphere_consensus.ID, power_decay.ID, equilibrium.ID,
+                                    masked_cap.ID) else "z"
         # the lemma reads the balls exactly as the checker will read them back from the text
         text = matrix_text(enclosure.x_at(t1) if variable == "x" else enclosure.z_at(t1))
         balls = ball_matrix(text)
@@ -433,6 +517,10 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
             if not report.holds:
                 return None, (f"at t = {float(t1):.4g} some pair of tokens is not certified "
                               "less than 90° apart.")
+        elif lemma == masked_cap.ID:
+            parameters, report = _masked_cap(instance, inst_exact, t1, balls)
+            if parameters is None:
+                return None, report
         elif lemma in (power_decay.ID, equilibrium.ID):
             build = _power_decay if lemma == power_decay.ID else _equilibrium
             parameters, report = build(inst_exact, t1, balls)
@@ -456,25 +544,35 @@ def try_lemma(lemma: str, instance, enclosure, t1: Fraction) -> tuple[dict | Non
 MASKED_BITS = 128
 
 
-def masked_document(instance) -> tuple[dict | None, str]:
-    """The certificate document of the masked-token lemma on the exact initial data
-    (``t1 = 0``, no enclosure), or ``(None, why not)``: the model is not one the lemma is
-    about, or the closed form decides nothing."""
-    if not instance.model.causal_mask:
-        return None, "the mask is not causal"
+def masked_tokens(instance) -> list[int]:
+    """The tokens whose mask row is themselves alone (the causal first token; a graph mask's
+    rows with their one 1 on the diagonal); none under full attention."""
+    mask = instance.model.mask_for(instance.n)
+    if mask is None:
+        return []
+    return [k for k in range(instance.n) if mask[k, k] and int(mask[k].sum()) == 1]
+
+
+def masked_document(instance, token: int = 0) -> tuple[dict | None, str]:
+    """The certificate document of the masked-token lemma for ``token`` (a token that attends
+    only to itself) on the exact initial data (``t1 = 0``, no enclosure), or ``(None, why
+    not)``: the model is not one the lemma is about, or the closed form decides nothing."""
+    if token not in masked_tokens(instance):
+        return None, f"token {token + 1} does not attend only to itself"
     text = {"instance": instance_text(instance)}
+    parameters = {"token": token} if token else {}  # the first token: as before, no parameter
     try:
         inst_exact = read_instance(text)
         with ctx.workprec(MASKED_BITS):
-            report = masked_token.check(inst_exact, {})
+            report = masked_token.check(inst_exact, parameters)
     except CheckFailure as exc:
         return None, str(exc)
     if not report.holds:
-        return None, "the closed form of token 1 decides nothing (a sign is undecided)"
+        return None, f"the closed form of token {token + 1} decides nothing (a sign is undecided)"
     return {"schema": SCHEMA, **text, "symmetries": [],
             "enclosure": {"t1": "0", "variable": "exact", "bits": MASKED_BITS,
                           "tokens": text["instance"]["x0"],
                           "method": "none: the lemma reads the exact initial tokens"},
-            "lemma": {"id": masked_token.ID, "parameters": {}},
+            "lemma": {"id": masked_token.ID, "parameters": parameters},
             "inequalities": [q.to_dict() for q in report.inequalities],
             "conclusions": report.conclusions}, ""

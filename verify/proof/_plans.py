@@ -22,9 +22,16 @@ consecutive-gaps > 0              leader-map (d=1)    order-after-t1, and the en
 consensus                         sphere-consensus    consensus
 ∃ C, λ > 0: diameter ≤ C e^{-λt}  sphere-consensus    exponential-consensus
 rate exponential > 0, diameter    sphere-consensus    exponential-consensus
-identity norm(x[0] - x0[0]) = 0   masked-token        token-fixed (in x, or z)
+identity norm(x[k] - x0[k]) = 0   masked-token        token-fixed (in x, or z; token k
+                                                      attends only to itself)
 limit x0[0], x0[0]/norm(x0[0])    sphere-consensus    consensus, limit-first-token
 (causal mask)
+consensus, converges (x)          masked-cap          consensus, converge (the cap's set is
+                                                      every token)
+limit ones·x0[k], x0[k]/|x0[k]|   masked-cap          converge, limit-at-root (k the root;
+                                                      |x0[k]| = 1 exactly for x0[k])
+clusters equal/at_most k (x)      masked-cap          converge, cap-clusters (one part per
+                                                      root; equal: roots apart)
 consensus (x), limit 0 (x)        power-decay         collapse
 rate power-law ≥ p, max-norm (x)  power-decay         power-law-decay (p ≤ 1/2; p < 1/2 for >)
 rate power-law ≥ p, max|P - 1/n|  power-decay         power-law-decay (p ≤ 1; p < 1 for >)
@@ -36,7 +43,11 @@ consensus (x)                                         0 frozen, |x0[0]| = 1 exac
 
 A lemma can also **refute**: :func:`masked_refutation` maps a conclusion that every token has a
 limit (``converges``, ``limit``, ``clusters``) onto the fact ``token-no-limit`` of the
-masked-token lemma (the causal first token grows, turns or drifts forever). ``consensus`` is
+masked-token lemma (a token that attends only to itself — the causal first token, or a graph
+mask's — grows, turns or drifts forever). :func:`apart_refutation` maps ``consensus``, one
+cluster and every token at one limit (``ones((n, 1)) * ...``) onto the fact ``fixed-apart``: two
+tokens that attend only to themselves (a graph mask with two sinks) never move, at distinct
+points. ``consensus`` is
 not among them: the other tokens may follow a turning first token, the diameter tending to 0.
 :func:`drift_refutation` maps the same conclusions, and ``consensus``, on the rescaled tokens
 ``z`` onto the fact ``follower-drifts`` of the hyperplane-drift lemma (a follower of a good
@@ -47,13 +58,15 @@ to infinity). A conclusion on a projection (``functional``) is never among them:
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from verify.errors import InvalidArgument
 from verify.exact.escape import above_escape_threshold
 from verify.predict._expressions import evaluate, initial_namespace
 
-__all__ = ["NoPlan", "plan_facts", "masked_refutation", "drift_refutation"]
+__all__ = ["NoPlan", "plan_facts", "masked_refutation", "apart_refutation",
+           "drift_refutation"]
 
 
 class NoPlan(Exception):
@@ -144,6 +157,35 @@ def _equilibrium_facts(kind: str, p: dict, instance) -> list[dict] | None:
     return None
 
 
+#: ``norm(x[k] - x0[k])`` (or ``z``): the distance of token ``k`` from where it started.
+_FIXED_TOKEN = re.compile(r"norm\((?P<v>[xz])\[(?P<k>\d+)\]-x0\[(?P<k0>\d+)\]\)")
+
+
+#: ``ones((n,1))*x0[k]`` or ``ones((n,1))*x0[k]/norm(x0[k])`` (spaces removed): every token's
+#: limit is token ``k``'s start.
+_AT_TOKEN = re.compile(r"ones\(\(n,1\)\)\*x0\[(?P<k>\d+)\](?P<unit>/norm\(x0\[(?P<k0>\d+)\]\))?")
+
+
+def _cap_facts(kind: str, p: dict) -> list[dict] | None:
+    """The facts of lemma ``masked-cap`` for one conclusion on the tokens ``x`` (table above),
+    or ``None``."""
+    if p.get("variable", "x") != "x":
+        return None
+    if kind in ("consensus", "converges") and set(p) <= {"variable"}:
+        return [{"fact": "consensus" if kind == "consensus" else "converge"}]
+    count = {k: p[k] for k in ("equal", "at_most") if k in p}
+    if kind == "clusters" and set(p) <= {"variable", "equal", "at_most"} and len(count) == 1 and \
+            str(next(iter(count.values()))).isdigit():
+        key, value = next(iter(count.items()))
+        return [{"fact": "converge"}, {"fact": "cap-clusters", key: int(value)}]
+    at = _AT_TOKEN.fullmatch(_squash(p.get("equals"))) if kind == "limit" and \
+        set(p) <= {"equals", "variable"} else None
+    if at and (at["k0"] is None or at["k0"] == at["k"]):
+        return [{"fact": "converge"}, {"fact": "limit-at-root", "token": int(at["k"]),
+                                       "normalised": at["unit"] is not None}]
+    return None
+
+
 def plan_facts(spec, lemma: str, instance) -> list[dict]:
     """The facts (templates; ``"order-after-t1"`` gets its offsets later) that prove the
     conclusion ``spec`` through ``lemma``, or :class:`NoPlan`."""
@@ -197,10 +239,13 @@ def plan_facts(spec, lemma: str, instance) -> list[dict]:
                     {"fact": "limit-first-token", "normalised": equals != "x0[0]"}]
     if lemma == "masked-token" and kind == "identity" and set(p) == {"quantity", "value"} and \
             Fraction(str(p["value"])) == 0:
-        quantity = "".join(str(p["quantity"]).split())
-        for variable in ("x", "z"):
-            if quantity == f"norm({variable}[0]-x0[0])":
-                return [{"fact": "token-fixed", "variable": variable}]
+        fixed = _FIXED_TOKEN.fullmatch("".join(str(p["quantity"]).split()))
+        if fixed and fixed["k"] == fixed["k0"] and int(fixed["k"]) < instance.n:
+            return [{"fact": "token-fixed", "variable": fixed["v"], "token": int(fixed["k"])}]
+    if lemma == "masked-cap":
+        facts = _cap_facts(kind, p)
+        if facts is not None:
+            return facts
     if lemma == "power-decay":
         facts = _power_decay_facts(kind, p, instance)
         if facts is not None:
@@ -227,6 +272,22 @@ def masked_refutation(spec, instance) -> list[dict] | None:
         return None
     default = "z" if instance.model.rescaled else "x"
     return [{"fact": "token-no-limit", "variable": str(p.get("variable", default))}]
+
+
+def apart_refutation(spec, instance) -> list[dict] | None:
+    """The facts that refute ``spec`` through two masked tokens fixed at distinct points (module
+    docstring; the second token is filled in by the caller), or ``None``: consensus, one
+    cluster, or every token at one limit (``ones((n, 1)) * ...``)."""
+    p = dict(spec.parameters)
+    one = {"consensus": set(p) <= {"variable", "tail_fraction"},
+           "clusters": set(p) <= {"variable", "equal", "at_most", "tail_fraction"} and
+           str(p.get("equal", p.get("at_most"))) == "1" and not ("equal" in p and "at_most" in p),
+           "limit": set(p) <= {"variable", "equals", "tail_fraction"} and
+           _squash(p.get("equals")).startswith("ones((n,1))*")}
+    if not one.get(spec.type):
+        return None
+    default = "z" if instance.model.rescaled else "x"
+    return [{"fact": "fixed-apart", "variable": str(p.get("variable", default))}]
 
 
 def drift_refutation(spec, instance) -> list[dict] | None:

@@ -204,30 +204,49 @@ def test_extensions_continue_the_previous_run(monkeypatch):
     calls = _spy(monkeypatch)
     result = judge_request(_request())
     assert [h["horizon"] for h in result.evidence["horizons"]] == ["2", "4", "16/3"]
-    # 2 → 4 doubles (its checkpoints are among the first run's): continued; 16/3 (cut at the
-    # budget 8) puts checkpoints at multiples of 2/3, which the run to 6 lacks: from 0
-    assert [(str(h), resumed) for h, resumed, _ in calls] == [("3", False), ("6", True),
-                                                              ("8", False)]
+    # 2 → 4 doubles, but the horizon after it, 16/3 (cut at the budget 8), puts checkpoints at
+    # multiples of 2/3, which the run to 3 lacks: the run to 6 is made from 0 and records them
+    # ahead, and the run to 8 continues it
+    assert [(str(h), resumed) for h, resumed, _ in calls] == [("3", False), ("6", False),
+                                                              ("8", True)]
 
 
 def test_an_extension_is_judged_on_the_checkpoints_of_a_run_from_zero():
     request = _request()
-    first, _ = _engine._simulate(request, Fraction(2), Fraction(3))
-    doubled, _ = _engine._simulate(request, Fraction(4), Fraction(6), first)
-    assert doubled.times == _engine.checkpoint_grid(Fraction(4), 9, Fraction(6))
-    assert doubled.stats["resumed_at"] == [3.0] and doubled.resume_point is not None
-    aimed, _ = _engine._simulate(request, Fraction(16, 3), Fraction(8), doubled)
-    assert aimed.times == _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8))
-    assert "resumed_at" not in aimed.stats
+    budget = 4 * Fraction(2)
+
+    def recorded(horizon):
+        return _engine._recorded(request, horizon, horizon * 3 / 2, budget)
+
+    assert recorded(Fraction(2)) == _engine.checkpoint_grid(Fraction(2), 9, Fraction(3))
+    first, _ = _engine._simulate(request, recorded(Fraction(2)), Fraction(3))
+    doubled, _ = _engine._simulate(request, recorded(Fraction(4)), Fraction(6), first)
+    judged = _engine.checkpoint_grid(Fraction(4), 9, Fraction(6))
+    ahead = [t for t in _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8)) if t <= 6]
+    assert doubled.times == sorted(set(judged) | set(ahead)) and "resumed_at" not in doubled.stats
+    capped, _ = _engine._simulate(request, recorded(Fraction(16, 3)), Fraction(8), doubled)
+    assert capped.stats["resumed_at"] == [6.0]
+    view = capped.at(_engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8)))
+    assert view.times == _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8))
+    # the continued run agrees with a run from 0 within both error estimates
+    whole, _ = _engine._simulate(request, view.times, Fraction(8))
+    gap = np.abs(view.state - whole.state)
+    assert np.all(gap <= estimate_bound(view.entry_error + whole.entry_error) + 1e-15)
+    # the doubled horizon of a run whose next horizon is not cut is continued as before
+    wide = 8 * Fraction(2)
+    again, _ = _engine._simulate(request, _engine._recorded(request, Fraction(4), Fraction(6),
+                                                            wide), Fraction(6), first)
+    assert again.times == [*first.times, *(t for t in judged if t > 3)]
+    assert again.stats["resumed_at"] == [3.0]
 
 
 def test_a_failed_float64_extension_goes_on_in_arbitrary_precision(monkeypatch):
     calls = _spy(monkeypatch, fail_float64_extension=True)
     result = judge_request(_request())
     assert ("auto" in [p for _, resumed, p in calls if resumed])
-    second = result.evidence["horizons"][1]
-    assert second["integration"].startswith("float64 continued from t = 3 (step_failure: "
-                                            "DOP853 failed (test)), then arbitrary precision")
+    last = result.evidence["horizons"][2]
+    assert last["integration"].startswith("float64 continued from t = 6 (step_failure: "
+                                          "DOP853 failed (test)), then arbitrary precision")
 
 
 def test_a_hopeless_extension_says_what_was_tried(monkeypatch):
@@ -236,6 +255,6 @@ def test_a_hopeless_extension_says_what_was_tried(monkeypatch):
     monkeypatch.setattr(_engine, "_arb_seconds", lambda request, previous, start, run_to: 500.0)
     result = judge_request(_request())
     assert "auto" not in [p for _, _, p in calls]
-    assert "float64 continued from t = 3" in result.reason
+    assert "float64 continued from t = 6" in result.reason
     assert "arbitrary precision would need ≈ 500 s, 5 s of the instance's budget remain" \
         in result.reason

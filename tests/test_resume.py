@@ -178,10 +178,10 @@ CLAIM = {"id": "toy", "label": "Remark 0", "kind": "remark", "expected": "holds"
                        "model": {"form": "x", "normalisation": "sphere"}, "horizon": 2}]}
 
 
-def _request():
+def _request(precision="float64"):
     claim = parse_claim(CLAIM, "<doc>")
     family = claim.families[0]
-    return CheckRequest(claim, family, family.instance(0), None, family.horizon, 9, "float64")
+    return CheckRequest(claim, family, family.instance(0), None, family.horizon, 9, precision)
 
 
 def _spy(monkeypatch, fail_float64_extension=False):
@@ -204,49 +204,62 @@ def test_extensions_continue_the_previous_run(monkeypatch):
     calls = _spy(monkeypatch)
     result = judge_request(_request())
     assert [h["horizon"] for h in result.evidence["horizons"]] == ["2", "4", "16/3"]
-    # 2 → 4 doubles, but the horizon after it, 16/3 (cut at the budget 8), puts checkpoints at
-    # multiples of 2/3, which the run to 3 lacks: the run to 6 is made from 0 and records them
-    # ahead, and the run to 8 continues it
+    # 2 → 4 doubles (its checkpoints are among the first run's): continued; 16/3 (cut at the
+    # budget 8) puts checkpoints at multiples of 2/3, which the run to 6 lacks: from 0 (in
+    # float64 they are not recorded ahead)
+    assert [(str(h), resumed) for h, resumed, _ in calls] == [("3", False), ("6", True),
+                                                              ("8", False)]
+
+
+def test_in_arbitrary_precision_the_horizon_cut_at_the_budget_continues_too(monkeypatch):
+    calls = _spy(monkeypatch)
+    result = judge_request(_request("auto"))
+    assert [h["horizon"] for h in result.evidence["horizons"]] == ["2", "4", "16/3"]
+    # the run to 6 records the checkpoints of 16/3 ahead (multiples of 2/3, which the run to
+    # 3 lacks: it runs from 0), and the run to 8 continues it
     assert [(str(h), resumed) for h, resumed, _ in calls] == [("3", False), ("6", False),
                                                               ("8", True)]
 
 
 def test_an_extension_is_judged_on_the_checkpoints_of_a_run_from_zero():
-    request = _request()
+    request = _request("auto")
     budget = 4 * Fraction(2)
 
-    def recorded(horizon):
+    def recorded(horizon, budget=budget):
         return _engine._recorded(request, horizon, horizon * 3 / 2, budget)
 
     assert recorded(Fraction(2)) == _engine.checkpoint_grid(Fraction(2), 9, Fraction(3))
     first, _ = _engine._simulate(request, recorded(Fraction(2)), Fraction(3))
     doubled, _ = _engine._simulate(request, recorded(Fraction(4)), Fraction(6), first)
     judged = _engine.checkpoint_grid(Fraction(4), 9, Fraction(6))
-    ahead = [t for t in _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8)) if t <= 6]
-    assert doubled.times == sorted(set(judged) | set(ahead)) and "resumed_at" not in doubled.stats
-    capped, _ = _engine._simulate(request, recorded(Fraction(16, 3)), Fraction(8), doubled)
-    assert capped.stats["resumed_at"] == [6.0]
-    view = capped.at(_engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8)))
-    assert view.times == _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8))
+    capped = _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8))
+    assert doubled.times == sorted(set(judged) | {t for t in capped if t <= 6})
+    assert "resumed_at" not in doubled.stats
+    last, _ = _engine._simulate(request, recorded(Fraction(16, 3)), Fraction(8), doubled)
+    assert last.stats["resumed_at"] == [6.0]
+    view = last.at(capped)
+    assert view.times == capped
     # the continued run agrees with a run from 0 within both error estimates
-    whole, _ = _engine._simulate(request, view.times, Fraction(8))
+    whole, _ = _engine._simulate(request, capped, Fraction(8))
     gap = np.abs(view.state - whole.state)
-    assert np.all(gap <= estimate_bound(view.entry_error + whole.entry_error) + 1e-15)
-    # the doubled horizon of a run whose next horizon is not cut is continued as before
-    wide = 8 * Fraction(2)
-    again, _ = _engine._simulate(request, _engine._recorded(request, Fraction(4), Fraction(6),
-                                                            wide), Fraction(6), first)
+    assert np.all(gap <= estimate_bound(view.entry_error + whole.entry_error) + 1e-30)
+    # a doubled horizon whose next horizon is not cut continues as before
+    again, _ = _engine._simulate(request, recorded(Fraction(4), 8 * Fraction(2)), Fraction(6),
+                                 first)
     assert again.times == [*first.times, *(t for t in judged if t > 3)]
     assert again.stats["resumed_at"] == [3.0]
 
 
-def test_a_failed_float64_extension_goes_on_in_arbitrary_precision(monkeypatch):
+def test_a_failed_float64_extension_is_made_again_in_arbitrary_precision_from_zero(
+        monkeypatch):
     calls = _spy(monkeypatch, fail_float64_extension=True)
     result = judge_request(_request())
-    assert ("auto" in [p for _, resumed, p in calls if resumed])
-    last = result.evidence["horizons"][2]
-    assert last["integration"].startswith("float64 continued from t = 6 (step_failure: "
-                                          "DOP853 failed (test)), then arbitrary precision")
+    # continued from the float64 state, the arb run would carry float64's error
+    assert (Fraction(6), False, "auto") in calls
+    assert not [c for c in calls if c[1] and c[2] == "auto"]
+    second = result.evidence["horizons"][1]
+    assert second["integration"] == ("float64 continued from t = 3 (step_failure: DOP853 "
+                                     "failed (test)), then arbitrary precision from t = 0")
 
 
 def test_a_hopeless_extension_says_what_was_tried(monkeypatch):
@@ -255,6 +268,6 @@ def test_a_hopeless_extension_says_what_was_tried(monkeypatch):
     monkeypatch.setattr(_engine, "_arb_seconds", lambda request, previous, start, run_to: 500.0)
     result = judge_request(_request())
     assert "auto" not in [p for _, _, p in calls]
-    assert "float64 continued from t = 6" in result.reason
+    assert "float64 continued from t = 3" in result.reason
     assert "arbitrary precision would need ≈ 500 s, 5 s of the instance's budget remain" \
         in result.reason

@@ -32,8 +32,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    checkpoints a run from 0 would judge are among the ones it recorded (a doubled horizon;
    the horizon cut at the budget, whose checkpoints the run before it records ahead,
    :func:`_recorded`), and is judged on exactly those (:func:`_extended`; otherwise it runs
-   from 0). A float64
-   extension that fails is made again in arbitrary precision (from the same end, or from 0),
+   from 0; the checkpoints are recorded ahead in arbitrary precision only). A float64
+   extension that fails is made again in arbitrary precision from 0 (continued from the
+   float64 state, it would carry float64's error, amplified),
    unless its estimated cost exceeds what is left of the instance's wall-clock budget
    (:func:`_escalated`: then float64 itself is not tried where it will not resolve the
    scores). When the budget ends first, or an extension's
@@ -136,8 +137,13 @@ def _recorded(request, horizon: Fraction, run_to: Fraction, budget: Fraction) ->
     are unchanged (the run is judged on :func:`_times` only). With the default budget
     ``4T`` that is the doubled horizon ``2T``: it runs from 0 (the first run to ``3T/2`` lacks
     the cut horizon's checkpoints) and the cut horizon ``8T/3`` continues it from ``3T``, so
-    the three runs integrate ``3T/2 + 3T + T`` instead of ``3T/2 + 3T/2 + 4T``; above all a
-    failed float64 extension to ``4T`` goes on in arbitrary precision from ``3T``, not from 0.
+    the three runs integrate ``3T/2 + 3T + T`` instead of ``3T/2 + 3T/2 + 4T``.
+
+    Only in arbitrary precision. A float64 run's reference is most of its cost (an arb
+    reference, for scores that grow), so running ``2T`` from 0 costs more than continuing
+    the cut horizon saves (measured on real-heads: +12 time units of reference on each of
+    four instances against −12 on two); and where float64 fails at the cut horizon, the arb
+    run that replaces it starts from 0 anyway (:func:`_escalated`).
 
     >>> from verify.claim import CheckRequest, parse_claim
     >>> claim = parse_claim({"id": "toy", "label": "Remark 0", "kind": "remark", "expected":
@@ -145,15 +151,19 @@ def _recorded(request, horizon: Fraction, run_to: Fraction, budget: Fraction) ->
     ...     "variable": "x"}, "families": [{"name": "pair", "kind": "explicit",
     ...     "V": [[1, 0], [0, 1]], "x0": [[1, 0], ["3/5", "4/5"]], "horizon": 2}]}, "<doc>")
     >>> family = claim.families[0]
-    >>> request = CheckRequest(claim, family, family.instance(0), None, 2, 5, "float64")
+    >>> request = CheckRequest(claim, family, family.instance(0), None, 2, 5, "auto")
     >>> [str(t) for t in _recorded(request, Fraction(2), Fraction(3), Fraction(8))]
     ['0', '1/2', '1', '3/2', '2', '5/2', '3']
     >>> [str(t) for t in _recorded(request, Fraction(4), Fraction(6), Fraction(8))]
     ['0', '1', '4/3', '2', '8/3', '3', '4', '5', '16/3', '6']
+    >>> len(_recorded(replace(request, precision="float64"), Fraction(4), Fraction(6),
+    ...               Fraction(8)))  # float64: the judged checkpoints only
+    7
     """
     times = _times(request, horizon, run_to)
     cap = budget / RECHECK_FACTOR
-    if not horizon < cap <= 2 * horizon or _extension_pointless(request) is not None:
+    if request.precision == "float64" or not horizon < cap <= 2 * horizon or \
+            _extension_pointless(request) is not None:
         return times
     ahead = [t for t in _times(request, cap, cap * RECHECK_FACTOR) if t <= run_to]
     return sorted(set(times) | set(ahead))
@@ -208,15 +218,19 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
         tried = f"{request.precision} " + (f"continued from t = {float(end):.4g}"
                                            if resume is not None else "from t = 0")
     else:
-        traj, tried = _escalated(request, previous, resume, full, run_to)
+        traj, tried = _escalated(request, previous, resume, full, times, run_to)
     return traj, tried
 
 
-def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction):
+def _escalated(request, previous, resume, full: list[Fraction], times: list[Fraction],
+               run_to: Fraction):
     """A float64 extension of ``previous`` to ``run_to`` (checkpoints ``full``), continuing
     ``resume`` (``previous`` or ``None``: from 0), made again in arbitrary precision
-    (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for ``run_to``; continued
-    from ``resume``'s float64 state, its reference from its own) when float64 fails. Arbitrary
+    (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for ``run_to``) from 0,
+    at the checkpoints ``times``, when float64 fails. Not from ``resume``'s end: its float64
+    state carries float64's error, which the growth that made float64 fail then amplifies
+    (real-heads 4.7 continued from t = 24: an error estimate of 0.18 at t = 32, 6·10⁻¹¹ from
+    0; another leader map read). Arbitrary
     precision is not tried when its estimated cost (:func:`_arb_seconds`) exceeds what is left
     of the instance's wall-clock budget (:func:`~verify.numerics._monitor.wall_budget`, when
     one is set); float64 is not tried either then if it will not resolve the scores before
@@ -224,7 +238,7 @@ def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction
     was tried)`` or ``(None, why nothing more was tried)``."""
     start = 0.0 if resume is None else float(resume.times[-1])
     where = f"continued from t = {start:.4g}" if resume is not None else "from t = 0"
-    need = _arb_seconds(request, previous, start, float(run_to))
+    need = _arb_seconds(request, previous, 0.0, float(run_to))
     remaining = remaining_wall_seconds()
     hopeless = need is not None and remaining is not None and need > remaining
     cost = f"arbitrary precision would need ≈ {need:.0f} s, {remaining:.0f} s of the " \
@@ -244,9 +258,8 @@ def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction
     if hopeless:
         return None, (f"the extension to t = {float(run_to):.4g} failed: {tried}; it was not "
                       f"tried in arbitrary precision: {cost}.")
-    traj = simulate(request.instance, run_to, checkpoints=full, precision="auto",
-                    resume=resume)
-    tried = f"{tried}, then arbitrary precision {where}"
+    traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
+    tried = f"{tried}, then arbitrary precision from t = 0"
     traj.stats[ESCALATED] = tried  # named in the horizons' evidence and the reason
     return traj, tried
 

@@ -178,10 +178,10 @@ CLAIM = {"id": "toy", "label": "Remark 0", "kind": "remark", "expected": "holds"
                        "model": {"form": "x", "normalisation": "sphere"}, "horizon": 2}]}
 
 
-def _request(precision="float64"):
+def _request():
     claim = parse_claim(CLAIM, "<doc>")
     family = claim.families[0]
-    return CheckRequest(claim, family, family.instance(0), None, family.horizon, 9, precision)
+    return CheckRequest(claim, family, family.instance(0), None, family.horizon, 9, "float64")
 
 
 def _spy(monkeypatch, fail_float64_extension=False):
@@ -205,56 +205,27 @@ def test_extensions_continue_the_previous_run(monkeypatch):
     result = judge_request(_request())
     assert [h["horizon"] for h in result.evidence["horizons"]] == ["2", "4", "16/3"]
     # 2 → 4 doubles (its checkpoints are among the first run's): continued; 16/3 (cut at the
-    # budget 8) puts checkpoints at multiples of 2/3, which the run to 6 lacks: from 0 (in
-    # float64 they are not recorded ahead)
+    # budget 8) puts checkpoints at multiples of 2/3, which the run to 6 lacks: from 0
     assert [(str(h), resumed) for h, resumed, _ in calls] == [("3", False), ("6", True),
                                                               ("8", False)]
 
 
-def test_in_arbitrary_precision_the_horizon_cut_at_the_budget_continues_too(monkeypatch):
-    calls = _spy(monkeypatch)
-    result = judge_request(_request("auto"))
-    assert [h["horizon"] for h in result.evidence["horizons"]] == ["2", "4", "16/3"]
-    # the run to 6 records the checkpoints of 16/3 ahead (multiples of 2/3, which the run to
-    # 3 lacks: it runs from 0), and the run to 8 continues it
-    assert [(str(h), resumed) for h, resumed, _ in calls] == [("3", False), ("6", False),
-                                                              ("8", True)]
-
-
 def test_an_extension_is_judged_on_the_checkpoints_of_a_run_from_zero():
-    request = _request("auto")
-    budget = 4 * Fraction(2)
-
-    def recorded(horizon, budget=budget):
-        return _engine._recorded(request, horizon, horizon * 3 / 2, budget)
-
-    assert recorded(Fraction(2)) == _engine.checkpoint_grid(Fraction(2), 9, Fraction(3))
-    first, _ = _engine._simulate(request, recorded(Fraction(2)), Fraction(3))
-    doubled, _ = _engine._simulate(request, recorded(Fraction(4)), Fraction(6), first)
-    judged = _engine.checkpoint_grid(Fraction(4), 9, Fraction(6))
-    capped = _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8))
-    assert doubled.times == sorted(set(judged) | {t for t in capped if t <= 6})
-    assert "resumed_at" not in doubled.stats
-    last, _ = _engine._simulate(request, recorded(Fraction(16, 3)), Fraction(8), doubled)
-    assert last.stats["resumed_at"] == [6.0]
-    view = last.at(capped)
-    assert view.times == capped
-    # the continued run agrees with a run from 0 within both error estimates
-    whole, _ = _engine._simulate(request, capped, Fraction(8))
-    gap = np.abs(view.state - whole.state)
-    assert np.all(gap <= estimate_bound(view.entry_error + whole.entry_error) + 1e-30)
-    # a doubled horizon whose next horizon is not cut continues as before
-    again, _ = _engine._simulate(request, recorded(Fraction(4), 8 * Fraction(2)), Fraction(6),
-                                 first)
-    assert again.times == [*first.times, *(t for t in judged if t > 3)]
-    assert again.stats["resumed_at"] == [3.0]
+    request = _request()
+    first, _ = _engine._simulate(request, Fraction(2), Fraction(3))
+    doubled, _ = _engine._simulate(request, Fraction(4), Fraction(6), first)
+    assert doubled.times == _engine.checkpoint_grid(Fraction(4), 9, Fraction(6))
+    assert doubled.stats["resumed_at"] == [3.0] and doubled.resume_point is not None
+    aimed, _ = _engine._simulate(request, Fraction(16, 3), Fraction(8), doubled)
+    assert aimed.times == _engine.checkpoint_grid(Fraction(16, 3), 9, Fraction(8))
+    assert "resumed_at" not in aimed.stats
 
 
 def test_a_failed_float64_extension_is_made_again_in_arbitrary_precision_from_zero(
         monkeypatch):
     calls = _spy(monkeypatch, fail_float64_extension=True)
     result = judge_request(_request())
-    # continued from the float64 state, the arb run would carry float64's error
+    # continued from the float64 state, the arb run would carry float64's error, amplified
     assert (Fraction(6), False, "auto") in calls
     assert not [c for c in calls if c[1] and c[2] == "auto"]
     second = result.evidence["horizons"][1]

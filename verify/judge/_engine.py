@@ -29,10 +29,8 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    the ``3/2`` re-check). An extension **continues** the last run, and its reference run, each
    from its own end state (``simulate(..., resume=...)``; the flow map composes, so the
    integrated time is the final horizon, not the sum of the horizons tried) when the
-   checkpoints a run from 0 would judge are among the ones it recorded (a doubled horizon;
-   the horizon cut at the budget, whose checkpoints the run before it records ahead,
-   :func:`_recorded`), and is judged on exactly those (:func:`_extended`; otherwise it runs
-   from 0; the checkpoints are recorded ahead in arbitrary precision only). A float64
+   checkpoints a run from 0 would judge are among the ones it recorded (a doubled horizon),
+   and is judged on exactly those (:func:`_extended`; otherwise it runs from 0). A float64
    extension that fails is made again in arbitrary precision from 0 (continued from the
    float64 state, it would carry float64's error, amplified),
    unless its estimated cost exceeds what is left of the instance's wall-clock budget
@@ -128,53 +126,12 @@ def _times(request, horizon: Fraction, run_to: Fraction) -> list[Fraction]:
     return times
 
 
-def _recorded(request, horizon: Fraction, run_to: Fraction, budget: Fraction) -> list[Fraction]:
-    """The checkpoints the run of ``horizon`` records: those it is judged on
-    (:func:`_times`) and, when the next horizon is surely the one cut at the budget
-    (``budget / RECHECK_FACTOR``: the doubled horizon, or one aimed past a saddle, would be
-    later), that horizon's checkpoints up to ``run_to`` as well, so that its run can
-    continue this one (:func:`_extended`) instead of starting from 0. The judged checkpoints
-    are unchanged (the run is judged on :func:`_times` only). With the default budget
-    ``4T`` that is the doubled horizon ``2T``: it runs from 0 (the first run to ``3T/2`` lacks
-    the cut horizon's checkpoints) and the cut horizon ``8T/3`` continues it from ``3T``, so
-    the three runs integrate ``3T/2 + 3T + T`` instead of ``3T/2 + 3T/2 + 4T``.
-
-    Only in arbitrary precision. A float64 run's reference is most of its cost (an arb
-    reference, for scores that grow), so running ``2T`` from 0 costs more than continuing
-    the cut horizon saves (measured on real-heads: +12 time units of reference on each of
-    four instances against −12 on two); and where float64 fails at the cut horizon, the arb
-    run that replaces it starts from 0 anyway (:func:`_escalated`).
-
-    >>> from verify.claim import CheckRequest, parse_claim
-    >>> claim = parse_claim({"id": "toy", "label": "Remark 0", "kind": "remark", "expected":
-    ...     "holds", "statement": "Consensus.", "conclusion": {"type": "consensus",
-    ...     "variable": "x"}, "families": [{"name": "pair", "kind": "explicit",
-    ...     "V": [[1, 0], [0, 1]], "x0": [[1, 0], ["3/5", "4/5"]], "horizon": 2}]}, "<doc>")
-    >>> family = claim.families[0]
-    >>> request = CheckRequest(claim, family, family.instance(0), None, 2, 5, "auto")
-    >>> [str(t) for t in _recorded(request, Fraction(2), Fraction(3), Fraction(8))]
-    ['0', '1/2', '1', '3/2', '2', '5/2', '3']
-    >>> [str(t) for t in _recorded(request, Fraction(4), Fraction(6), Fraction(8))]
-    ['0', '1', '4/3', '2', '8/3', '3', '4', '5', '16/3', '6']
-    >>> len(_recorded(replace(request, precision="float64"), Fraction(4), Fraction(6),
-    ...               Fraction(8)))  # float64: the judged checkpoints only
-    7
-    """
-    times = _times(request, horizon, run_to)
-    cap = budget / RECHECK_FACTOR
-    if request.precision == "float64" or not horizon < cap <= 2 * horizon or \
-            _extension_pointless(request) is not None:
-        return times
-    ahead = [t for t in _times(request, cap, cap * RECHECK_FACTOR) if t <= run_to]
-    return sorted(set(times) | set(ahead))
-
-
-def _simulate(request, times: list[Fraction], run_to: Fraction, previous=None):
-    """``(trajectory, None)`` or ``(None, inconclusive result)``: the run to ``run_to``
-    recorded at ``times``. A float64 run that fails
+def _simulate(request, horizon: Fraction, run_to: Fraction, previous=None):
+    """``(trajectory, None)`` or ``(None, inconclusive result)``. A float64 run that fails
     (float64 no longer resolves the scores, typically) is repeated once in arbitrary precision
     (``"auto"``). With ``previous`` (the run of the last horizon judged) the run is *extended*
     (:func:`_extended`) and a failure says what was tried."""
+    times = _times(request, horizon, run_to)
     tried = None
     if previous is not None:
         traj, tried = _extended(request, previous, times, run_to)
@@ -201,13 +158,12 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
     """``(trajectory, what was tried)``: the run of the last horizon judged, ``previous``,
     continued to ``run_to`` — run and reference run each from its own end state
     (``simulate(..., resume=previous)``), so that the integrated time is ``run_to`` in all,
-    not the sum of the horizons tried — and recorded at ``times`` (the checkpoints a run from
-    0 would have) after ``previous``'s own. That needs ``times`` up to ``previous``'s end to
-    be among its checkpoints (a doubled horizon, or the horizon cut at the budget whose
-    checkpoints ``previous`` recorded ahead, :func:`_recorded`); otherwise (a horizon aimed
-    past a saddle) the run is made from 0. A float64 extension goes on in arbitrary
-    precision when it fails (:func:`_escalated`); ``(None, reason)`` when that cannot be
-    tried."""
+    not the sum of the horizons tried — and judged on exactly the checkpoints a run from 0
+    would have, ``times``. That needs ``times`` up to ``previous``'s end to be among its
+    checkpoints (a doubled horizon); otherwise (a horizon aimed past a saddle, or cut at the
+    budget) the run is made from 0, as its judged checkpoints cannot be recorded from the
+    end. A float64 extension goes on in arbitrary precision when it fails
+    (:func:`_escalated`); ``(None, reason)`` when that cannot be tried."""
     end = previous.times[-1]
     before = [t for t in times if t <= end]
     resume = previous if set(before) <= set(previous.times) else None
@@ -219,6 +175,9 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
                                            if resume is not None else "from t = 0")
     else:
         traj, tried = _escalated(request, previous, resume, full, times, run_to)
+    if traj is not None and traj.success and resume is not None:
+        kept = set(before)
+        traj = traj.at([t for t in full if t in kept or t > end])
     return traj, tried
 
 
@@ -229,8 +188,8 @@ def _escalated(request, previous, resume, full: list[Fraction], times: list[Frac
     (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for ``run_to``) from 0,
     at the checkpoints ``times``, when float64 fails. Not from ``resume``'s end: its float64
     state carries float64's error, which the growth that made float64 fail then amplifies
-    (real-heads 4.7 continued from t = 24: an error estimate of 0.18 at t = 32, 6·10⁻¹¹ from
-    0; another leader map read). Arbitrary
+    (real-heads 4.7 continued from t = 24: an error estimate of 0.18 at t = 32 instead of
+    6·10⁻¹¹ from 0, and another leader map read). Arbitrary
     precision is not tried when its estimated cost (:func:`_arb_seconds`) exceeds what is left
     of the instance's wall-clock budget (:func:`~verify.numerics._monitor.wall_budget`, when
     one is set); float64 is not tried either then if it will not resolve the scores before
@@ -363,18 +322,15 @@ def judge_request(request) -> InstanceResult:
     if asymptotic and horizon * RECHECK_FACTOR > budget:
         horizon = max(budget / RECHECK_FACTOR, horizon / RECHECK_FACTOR)
     attempts: list[dict] = []
-    overall = run = None  # the verdict and the run (all it recorded) at the last horizon
+    overall = traj = None  # the verdict and the run at the last horizon judged
     while True:
         run_to = horizon * RECHECK_FACTOR if asymptotic else horizon
-        times = _times(request, horizon, run_to)
-        run, failure = _simulate(request, _recorded(request, horizon, run_to, budget)
-                                 if asymptotic else times, run_to, run)
+        traj, failure = _simulate(request, horizon, run_to, traj)
         if failure is not None and overall is not None:  # the last horizon judged stands
             return replace(overall, reason=f"{overall.reason} [extending the horizon stopped "
                            f"here: {failure.reason}]")
         if failure is not None:
             return replace(failure, evidence={**failure.evidence, "horizons": attempts})
-        traj = run.at(times)  # judged on the checkpoints of a run from 0 only
         prefix = traj.until(horizon) if asymptotic else traj
         at_T, at_R, shared = {}, {}, {}
         parts = list(parts_na)

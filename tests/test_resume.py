@@ -221,13 +221,16 @@ def test_an_extension_is_judged_on_the_checkpoints_of_a_run_from_zero():
     assert "resumed_at" not in aimed.stats
 
 
-def test_a_failed_float64_extension_goes_on_in_arbitrary_precision(monkeypatch):
+def test_a_failed_float64_extension_is_made_again_in_arbitrary_precision_from_zero(
+        monkeypatch):
     calls = _spy(monkeypatch, fail_float64_extension=True)
     result = judge_request(_request())
-    assert ("auto" in [p for _, resumed, p in calls if resumed])
+    # continued from the float64 state, the arb run would carry float64's error, amplified
+    assert (Fraction(6), False, "auto") in calls
+    assert not [c for c in calls if c[1] and c[2] == "auto"]
     second = result.evidence["horizons"][1]
-    assert second["integration"].startswith("float64 continued from t = 3 (step_failure: "
-                                            "DOP853 failed (test)), then arbitrary precision")
+    assert second["integration"] == ("float64 continued from t = 3 (step_failure: DOP853 "
+                                     "failed (test)), then arbitrary precision from t = 0")
 
 
 def test_a_hopeless_extension_says_what_was_tried(monkeypatch):

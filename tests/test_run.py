@@ -18,7 +18,9 @@ from verify.claim import load_claims
 from verify.cli import main
 from verify.errors import InvalidArgument
 from verify.model.instance_file import load_instance_file
+from verify.proof import PROOF_SECONDS
 from verify.run import (
+    Budget,
     InlineExecutor,
     Progress,
     ResultStore,
@@ -28,6 +30,7 @@ from verify.run import (
     run_claims,
     run_task,
 )
+from verify.run._costs import expected_seconds, recorded_seconds
 from verify.run._runner import _tasks, expected_cost
 
 CONCLUSIONS_MODULE = load_conclusions()
@@ -335,6 +338,64 @@ def test_instances_start_longest_first(claims, tmp_path):
     tasks = {t.key: t for t in _tasks(run.claims, None, None, None, None)}
     costs = [expected_cost(tasks[key]) for key in pool.given]
     assert costs == sorted(costs, reverse=True) and len(set(costs)) > 1
+
+
+def _records(run) -> dict:
+    """The stored records without their timings (what must not depend on the order)."""
+    return {key: {k: v for k, v in record.items() if k not in ("seconds", "cpu_seconds")}
+            for key, record in run.records.items()}
+
+
+def test_the_seconds_an_earlier_run_recorded_order_the_next(claims, tmp_path):
+    history = tmp_path / "reports"
+    first = run_claims(claims.values(), out_dir=history / "20260101T000000Z-aaaaaa",
+                       progress=False, executor=_OneAtATime())
+    static = _submitted(claims, tmp_path / "static")
+    # the earlier run's records say the statically cheapest instance took longest
+    slow = static[-1]
+    store = first.out_dir / "instances.jsonl"
+    lines = [json.loads(line) for line in store.read_text().splitlines()]
+    for line in lines:
+        line["cpu_seconds"] = 100.0 if line["key"] == slow else 1.0
+    store.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    pool = _OneAtATime()
+    again = run_claims(claims.values(), out_dir=history / "20260101T000001Z-bbbbbb",
+                       executor=pool, progress=False, history=history)
+    assert pool.given[0] == slow and sorted(pool.given) == sorted(static)
+    assert _records(again) == _records(first)  # only the order changed
+    assert [r.to_json() for r in again.claim_results] == \
+        [r.to_json() for r in first.claim_results]
+    # another proof budget (or other parameters): the static order
+    other = _OneAtATime()
+    run_claims(claims.values(), out_dir=history / "20260101T000002Z-cccccc", executor=other,
+               progress=False, history=history, budget=Budget(proof=PROOF_SECONDS + 1))
+    assert other.given == static
+
+
+def _submitted(claims, out_dir) -> list:
+    pool = _OneAtATime()
+    run_claims(claims.values(), out_dir=out_dir, executor=pool, progress=False)
+    return pool.given
+
+
+def test_recorded_seconds_skip_what_does_not_match(claims, tmp_path):
+    history = tmp_path / "reports"
+    run = run_claims(claims.values(), out_dir=history / "20260101T000000Z-aaaaaa",
+                     progress=False, executor=_OneAtATime())
+    parameters = run.parameters
+    seen = recorded_seconds(history, parameters=parameters, proof=PROOF_SECONDS)
+    assert sorted(seen) == sorted(run.records)
+    assert recorded_seconds(history, parameters={**parameters, "seed": 7},
+                            proof=PROOF_SECONDS) == {}
+    assert recorded_seconds(history, parameters=parameters, proof=PROOF_SECONDS + 1) == {}
+    assert recorded_seconds(history, parameters=parameters, proof=PROOF_SECONDS,
+                            exclude=run.out_dir) == {}
+    assert recorded_seconds(tmp_path / "nowhere", parameters=parameters, proof=0) == {}
+    # a record of another claim file (its SHA-256) does not count
+    tasks = _tasks(run.claims, None, None, None, None)
+    key = tasks[0].key
+    changed = {key: ("0" * 64, *seen[key][1:])}
+    assert expected_seconds(tasks, changed)[key] == expected_cost(tasks[0])
 
 
 def test_verify_run_does_not_load_the_conjecture_search(tmp_path):

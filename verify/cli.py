@@ -525,7 +525,8 @@ def _run(args: argparse.Namespace) -> int:
                          resume=bool(args.resume), executor=executor, budget=budget,
                          run_id=None if args.resume else out_dir.name,
                          side_jobs=report_side_jobs(selected, out_dir,
-                                                    figures=not args.no_figures))
+                                                    figures=not args.no_figures),
+                         history=out_dir.parent)  # earlier runs' seconds order the work
     except KeyboardInterrupt as exc:
         exc.hint = _resume_hint(out_dir, args)
         raise

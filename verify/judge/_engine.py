@@ -31,7 +31,8 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    integrated time is the final horizon, not the sum of the horizons tried) when the
    checkpoints a run from 0 would judge are among the ones it recorded (a doubled horizon),
    and is judged on exactly those (:func:`_extended`; otherwise it runs from 0). A float64
-   extension that fails is made again in arbitrary precision (from the same end, or from 0),
+   extension that fails is made again in arbitrary precision from 0 (continued from the
+   float64 state, it would carry float64's error, amplified),
    unless its estimated cost exceeds what is left of the instance's wall-clock budget
    (:func:`_escalated`: then float64 itself is not tried where it will not resolve the
    scores). When the budget ends first, or an extension's
@@ -173,18 +174,22 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
         tried = f"{request.precision} " + (f"continued from t = {float(end):.4g}"
                                            if resume is not None else "from t = 0")
     else:
-        traj, tried = _escalated(request, previous, resume, full, run_to)
+        traj, tried = _escalated(request, previous, resume, full, times, run_to)
     if traj is not None and traj.success and resume is not None:
         kept = set(before)
         traj = traj.at([t for t in full if t in kept or t > end])
     return traj, tried
 
 
-def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction):
+def _escalated(request, previous, resume, full: list[Fraction], times: list[Fraction],
+               run_to: Fraction):
     """A float64 extension of ``previous`` to ``run_to`` (checkpoints ``full``), continuing
     ``resume`` (``previous`` or ``None``: from 0), made again in arbitrary precision
-    (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for ``run_to``; continued
-    from ``resume``'s float64 state, its reference from its own) when float64 fails. Arbitrary
+    (``"auto"``: :func:`~verify.flow.precision_policy.working_bits` for ``run_to``) from 0,
+    at the checkpoints ``times``, when float64 fails. Not from ``resume``'s end: its float64
+    state carries float64's error, which the growth that made float64 fail then amplifies
+    (real-heads 4.7 continued from t = 24: an error estimate of 0.18 at t = 32 instead of
+    6·10⁻¹¹ from 0, and another leader map read). Arbitrary
     precision is not tried when its estimated cost (:func:`_arb_seconds`) exceeds what is left
     of the instance's wall-clock budget (:func:`~verify.numerics._monitor.wall_budget`, when
     one is set); float64 is not tried either then if it will not resolve the scores before
@@ -192,7 +197,7 @@ def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction
     was tried)`` or ``(None, why nothing more was tried)``."""
     start = 0.0 if resume is None else float(resume.times[-1])
     where = f"continued from t = {start:.4g}" if resume is not None else "from t = 0"
-    need = _arb_seconds(request, previous, start, float(run_to))
+    need = _arb_seconds(request, previous, 0.0, float(run_to))
     remaining = remaining_wall_seconds()
     hopeless = need is not None and remaining is not None and need > remaining
     cost = f"arbitrary precision would need ≈ {need:.0f} s, {remaining:.0f} s of the " \
@@ -212,9 +217,8 @@ def _escalated(request, previous, resume, full: list[Fraction], run_to: Fraction
     if hopeless:
         return None, (f"the extension to t = {float(run_to):.4g} failed: {tried}; it was not "
                       f"tried in arbitrary precision: {cost}.")
-    traj = simulate(request.instance, run_to, checkpoints=full, precision="auto",
-                    resume=resume)
-    tried = f"{tried}, then arbitrary precision {where}"
+    traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
+    tried = f"{tried}, then arbitrary precision from t = 0"
     traj.stats[ESCALATED] = tried  # named in the horizons' evidence and the reason
     return traj, tried
 

@@ -8,13 +8,15 @@ local process pool, or a Dask cluster: :mod:`verify.run._cluster`) and are store
 process as they finish (:class:`~verify.run._store.ResultStore`).
 
 **Scheduling.** The instances are handed to the executor a few at a time, the most expensive
-first (:func:`expected_cost`), so that a long instance never runs alone at the end while the
-other worker idles; *side jobs* (``side_jobs``: work that does not depend on the verdicts, such
-as the report's fixed figures, or that depends on one claim only, such as its figures once its
-instances are judged) go ahead of the remaining instances as soon as they are known, so that
-they are done alongside the checks instead of after them.  An instance whose worker
-died (a broken pool, a Dask ``KilledWorker``) is stored as *lost* (``"lost": true``, verdict
-inconclusive) and computed again by a resumed run, whichever executor it uses.
+first (:func:`~verify.run._costs.expected_seconds`: the seconds an earlier run of the same
+instances recorded, ``history``, else a static guess), so that a long instance never runs
+alone at the end while the other worker idles; *side jobs* (``side_jobs``: work that does not
+depend on the verdicts, such as the report's fixed figures, or that depends on one claim only,
+such as its figures once its instances are judged) go ahead of the remaining instances as soon
+as they are known, so that they are done alongside the checks instead of after them.  An
+instance whose worker died (a broken pool, a Dask ``KilledWorker``) is stored as *lost*
+(``"lost": true``, verdict inconclusive) and computed again by a resumed run, whichever
+executor it uses.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from verify.atomic import write_atomic
 from verify.claim import InstanceResult, exit_code, judge_claim
 from verify.errors import InvalidArgument
 from verify.exact.plain import to_plain
-from verify.proof import write_certificate
+from verify.proof import PROOF_SECONDS, write_certificate
 from verify.run._budget import Budget
+from verify.run._costs import expected_cost, expected_seconds, recorded_seconds
 from verify.run._progress import Progress
 from verify.run._store import ResultStore
 from verify.run._tasks import Task, _error_result, new_record, run_task
@@ -139,36 +142,6 @@ def _tasks(claims, instances, seed, precision, horizon, budget=None) -> list[Tas
     return tasks
 
 
-#: Relative cost of an integration in arbitrary precision against float64 (run and reference),
-#: and of a field with a non-smooth MLP (extrapolation through the kink): measured on the suite.
-_ARB_COST, _MLP_COST = 8, 4
-
-
-def expected_cost(task: Task) -> float:
-    """A rough relative cost of ``task``, only to order the work (longest first): the size of
-    one field evaluation ``n²·d`` times the horizon, times :data:`_ARB_COST` for a family in
-    arbitrary precision and :data:`_MLP_COST` with an MLP. A family of real weights (whose
-    ``n``, ``d`` are those of its head space) counts like any other.
-
-    >>> from verify.claim import load_claims
-    >>> from verify.cli import default_claims_dir
-    >>> claims = {c.id: c for c in load_claims(default_claims_dir())}
-    >>> heads = Task(claims["real-heads"], "minilm-fastest-head", 0)
-    >>> small = Task(claims["polytope"], "paper-uniform-2d", 0)
-    >>> expected_cost(heads) > 10 * expected_cost(small)
-    True
-    """
-    family = task.claim.family(task.family)
-    precision = task.precision if task.precision is not None else family.precision
-    horizon = task.horizon if task.horizon is not None else family.horizon
-    cost = family.n ** 2 * family.d * float(horizon or 1)
-    if precision != "float64":
-        cost *= _ARB_COST
-    if family.model.get("mlp"):
-        cost *= _MLP_COST
-    return cost
-
-
 def _in_flight(pool: Executor) -> int | None:
     """How many jobs to keep submitted to ``pool`` (its workers and one spare each, so that no
     worker waits while the next job is chosen); ``None``: all at once (an executor that runs
@@ -225,7 +198,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                progress: bool | Callable[[str, dict], None] | None = None,
                resume: bool = False, run_id: str | None = None,
                budget: Budget | None = None,
-               side_jobs: Callable[[object, list[dict]], Mapping] | None = None) -> RunResult:
+               side_jobs: Callable[[object, list[dict]], Mapping] | None = None,
+               history: str | Path | None = None) -> RunResult:
     """Check every claim on its instances and judge it.
 
     Parameters
@@ -270,6 +244,11 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         them are stored. ``function(*args)`` must be picklable and its result is stored in
         :attr:`RunResult.side` under ``key`` (a job that raises is left out: its caller does the
         work itself). The run waits for the side jobs before it returns.
+    history : path, optional
+        A folder of earlier runs (``reports``): the seconds the newest of them recorded for
+        these instances with the same parameters and proof budget
+        (:func:`~verify.run._costs.recorded_seconds`) order the work, longest first; nothing
+        else depends on them.
 
     Returns
     -------
@@ -299,9 +278,11 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                                   "(--resume) or choose another directory.")
         parameters, records = given, {}
     run_id = run_id or (stored_run or {}).get("run_id") or new_run_id(parameters, started)
+    proof = PROOF_SECONDS if budget is None or budget.proof is None else budget.proof
     store.write_run({"run_id": run_id, "parameters": parameters, "started":
                      (stored_run or {}).get("started", started.isoformat()),
-                     "claims": [c.id for c in claims]})
+                     "claims": [c.id for c in claims],
+                     "proof_seconds": proof})
     h = parameters.get("horizon")
     tasks = _tasks(claims, parameters.get("instances"), parameters.get("seed"),
                    parameters.get("precision"), None if h is None else Fraction(h), budget)
@@ -312,7 +293,9 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     records = {t.key: records[t.key] for t in tasks if t.key in done}
     bar = Progress(len(todo), enabled=False if progress is False or callable(progress)
                    else None)
-    queue = sorted(todo, key=expected_cost, reverse=True)  # the longest first
+    expected = expected_seconds(todo, {} if history is None else recorded_seconds(
+        history, parameters=parameters, proof=proof, exclude=out_dir))
+    queue = sorted(todo, key=lambda t: expected[t.key], reverse=True)  # the longest first
     side: list = []  # (key, function, args), ahead of the queued instances
     side_results: dict = {}
     remaining = {claim.id: sum(t.claim.id == claim.id and t.key not in records

@@ -130,9 +130,11 @@ def run_task(task: Task) -> dict:
         ``key``, ``claim``, ``claim_sha256``, ``family``, ``k``, ``seed``, ``inputs`` (exact
         strings), ``instance_toml`` (an instance file reproducing the instance), ``precision``,
         ``horizon``, ``result`` (:meth:`InstanceResult.to_json`), ``exception``, ``traceback``,
-        ``counterexample_toml`` (for a confirmed violation), ``seconds``.
+        ``counterexample_toml`` (for a confirmed violation), ``seconds`` (wall clock) and
+        ``cpu_seconds`` (of the worker process: what orders the next run's work,
+        :mod:`verify.run._costs`, whatever the machine's load).
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     claim = task.claim
     family = claim.family(task.family)
     seed = family.seed_of(task.k, task.seed)
@@ -145,6 +147,7 @@ def run_task(task: Task) -> dict:
         record.update(extra)
         record["result"] = result.to_json()
         record["seconds"] = time.perf_counter() - start
+        record["cpu_seconds"] = time.process_time() - cpu
         return record
 
     try:

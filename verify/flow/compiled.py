@@ -31,7 +31,6 @@ suite, which therefore never import Numba. ``VERIFY_COMPILED=0`` turns it off.
 
 Examples
 --------
->>> import numpy as np
 >>> kernel(n=4, d=2) is None                       # far below MIN_SIZE: the NumPy path
 True
 """

@@ -96,7 +96,9 @@ def attention_weights(scaled_scores: np.ndarray, log_scale: float = 0.0, kind: s
 
 
 _EXP_FLOOR = -600.0
-_TINY_WEIGHT = math.exp(_EXP_FLOOR)  # weights at or below it are set to 0
+# weights at or below it are set to 0 by the compiled kernel: e^{-600} with room for an ulp of
+# difference between NumPy's exp and math.exp (the weights it drops besides are ~1e-261 too)
+_TINY_WEIGHT = math.exp(_EXP_FLOOR + 1e-9)
 
 
 def _softmax_in_place(S: np.ndarray, log_scale: float) -> np.ndarray:

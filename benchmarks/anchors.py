@@ -36,6 +36,7 @@ Run from the repository root: ``python benchmarks/anchors.py [hd|sphere|cli|all]
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -126,8 +127,14 @@ def scipy_eigen(lam, w0, mu, T, max_steps=20_000, seconds=120.0):
     return solver.y.reshape(shape), solver.t, steps
 
 
-def diffrax_eigen(lam, w0, mu, T, solver_name, max_steps=20_000):
-    """diffrax on the same field: ``(compile+run s, run s, w(T) or None, steps)``."""
+def diffrax_eigen(lam, w0, mu, T, solver_name, max_steps=20_000, tolerances=None, target=None,
+                  error=None):
+    """diffrax on the same field: ``(compile+run s, run s, w(T) or None, steps)``.
+
+    With ``tolerances`` (a list of ``rtol``, ``atol = rtol/100``, tightest last), ``target`` and
+    ``error`` (``w(T) ↦`` its error): the first of them whose achieved error is at most
+    ``target`` (equal *achieved* accuracy), one compilation for all; then also returns that
+    ``rtol`` (``None`` if none reaches ``target``) and its error."""
     import jax
     import jax.numpy as jnp
 
@@ -140,35 +147,102 @@ def diffrax_eigen(lam, w0, mu, T, solver_name, max_steps=20_000):
         E = jnp.exp(jnp.exp(2 * mu * t) * (S - S.max(axis=1, keepdims=True)))
         return ((E @ w) / E.sum(axis=1, keepdims=True) - w) * lam_j
 
-    compiled, run, w, steps, ok = diffrax_solve(f, jnp.asarray(w0), T, solver_name, max_steps)
-    return compiled, run, w if ok else None, steps
+    if tolerances is None:
+        compiled, run, w, steps, ok = diffrax_solve(f, jnp.asarray(w0), T, solver_name,
+                                                    max_steps)
+        return compiled, run, w if ok else None, steps
+    solve = diffrax_solver(f, T, solver_name, max_steps)
+    compiled = None
+    for rtol in tolerances:
+        args = (jnp.asarray(w0), rtol, rtol / 100)
+        if compiled is None:
+            start = time.perf_counter()
+            solve(*args)[0].block_until_ready()
+            compiled = time.perf_counter() - start
+        run, (w, steps, ok) = best_of(2, lambda a=args: [v.block_until_ready()
+                                                          for v in solve(*a)],
+                                      name=f"diffrax {solver_name} matched")
+        w = np.asarray(w) if bool(ok) else None
+        achieved = error(w) if w is not None else None
+        if achieved is not None and achieved <= target:
+            return compiled - run, run, w, int(steps), rtol, achieved
+    return compiled - run, run, w, int(steps), None, achieved
 
 
-def diffrax_solve(f, y0, T, solver_name, max_steps, repeat=2):
-    """``diffeqsolve`` of ``f`` from 0 to ``T`` (PID controller at RTOL, ATOL), jitted:
-    ``(compile + first run s, best run s, y(T), steps, success)``."""
+def diffrax_solver(f, T, solver_name, max_steps):
+    """The jitted ``(y0, rtol, atol) ↦ (y(T), steps, success)`` of ``diffeqsolve`` of ``f``
+    from 0 to ``T`` (PID controller; the tolerances are traced: one compilation for all)."""
     import diffrax
     import jax
 
     solver = getattr(diffrax, solver_name)()
 
     @jax.jit
-    def solve(y):
+    def solve(y, rtol, atol):
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(f), solver, t0=0.0, t1=float(T), dt0=None, y0=y,
-            stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
             saveat=diffrax.SaveAt(t1=True), max_steps=max_steps, throw=False)
         return sol.ys[-1], sol.stats["num_steps"], sol.result == diffrax.RESULTS.successful
 
+    return solve
+
+
+def diffrax_solve(f, y0, T, solver_name, max_steps, repeat=2):
+    """``diffeqsolve`` of ``f`` from 0 to ``T`` (PID controller at RTOL, ATOL), jitted:
+    ``(compile + first run s, best run s, y(T), steps, success)``."""
+    solve = diffrax_solver(f, T, solver_name, max_steps)
     start = time.perf_counter()
-    solve(y0)[0].block_until_ready()
+    solve(y0, RTOL, ATOL)[0].block_until_ready()
     compiled = time.perf_counter() - start
-    run, (y, steps, ok) = best_of(repeat, lambda: [v.block_until_ready() for v in solve(y0)],
+    run, (y, steps, ok) = best_of(repeat, lambda: [v.block_until_ready()
+                                                   for v in solve(y0, RTOL, ATOL)],
                                   name=f"diffrax {solver_name}")
     return compiled, run, np.asarray(y), int(steps), bool(ok)
 
 
 # --------------------------------------------------------------------------- hd
+#: Tsit5's tolerances tried, loosest first, to reach verify's achieved error at T = 4
+MATCH_RTOLS = (1e-10, 5e-11, 2e-11, 1e-11, 5e-12, 2e-12, 1e-12)
+
+
+def compiled_field_available() -> bool:
+    """Is the compiled float64 field (verify.flow.compiled, the ``compiled`` extra) there?"""
+    try:
+        from verify.flow import compiled
+    except ImportError:  # a tree from before the compiled field
+        return False
+    return compiled.available()
+
+
+def _with_numpy_field(fn):
+    """``fn()`` with the compiled field turned off (``VERIFY_COMPILED=0``)."""
+    saved = os.environ.get("VERIFY_COMPILED")
+    os.environ["VERIFY_COMPILED"] = "0"
+    try:
+        return fn()
+    finally:
+        if saved is None:
+            del os.environ["VERIFY_COMPILED"]
+        else:
+            os.environ["VERIFY_COMPILED"] = saved
+
+
+def _switch_record(traj) -> str:
+    """How the hardmax switch of ``traj`` was confirmed against its reference run."""
+    rejected = traj.stats.get("continuation_rejected")
+    if rejected:
+        return f"switch at t = {rejected['t_switch']:.3g} rejected, run again without it"
+    legs = [leg for leg in (traj.continuation or {}).get("legs", []) if "state_error_seen" in leg]
+    if not legs:
+        return "no hardmax switch"
+    leg, root = legs[0], math.sqrt(traj.d)  # per entry (the legs record 2-norms per row)
+    tolerated = leg.get("state_error_tolerated")
+    return (f"switch at t = {leg['t0']:.3g}: state error per entry assumed "
+            f"{leg['state_error_assumed'] / root:.1e}, seen {leg['state_error_seen']:.1e}"
+            + (f", tolerated {tolerated / root:.1e}" if tolerated is not None else ""))
+
+
 def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
     inst = load_instance_file(HD_INSTANCE).instance
     lam, Phi, w0, mu = eigen_form(inst)
@@ -201,8 +275,24 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
         f"{float(full.t[-1]):g}", rel(full.z[-1]), rel_up(full.z[-1]))
     row("verify simulate, no error estimate", bare_s, "", bare.stats["steps"],
         f"{float(bare.t[-1]):g}", rel(bare.z[-1]), rel_up(bare.z[-1]))
-    print(f"  (verify's own estimate: {full.error_estimate / scale:.1e} relative)")
+    print(f"  (verify's own estimate: {full.error_estimate / scale:.1e} relative; "
+          f"{_switch_record(full)})")
     times = {"verify+est": full_s, "verify": bare_s}
+    if compiled_field_available():  # the same two runs with the NumPy field (VERIFY_COMPILED=0)
+        numpy_s, numpy_full = _with_numpy_field(lambda: best_of(repeat, lambda: simulate(
+            inst, T, checkpoints=checkpoints), name="hd+est numpy"))
+        numpy_bare_s, numpy_bare = _with_numpy_field(lambda: best_of(repeat, lambda: simulate(
+            inst, T, checkpoints=checkpoints, error_estimate=False), name="hd numpy"))
+        row("verify simulate, with its estimate, NumPy field", numpy_s, "",
+            numpy_full.stats["steps"], f"{float(numpy_full.t[-1]):g}", rel(numpy_full.z[-1]),
+            rel_up(numpy_full.z[-1]))
+        row("verify simulate, no estimate, NumPy field", numpy_bare_s, "",
+            numpy_bare.stats["steps"], f"{float(numpy_bare.t[-1]):g}", rel(numpy_bare.z[-1]),
+            rel_up(numpy_bare.z[-1]))
+        print(f"  (NumPy field: estimate {numpy_full.error_estimate / scale:.1e} relative; "
+              f"{_switch_record(numpy_full)}; compiled / NumPy field ×"
+              f"{CPU['hd+est'] / CPU['hd+est numpy']:.2f} CPU with the estimate, ×"
+              f"{CPU['hd'] / CPU['hd numpy']:.2f} without)")
     sp_s, (w, reached, steps) = best_of(1 if T > 5 else repeat,
                                         lambda: scipy_eigen(lam, w0, mu, T))
     ok = reached >= T
@@ -217,6 +307,15 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
                 rel(w @ Phi.T) if w is not None else None,
                 rel_up(w @ Phi.T) if w is not None else None)
             times[name] = run
+        if T <= 5:  # Tsit5 held to verify's achieved error (its error at RTOL is larger)
+            target = rel(full.z[-1])
+            compiled, run, w, steps, matched, achieved = diffrax_eigen(
+                lam, w0, mu, T, "Tsit5", tolerances=MATCH_RTOLS, target=target,
+                error=lambda w: rel(w @ Phi.T))
+            label = f"rtol {matched:g}" if matched is not None else "none of the rtols"
+            row(f"diffrax Tsit5 at verify's error ({label})", run, f"{compiled:.2f}", steps,
+                f"{T:g}" if w is not None else "failed", achieved,
+                rel_up(w @ Phi.T) if w is not None else None)
     if heyoka_hd and optional("heyoka") is not None:
         compiled, run, z = heyoka_hd_run(lam, w0, mu, T, Phi)
         row("heyoka Taylor, eigen-coordinates (compact mode)", run, f"{compiled:.1f}", "",
@@ -226,6 +325,10 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
         print(f"  verify with its estimate / diffrax Tsit5: ×{full_s / times['Tsit5']:.2f} wall, "
               f"×{CPU['hd+est'] / tsit5:.2f} CPU; without: ×{bare_s / times['Tsit5']:.2f} wall, "
               f"×{CPU['hd'] / tsit5:.2f} CPU; / SciPy DOP853: ×{full_s / sp_s:.2f}")
+        if "diffrax Tsit5 matched" in CPU:
+            matched = CPU["diffrax Tsit5 matched"]
+            print(f"  at equal achieved error (Tsit5 tightened to verify's): with its estimate "
+                  f"×{CPU['hd+est'] / matched:.2f} CPU, without ×{CPU['hd'] / matched:.2f} CPU")
     print(f"  verify's estimate: reference {full.reference['backend']} at rtol "
           f"{full.reference['rtol']:g}, {full.reference['stats']['steps']} steps (the run "
           f"{full.stats['steps']}); with / without the estimate ×{CPU['hd+est'] / CPU['hd']:.2f} "

@@ -204,17 +204,49 @@ def test_arb_margin_that_closes_falls_back_to_integration():
 
 # -- a continuation whose assumed state error the reference run contradicts -------------------
 def test_a_contradicted_continuation_is_made_again_without_it(monkeypatch):
-    """The switch assumes a state error; when the reference run shows more, nothing after the
-    switch is certified: the run is made again without the continuation."""
+    """The switch assumes a state error; when the reference run shows more (and more than its
+    checks tolerate, over κ), nothing after the switch is certified: the run is made again
+    without the continuation."""
     import verify.flow.continuation
+    import verify.flow.simulate
 
     monkeypatch.setattr(verify.flow.continuation, "STATE_SAFETY", 1e-9)  # an assumption too small
+    monkeypatch.setattr(verify.flow.simulate, "ESTIMATE_SAFETY", 1e30)   # and no room counted
     inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
     traj = simulate(inst, 8, checkpoints=17, symmetry="off")
     assert traj.success and traj.stats["continuation_rejected"]["t_switch"] > 0
     assert traj.continuation is None
     plain = simulate(inst, 8, checkpoints=17, symmetry="off", continuation=False)
     assert np.array_equal(traj.state, plain.state)
+
+
+def test_a_switch_is_confirmed_by_the_state_error_its_checks_tolerate(monkeypatch):
+    """An a-priori state error far too small, but checks with room to spare: the switch is
+    confirmed by the error every check tolerated (over κ), and that tolerated error is the
+    one at which a check of the leg turns (the check itself at 0.999× passes, at 1.001× not)."""
+    import verify.flow.continuation
+    from verify.flow.continuation import HardmaxCertifier, HardmaxLeg
+    from verify.flow.fields import VectorField
+    from verify.numerics import ESTIMATE_SAFETY, Float64
+
+    monkeypatch.setattr(verify.flow.continuation, "STATE_SAFETY", 1e-9)
+    inst = Instance(Model(V=[[1, 0], [0, "-1/2"]]), TOKENS)
+    traj = simulate(inst, 8, checkpoints=17, symmetry="off")
+    leg = traj.continuation["legs"][0]
+    assert "continuation_rejected" not in traj.stats and leg["state_error_confirmed"]
+    assert leg["state_error_seen"] > leg["state_error_assumed"] / np.sqrt(2)
+    assert ESTIMATE_SAFETY * leg["state_error_seen"] <= leg["state_error_tolerated"] / np.sqrt(2)
+
+    field = VectorField(inst.model, 5, Float64())
+    certifier = HardmaxCertifier(field, rtol=1e-10, atol=1e-12)
+    z0, t0, t = traj.z[-1], float(traj.t[-1]), float(traj.t[-1]) + 1.0  # from a state on the leg
+    leaders = np.array(leg["leader_of"])
+    probe = HardmaxLeg(certifier, t0, z0, leaders, 1e-10)
+    assert probe.check(t)
+    tolerated = probe.tolerated_error(*probe.gaps(t)[::2])
+    assert 1e-10 < tolerated < np.inf
+    assert HardmaxLeg(certifier, t0, z0, leaders, 0.999 * tolerated).check(t)
+    assert not HardmaxLeg(certifier, t0, z0, leaders, 1.001 * tolerated).check(t)
 
 
 def test_a_contradicted_continuation_that_cannot_be_redone_has_no_error_after_the_switch():

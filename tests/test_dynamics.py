@@ -469,3 +469,90 @@ def test_arb_token_form_decides_on_float64_scores_only_within_their_error(scale)
         S, _ = field.scores(0, X)
         mids = backend.to_float(S)
         assert np.max(np.abs(approx - mids)) <= 2.0 ** -10
+
+
+COMPILED_CASES = {
+    "symmetric, B = I": ({"V": [[2, 1, 0], [1, 2, 0], [0, 0, -1]]}, (0.0, 0.3, 1.2)),
+    "diagonalisable, QᵀK, causal": ({"V": [[2, 1, -1], [0, -1, 3], [0, 0, "1/2"]],
+                                     "Q": [[1, 2, 0], [0, 1, -1], [1, 0, 1]],
+                                     "K": [[2, 0, 1], [-1, 1, 0], [0, 1, 1]],
+                                     "mask": "causal"}, (0.0, 0.5, 2.0)),
+    "e^L beyond float64 (L ≥ 700)": ({"V": [[200, 0], [0, -1]]}, (0.1, 1.8, 2.5)),
+}
+
+
+@pytest.mark.parametrize("case", COMPILED_CASES)
+def test_compiled_field_agrees_with_numpy_and_a_40_digit_softmax(case, monkeypatch):
+    """The compiled softmax (verify.flow.compiled, Numba) against the NumPy path and against the
+    field computed in 40 digits from the same float64 scores: both within the rounding of the
+    weights' exponents (a few ulps of ``e^L·gap`` per weight, ``1 + |log P|`` relative) and of
+    the ``n``-term sums (``n ε max|w|`` each), times ``|λ_k|`` — never bit for bit."""
+    pytest.importorskip("numba")
+    from verify.flow import compiled
+    from verify.flow.fields import EigenRescaledField
+    from verify.numerics import STORED_ULPS, SUM_ULPS, ulps
+
+    spec, times = COMPILED_CASES[case]
+    model, n = Model(**spec), 6
+    monkeypatch.setattr(compiled, "MIN_SIZE", 0)
+    monkeypatch.setenv("VERIFY_COMPILED", "0")
+    plain = EigenRescaledField(model, n)
+    monkeypatch.delenv("VERIFY_COMPILED")
+    fast = EigenRescaledField(model, n)
+    assert plain._kernel is None and fast._kernel is not None
+    rng = np.random.default_rng(11)
+    for t in times:
+        w = rng.uniform(-1, 1, (n, len(fast.lam)))
+        got, numpy_path = fast(t, w), plain(t, w)
+        S, L = plain.scores(t, w)
+        mask = plain.mask
+        with mpmath.workdps(40):
+            field = np.zeros_like(w)
+            weights = np.zeros((n, n))
+            for i in range(n):
+                allowed = [j for j in range(n) if mask is None or mask[i, j]]
+                top = max(mpmath.mpf(S[i, j]) for j in allowed)
+                e = {j: mpmath.exp(-mpmath.exp(L) * (top - mpmath.mpf(S[i, j])))
+                     for j in allowed}
+                total = sum(e.values())
+                for j in allowed:
+                    weights[i, j] = float(e[j] / total)
+                for k in range(w.shape[1]):
+                    value = sum(e[j] / total * mpmath.mpf(w[j, k]) for j in allowed)
+                    field[i, k] = float((value - mpmath.mpf(w[i, k])) * mpmath.mpf(fast.lam[k]))
+        with np.errstate(divide="ignore"):
+            log_p = np.where(weights > 0, np.abs(np.log(weights)), 0.0)
+        weight_error = ulps(STORED_ULPS * 2 * (1 + log_p), weights)       # per weight
+        bound = np.abs(fast.lam) * (weight_error @ np.abs(w)
+                                    + ulps(SUM_ULPS * 4 * (n + 2), np.abs(w).max()))
+        assert np.all(np.abs(got - field) <= bound), (case, t)
+        assert np.all(np.abs(numpy_path - field) <= bound), (case, t)
+        assert np.all(np.abs(got - numpy_path) <= 2 * bound), (case, t)
+
+
+def test_compiled_kernel_only_where_it_pays(monkeypatch):
+    """Below ``MIN_SIZE`` (every claim of the suite is) a run never imports Numba, its import
+    and compilation cost nothing there; ``VERIFY_COMPILED=0`` turns the kernel off; above
+    ``MIN_SIZE`` the kernel is used when Numba is installed."""
+    import subprocess
+    import sys
+
+    from verify.flow import compiled
+
+    code = ("import sys; from verify.model import Model, Instance; "
+            "from verify.flow.simulate import simulate; "
+            "simulate(Instance(Model(V=[[2, 1], [1, 2]]), [[1, 0], [0, 1], [1, 1]]), 2); "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+    assert compiled.kernel(32, 32) is None
+    monkeypatch.setenv("VERIFY_COMPILED", "0")
+    assert compiled.kernel(128, 128) is None and not compiled.available()
+    monkeypatch.delenv("VERIFY_COMPILED")
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        assert compiled.kernel(128, 128) is None
+    else:
+        assert compiled.kernel(128, 128) is not None

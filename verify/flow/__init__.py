@@ -1,6 +1,8 @@
 r"""The flow: one run of the dynamics, from the vector field to the trajectory.
 
 * :mod:`~verify.flow.fields` — vector fields of the model family on one score kernel;
+* :mod:`~verify.flow.compiled` — the optional compiled (Numba) softmax of the float64 field,
+  for large systems;
 * :mod:`~verify.flow.exponential` — ``e^{tV}`` from a decomposition computed once;
 * :mod:`~verify.flow.precision_policy` — working precision from what grows along a run;
 * :mod:`~verify.flow.simulate` — :func:`simulate`: field, backend, solver and controller composed,

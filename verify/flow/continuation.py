@@ -28,9 +28,12 @@ run falls back to integration from the last time that passed
 (:func:`verify.flow.simulate.simulate`).
 
 The state error used in the bound is ``δ = STATE_SAFETY·(rtol·max|z| + atol)`` per entry (an
-a-priori figure: the integrator's local tolerance, with a safety factor); ``simulate`` checks it
-a posteriori against the reference run and, when the reference contradicts it, makes the run
-again without the continuation (or, if that fails, sets the error after the switch to
+a-priori figure: the integrator's local tolerance, with a safety factor); the leg also records
+the largest state error with which every one of its checks would still have passed
+(:meth:`HardmaxLeg.tolerated_error`). ``simulate`` checks the state error a posteriori against
+the reference run — the distance seen must be at most ``δ``, or at most the tolerated error
+divided by the estimate's safety factor ``κ`` — and, when the reference contradicts it, makes
+the run again without the continuation (or, if that fails, sets the error after the switch to
 ``inf``): nothing after a switch whose assumption failed is certified.
 
 Examples
@@ -171,6 +174,8 @@ class HardmaxLeg(ScoredLeg):
         self.worst = math.inf           # smallest log scaled margin seen on the checks
         self.checked = 0
         self.t_last = self.t0           # last time the check passed
+        self.tolerated = math.inf       # the largest state error every passed check allows
+        self._error_parts = None        # (R₀, R₁, R₂) of the last gaps(): see tolerated_error
 
     def _norm(self, E: np.ndarray) -> float:
         """A bound on ``‖Ẽ(t)‖_2`` (exactly 1 for symmetric ``V``: ``e^{(λ_k − μ)t} ≤ 1``)."""
@@ -221,6 +226,7 @@ class HardmaxLeg(ScoredLeg):
         B, Bn = self.c.B, self.c.B_norm
         G = np.empty((n, n))
         R = np.empty((n, n))
+        parts = np.empty((3, n, n))  # R = R₀ + R₁ + R₂: rounding, linear and quadratic in δ
         E_norm = self._norm(E)
         # Propagated state error (δ on z_lead, 2δ on D0) and float64 rounding. For two
         # followers of one leader a_{l(i)} − a_{l(j)} is exactly 0 in the flow too: only the
@@ -238,12 +244,16 @@ class HardmaxLeg(ScoredLeg):
             diff_norm = np.linalg.norm(diff, axis=1)
             e_d = np.where(other, e_other, e_same)
             rounding = ulps(DIFFERENCE_ULPS * d, diff_norm + other * np.linalg.norm(A[a]))
-            R[rows] = Bn * (e_y * diff_norm[None, :] + y_norm[rows, None] * e_d[None, :]
-                            + e_y * e_d[None, :]) \
-                + Bn * y_norm[rows, None] * rounding[None, :]
+            linear = e_y * diff_norm[None, :] + y_norm[rows, None] * e_d[None, :]
+            quadratic = e_y * e_d[None, :]
+            R[rows] = Bn * (linear + quadratic) + Bn * y_norm[rows, None] * rounding[None, :]
+            parts[0, rows] = Bn * y_norm[rows, None] * rounding[None, :]
+            parts[1, rows] = Bn * linear
+            parts[2, rows] = Bn * quadratic
             G[rows, self.heads[a]] = np.inf
         if self.c.mask is not None:
             G = np.where(self.c.mask, G, np.inf)
+        self._error_parts = parts
         return G, R, L
 
     def margins(self, t: float) -> np.ndarray:
@@ -263,7 +273,31 @@ class HardmaxLeg(ScoredLeg):
         ok = log_margin >= LOG_HARDMAX
         if ok:
             self.t_last = max(self.t_last, float(t))
+            self.tolerated = min(self.tolerated, self.tolerated_error(G, L))
         return ok
+
+    def tolerated_error(self, G: np.ndarray, L: float) -> float:
+        r"""The largest state error ``δ'`` (2-norm per row at ``t0``, like ``delta``) with which
+        the check whose gaps ``G`` were just computed still passes.
+
+        The error bound is ``R(δ') = R₀ + x R₁ + x² R₂`` with ``x = δ'/δ`` (``R₀`` the rounding,
+        ``R₁`` and ``R₂`` its parts linear and quadratic in the state error, at ``δ``); the check
+        needs ``G_ij − R_ij ≥ 746 e^{-L}`` for every pair, so with ``c = G − R₀ − 746 e^{-L}``
+
+        .. math:: x^* = \min_{ij} \frac{2 c_{ij}}{R_{1,ij} + \sqrt{R_{1,ij}^2 + 4 R_{2,ij} c_{ij}}}.
+
+        :func:`verify.flow.simulate.simulate` confirms a switch against the reference run with
+        it when the a-priori ``delta`` is exceeded (the certificate never needed that little).
+        """
+        R0, R1, R2 = self._error_parts
+        finite = np.isfinite(G)
+        if not np.any(finite):
+            return math.inf
+        with np.errstate(over="ignore"):
+            room = G[finite] - R0[finite] - math.exp(LOG_HARDMAX - L)
+        room = np.maximum(room, 0.0)
+        x = 2 * room / (R1[finite] + np.sqrt(R1[finite] ** 2 + 4 * R2[finite] * room))
+        return float(self.delta * np.min(x))
 
     def grid(self, checkpoints: list[float]) -> list[tuple[float, int | None]]:
         """Check times after ``t0`` (:func:`check_grid`)."""
@@ -274,7 +308,9 @@ class HardmaxLeg(ScoredLeg):
                 "leaders": sorted(int(v) for v in self.heads),
                 "leader_of": [int(v) for v in self.leaders],
                 "checks": self.checked, "min_log_scaled_margin": float(self.worst),
-                "state_error_assumed": self.delta}
+                "state_error_assumed": self.delta,
+                "state_error_tolerated": self.tolerated if math.isfinite(self.tolerated)
+                else None}
 
 
 def check_grid(t0, checkpoints: list) -> list:

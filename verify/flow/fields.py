@@ -41,6 +41,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx
 
 from verify.exact.inputs import as_float_array
+from verify.flow import compiled
 from verify.flow.exponential import ValueExponential
 from verify.model import Model
 from verify.numerics import SUM_ULPS, Arb, Backend, ulps
@@ -95,6 +96,9 @@ def attention_weights(scaled_scores: np.ndarray, log_scale: float = 0.0, kind: s
 
 
 _EXP_FLOOR = -600.0
+# weights at or below it are set to 0 by the compiled kernel: e^{-600} with room for an ulp of
+# difference between NumPy's exp and math.exp (the weights it drops besides are ~1e-261 too)
+_TINY_WEIGHT = math.exp(_EXP_FLOOR + 1e-9)
 
 
 def _softmax_in_place(S: np.ndarray, log_scale: float) -> np.ndarray:
@@ -617,6 +621,8 @@ class EigenRescaledField:
         self.B = None if self.kind == "symmetric" and np.array_equal(Bf, np.eye(len(lam))) \
             else B
         self._buffer = None  # the n×n scores, overwritten by their softmax weights, per call
+        # the optional compiled softmax (verify.flow.compiled: Numba, large systems only)
+        self._kernel = compiled.kernel(n, len(lam)) if model.softmax else None
 
     @staticmethod
     def applies(model: Model) -> bool:
@@ -657,9 +663,24 @@ class EigenRescaledField:
         S, L = self.scores(t, w, out=self._buffer)
         if self.mask is not None:
             np.copyto(S, -np.inf, where=~self.mask)
+        if self._kernel is not None:
+            return self._compiled_tail(S, L, w)
         out = _softmax_in_place(S, L) @ w
         out -= w
         out *= self.lam
+        return out
+
+    def _compiled_tail(self, S: np.ndarray, L: float, w: np.ndarray) -> np.ndarray:
+        """``(P w − w) Λ`` from the scores ``S`` (overwritten) with the compiled kernel
+        (:mod:`verify.flow.compiled`): the same weights as :func:`_softmax_in_place`, their row
+        normalisation applied to ``W w``."""
+        exponents, row_sums, finish = self._kernel
+        exponents(S, L, _EXP_FLOOR)
+        np.exp(S, out=S)  # NumPy's vectorised exp (Numba's is scalar)
+        sums = np.empty(S.shape[0])
+        row_sums(S, _TINY_WEIGHT, sums)
+        out = S @ w
+        finish(out, sums, w, self.lam)
         return out
 
 

@@ -63,8 +63,12 @@ def test_long_horizon_in_arbitrary_precision(V, T):
         2 * mu * T / np.log(2), abs=1)
     assert np.all(np.isfinite(traj.z)) and np.all(np.isfinite(traj.attention))
     assert np.allclose(traj.attention.sum(axis=2), 1.0, atol=1e-15)
-    finite = np.isfinite(traj.margins[-1]) & (traj.margins[-1] > 0)
-    relative = traj.margin_error[-1][finite] / traj.margins[-1][finite]
+    # every margin the run resolves (above its 20 digits) agrees with the reference to 10
+    # digits; the tokens merge onto one leader, so the last margins are at the run's round-off
+    # (margin error ≈ margin, as it should say), whatever their sign
+    resolved = np.isfinite(traj.margins) & (np.abs(traj.margins) > 1e-20)
+    assert resolved[: T // 3].all()
+    relative = traj.margin_error[resolved] / np.abs(traj.margins[resolved])
     assert np.all(relative < 1e-10)
     assert traj.digits.min() > 10
 

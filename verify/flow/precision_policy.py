@@ -99,9 +99,14 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     float64 runs are checked against ``arb`` at :func:`working_bits` and ``min(rtol·1e-3,
     1e-15)`` — or against float64 at ``max(rtol·1e-3, 3e-14)``, the tightest tolerance DOP853
     accepts, where :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick,
-    and runs whose scores stay bounded). ``arb`` runs are checked at twice the bits (at least
-    :func:`working_bits`) and ``rtol`` to the power 1.25. The bits follow the same rule as the
-    run: constant in ``T`` where the scores stay bounded.
+    and runs whose scores stay bounded). ``arb`` runs are checked at ``rtol`` to the power 1.25
+    and the bits :func:`working_bits` gives for that tolerance's digits (at least the run's):
+    the reference is held to its own tolerance by the same rule that holds the run to its
+    digits, so its round-off stays below the run's by the 1.25 power (``2^{-120}`` against
+    ``2^{-99}`` for 20 digits on the sphere; twice the bits, the rule before, paid ``2^{-198}``
+    for no better estimate, and about half as much again per evaluation beyond 128 bits, where
+    FLINT's mantissas leave the stack). The bits follow the same rule as the run: constant in
+    ``T`` where the scores stay bounded.
 
     >>> from verify.model import Model, Instance
     >>> circle = Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"),
@@ -110,13 +115,19 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     'float64'
     >>> reference_settings(Float64(), 1e-10, Instance(Model(V=[[1]]), [[1], [2]]), 10.0)[0].name
     'arb'
+    >>> ref, ref_rtol = reference_settings(Arb(bits=working_bits(circle, 10.0)), 1e-21, circle,
+    ...                                    10.0)
+    >>> working_bits(circle, 10.0), ref.bits, f"{ref_rtol:.2g}"
+    (99, 120, '5.6e-27')
     """
     floor = working_bits(instance, horizon)
     if isinstance(backend, Float64):
         if float64_reference_suffices(instance):
             return Float64(), max(rtol * 1e-3, 3e-14)
         return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
-    return Arb(bits=max(2 * backend.bits, floor)), rtol ** 1.25
+    ref_rtol = rtol ** 1.25
+    bits = working_bits(instance, horizon, digits=-math.log10(ref_rtol))
+    return Arb(bits=max(bits, backend.bits)), ref_rtol
 
 
 def float64_reference_suffices(instance: Instance) -> bool:

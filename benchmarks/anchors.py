@@ -389,6 +389,11 @@ def sphere_case(repeat: int, heyoka: bool = True, heyoka_compact: bool = False) 
     print(f"  20 digits with the estimate / plain float64 DOP853: ×{auto_s / sp_s:.1f} wall, "
           f"×{CPU[digits20] / CPU[plain]:.1f} CPU ({CPU[digits20]:.2f} / {CPU[plain]:.2f} s; "
           f"its own estimate {auto.error_estimate:.1e}; the reference has 30 digits)")
+    ref_stats, cap = auto.reference["stats"], (auto.continuation or {}).get("t_switch")
+    print(f"  (the 20-digit run: {auto.stats['rhs_evals']} evaluations at "
+          f"{auto.precision['bits']} bits; its estimate's reference: {ref_stats['rhs_evals']} at "
+          f"{auto.reference['bits']} bits, rtol {auto.reference['rtol']:.1e}; both frozen at the "
+          f"certified consensus t = {cap if cap is None else f'{cap:.3g}'})")
 
 
 # --------------------------------------------------------------------------- cli

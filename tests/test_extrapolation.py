@@ -132,11 +132,12 @@ def test_short_steps_accept_at_their_first_converged_row():
 
 
 @pytest.mark.parametrize("errs, j, early", [
-    ({2: 1e9, 3: 1e5, 4: 0.5}, 4, True),
-    ({2: 1e9, 3: 1e5, 4: 1e2, 5: 0.1}, 5, True),
-    ({2: 1e9, 3: 0.5}, 3, False),                 # too early: row 3 proves nothing yet
-    ({2: 1e9, 3: 1e10, 4: 0.5}, 4, False),        # the tableau grew before it shrank
-    ({2: 1e9, 3: 1e5, 4: 1e6, 5: 0.5}, 5, False),
+    ({2: 1e9, 3: 1e5, 4: 1e-4}, 4, True),
+    ({2: 1e9, 3: 1e5, 4: 1e2, 5: 1e-3}, 5, True),
+    ({2: 1e9, 3: 1e5, 4: 0.5}, 4, False),         # within tolerance, not far inside it
+    ({2: 1e9, 3: 1e-4}, 3, False),                # too early: row 3 proves nothing yet
+    ({2: 1e9, 3: 1e10, 4: 1e-4}, 4, False),       # the tableau grew before it shrank
+    ({2: 1e9, 3: 1e5, 4: 1e6, 5: 1e-4}, 5, False),
 ])
 def test_early_acceptance_needs_shrinking_estimates(errs, j, early):
     from verify.numerics._extrapolation import _Run

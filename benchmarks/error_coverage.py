@@ -26,6 +26,7 @@ Usage::
     python benchmarks/error_coverage.py --instances 65 --variants sphere,pre-LN   # one family
     python benchmarks/error_coverage.py --quick        # 24 instances (smoke test)
     python benchmarks/error_coverage.py --workers 2 --json coverage.json
+    python benchmarks/error_coverage.py --instances 260 --variants consensus --reference arb
 
 Variants: plain ``z`` and ``x`` forms with ``V`` general, symmetric and ``λI``; tokens on the
 sphere with softmax (SA) and unnormalised (USA) attention; pre-LN; causal masks; several ``β``;
@@ -35,12 +36,14 @@ with bounded scores (sphere, pre-LN) get the float64 reference too
 (:func:`verify.flow.precision_policy.float64_reference_suffices`); two variants probe it where it
 could fail: tokens near an unstable antipodal configuration of the sphere (the rounding of the
 data amplified ``~10^6`` times before they leave it) and long runs that freeze at a certified
-consensus.
+consensus. ``--reference arb`` checks every float64 run against the ``arb`` reference instead
+(what runs whose scores grow, or with several heads, get): the same draws, the other route.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -151,21 +154,27 @@ def build(data: dict):
 
 
 # --------------------------------------------------------------------------- one instance
-def measure(data: dict) -> dict:
+def measure(data: dict, reference: str = "policy") -> dict:
     """Run, reference and truth for one instance; the worst ratios (``None`` when the run or
-    the truth failed: the row says why)."""
-    import verify.flow.precision_policy
+    the truth failed: the row says why). ``reference="arb"``: float64 runs are checked against
+    the ``arb`` reference whatever :func:`~verify.flow.precision_policy.float64_reference_suffices`
+    says (``data["float64_reference"]`` still forces the float64 one)."""
+    import verify.flow.precision_policy as policy
     from verify.flow.simulate import entry_differences, simulate
 
     instance = build(data)
     T, times = data["horizon"], 7
     started = time.perf_counter()
+    suffices = policy.float64_reference_suffices
     if data["float64_reference"]:
-        verify.flow.precision_policy.ARB_REFERENCE_LIMIT = 0
+        policy.ARB_REFERENCE_LIMIT = 0
+    elif reference == "arb":
+        policy.float64_reference_suffices = lambda instance: False
     try:
         run = simulate(instance, T, checkpoints=times, precision=data["precision"])
     finally:
-        verify.flow.precision_policy.ARB_REFERENCE_LIMIT = 20_000
+        policy.ARB_REFERENCE_LIMIT = 20_000
+        policy.float64_reference_suffices = suffices
     row = {key: data[key] for key in ("k", "variant", "n", "d", "precision")}
     row["model"] = {key: data["model"][key] for key in ("form", "attention", "mask",
                                                         "normalisation", "beta")}
@@ -236,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="24 instances (a smoke test)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", help="write every instance's row to this file")
+    parser.add_argument("--reference", choices=["policy", "arb"], default="policy",
+                        help="the reference of float64 runs: the library's choice (default), or "
+                        "arb for every one (the route of growing scores and several heads)")
     parser.add_argument("--variants", help="only the variants whose name contains one of these "
                         "comma-separated words (e.g. 'sphere,pre-LN')")
     args = parser.parse_args(argv)
@@ -247,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = []
-        for row in pool.map(measure, drawn):
+        for row in pool.map(functools.partial(measure, reference=args.reference), drawn):
             rows.append(row)
             scores = row.get("score_ratio")
             print(f"  #{row['k']:<4} {row['variant']:34} "

@@ -108,6 +108,43 @@ def test_checkpoints_are_hit_exactly():
             assert err < 5, f"t={t}: error in tolerance units {err}"
 
 
+def test_short_steps_accept_at_their_first_converged_row():
+    """A step short for its order (a tiny first step; steps clipped at dense checkpoints)
+    accepts at the first row whose estimate is within tolerance, below ODEX's window k − 1, and
+    stays within tolerance of mpmath's e^t at every checkpoint: the rows it no longer builds
+    only pushed the error further below the tolerance. The same run costs fewer evaluations."""
+    b, tol = Arb(bits=200), 1e-45
+    k_first = int(-0.6 * math.log10(tol) + 1.5)          # the first step's target columns
+    short = integrate_extrapolation(fun_exp, [0, Fraction(1, 10 ** 6)], state(b, [[1]]),
+                                    backend=b, rtol=tol, atol=tol)
+    (rows, steps), = short.stats["columns_used"].items()
+    assert steps == 1 and 4 <= rows < k_first - 1        # ODEX's window: rows ≥ 27
+    times = [Fraction(k, 64) for k in range(65)]
+    res = integrate_extrapolation(fun_exp, times, state(b, [[1]]), backend=b, rtol=tol, atol=tol,
+                                  first_step=Fraction(1, 10 ** 6))
+    assert res.success, res.message
+    with mpmath.workdps(REF_DPS):
+        err = tol_units(entries(b, short.ys[-1]), [mpmath.exp(mpmath.mpf(10) ** -6)], tol, tol)
+        assert err < 5, f"t=1e-6: error in tolerance units {err}"
+        for t, y in zip(res.ts, res.ys, strict=True):
+            err = tol_units(entries(b, y), [mpmath.exp(mp_time(t))], tol, tol)
+            assert err < 5, f"t={t}: error in tolerance units {err}"
+
+
+@pytest.mark.parametrize("errs, j, early", [
+    ({2: 1e9, 3: 1e5, 4: 1e-4}, 4, True),
+    ({2: 1e9, 3: 1e5, 4: 1e2, 5: 1e-3}, 5, True),
+    ({2: 1e9, 3: 1e5, 4: 0.5}, 4, False),         # within tolerance, not far inside it
+    ({2: 1e9, 3: 1e-4}, 3, False),                # too early: row 3 proves nothing yet
+    ({2: 1e9, 3: 1e10, 4: 1e-4}, 4, False),       # the tableau grew before it shrank
+    ({2: 1e9, 3: 1e5, 4: 1e6, 5: 1e-4}, 5, False),
+])
+def test_early_acceptance_needs_shrinking_estimates(errs, j, early):
+    from verify.numerics._extrapolation import _Run
+
+    assert _Run.converged_early(errs, j) is early
+
+
 # --- order of convergence --------------------------------------------------------------------
 
 @pytest.mark.parametrize("columns", [2, 3])

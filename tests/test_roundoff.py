@@ -14,7 +14,7 @@ from verify.flow.fields import VectorField
 from verify.flow.roundoff import accumulated, float64_field, score_perturbation, spot_check
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
-from verify.numerics import Float64, estimate_bound
+from verify.numerics import STORED_ULPS, Float64, estimate_bound, ulps
 
 V = [[1, "1/3"], ["-1/5", "1/2"]]  # not symmetric: the general (non-eigen) float64 field
 X0 = [["7/10", "1/10"], ["-3/10", "9/10"], ["1/7", "-2/3"]]
@@ -178,3 +178,31 @@ def test_the_spot_check_samples_the_state_a_certified_consensus_repeats():
     check = traj.reference["field_roundoff"]
     assert leg["kind"] == "cap" and check["times"] == [0.0, leg["t0"]]
     assert check["until"] == leg["t0"]
+
+
+def test_arb_reference_tolerance_covers_the_conserved_scores(monkeypatch):
+    """The scores ``S̃_ii = β|x_i|²`` of a sphere run: the exact flow keeps ``|x_i|² = 1``, a
+    float64 run keeps it to ~1e-14 (far better than its state, ~1e-11), and an ``arb``
+    reference at ``rtol = 1e-15`` lets it drift by as much; ``|run − reference|`` then misses
+    the run's error there (5.6 times the estimate on this instance, #75 of
+    ``benchmarks/error_coverage.py --reference arb``) unless the reference's own tolerance is in
+    the estimate. Checked against a 32-digit run without continuation (an independent route)."""
+    monkeypatch.setattr(verify.flow.precision_policy, "float64_reference_suffices",
+                        lambda instance: False)        # the route of several heads
+    model = Model(V=[["3/2", 0, 0], [0, "3/2", 0], [0, 0, "3/2"]], form="x",
+                  normalisation="sphere", beta=2)
+    x0 = [["-704/3449", "3072/3449", "-1401/3449"], ["224/701", "-336/701", "-573/701"],
+          ["736/1461", "-1184/1461", "-437/1461"], ["224/597", "-352/597", "427/597"],
+          ["-416/657", "352/657", "367/657"]]
+    instance = Instance(model, x0)
+    run = simulate(instance, 20, checkpoints=3)
+    assert run.reference["backend"] == "arb" and run.reference["reference_tolerance_added"] > 0
+    truth = simulate(instance, 20, checkpoints=3, precision=32, error_estimate=False,
+                     continuation=False, symmetry="off")
+    S, S_true = run.scaled_scores, truth.scaled_scores
+    allowance = ulps(STORED_ULPS, np.max(np.abs(S), axis=(1, 2)))[:, None, None]
+    assert np.all(np.abs(S - S_true) <= estimate_bound(run.score_error) + allowance)
+    diagonal = np.abs(S - S_true)[1:, range(5), range(5)]
+    assert np.max(diagonal) > 10 * allowance.max()     # the drift is there, above rounding
+    true_state = np.max(np.abs(run.state - truth.state), axis=2)
+    assert np.all(true_state <= estimate_bound(run.error) + 1e-15)

@@ -131,6 +131,11 @@ def _softmax_in_place(S: np.ndarray, log_scale: float) -> np.ndarray:
 
 
 _APPROX_ERROR = 2.0 ** -10  # largest error of the float64 scores the arb softmax decides on
+# The arb softmax leaves out a row's shift c when |c| <= _UNSHIFTED (any exact shift cancels; it
+# only keeps the exponents small): the weights e^{S̃_ij} then lie within e^{±(_UNSHIFTED + gap)}
+# and lose at most log2(_UNSHIFTED) bits more than shifted ones. 2, not 1: on the sphere the
+# largest score |x_i|² = 1 ± (the run's error) would otherwise be shifted at most evaluations.
+_UNSHIFTED = 2.0
 _ZERO, _ONE = arb(0), arb(1)
 
 
@@ -222,8 +227,8 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     decisions. A decision only picks the shift (any exact number cancels) or drops a weight
     whose exponent is below ``−2 (prec + 20) ln 2`` up to that error — still far below
     ``2^{-(prec+20)}`` —, so the weights are what the midpoints would give up to rounding. Then
-    the balls are read one by one where needed, and a shift ``|c| ≤ 1`` is left out (``c = 0``:
-    the weights ``e^{S̃_ij}`` stay within ``e^{±(1 + gap)}``).
+    the balls are read one by one where needed, and a shift ``|c| ≤ 2`` is left out (``c = 0``:
+    the weights ``e^{S̃_ij}`` stay within ``e^{±(2 + gap)}``).
     """
     n = scaled_scores.nrows()
     unscaled = _unscaled(log_scale)
@@ -234,7 +239,7 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
         if top - min(tops) <= 1.0 and top - float(approx.min()) < math.exp(log_cutoff):
             _, position, pairs = _pairs(n)
             exponents = [scaled_scores[i, j] for i, j in pairs]
-            if abs(top) > 1:
+            if abs(top) > _UNSHIFTED:
                 shift = arb(top)
                 exponents = [x - shift for x in exponents]
             values = [x.exp() for x in exponents]
@@ -272,7 +277,7 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
             index[~needed] = len(upper)
             position = index.ravel().tolist()
         if entries is None:                                # exact: cancels in every row
-            shift = None if abs(float(tops[top])) <= 1 else arb(float(tops[top]))
+            shift = None if abs(float(tops[top])) <= _UNSHIFTED else arb(float(tops[top]))
             exponents = [scaled_scores[i, j] for i, j in pairs]
             if shift is not None:
                 exponents = [x - shift for x in exponents]
@@ -329,32 +334,27 @@ def _row_normalise_arb(X):
     return arb_mat(rows)
 
 
-def _tangent_arb(xs: list, vs: list, d: int, totals: list | None = None,
-                 norms: list | None = None):
-    """Velocity minus its radial part, ``v_i − <v_i, x_i> x_i / |x_i|²`` (post-LN sphere), from
-    the entries of the states ``xs`` and velocities ``vs`` (row-major, ``d`` per row); with
-    ``v_i`` divided by ``totals[i]`` if given (a row normalisation: it commutes with the
-    projection, so it is applied once, to the projected row); ``norms``: the ``|x_i|²`` if at
-    hand."""
-    out = []
-    for i in range(0, len(xs), d):
-        x, v = xs[i:i + d], vs[i:i + d]
-        dot = v[0] * x[0]
-        for a in range(1, d):
-            dot += v[a] * x[a]
-        if norms is None:
-            norm = x[0] * x[0]
-            for a in range(1, d):
-                norm += x[a] * x[a]
-        else:
-            norm = norms[i // d]
-        coef = dot / norm
+def _tangent_arb(X, A, totals: list | None = None, norms: list | None = None):
+    """Velocity minus its radial part, ``a_i − <a_i, x_i> x_i / |x_i|²`` (post-LN sphere), for
+    the ``n×d`` ``arb_mat`` states ``X`` and velocities ``A``; with row ``i`` divided by
+    ``totals[i]`` if given (a row normalisation: it commutes with the projection); ``norms``:
+    the ``|x_i|²`` if at hand. Written as ``D_r A − D_c X`` with the diagonal matrices
+    ``D_r = diag(1/r_i)``, ``D_c = diag(<a_i, x_i> / (|x_i|² r_i))``: the products and the
+    difference run in FLINT, only ``n`` coefficients in Python."""
+    n = X.nrows()
+    dots = A * X.transpose()                 # <a_i, x_i> on the diagonal
+    if norms is None:
+        squares = X * X.transpose()
+        norms = [squares[i, i] for i in range(n)]
+    coef, rows = arb_mat(n, n), arb_mat(n, n)
+    for i in range(n):
+        c = dots[i, i] / norms[i]
         if totals is None:
-            out += [b - coef * a for a, b in zip(x, v, strict=True)]
+            coef[i, i] = c
         else:
-            total = totals[i // d]
-            out += [(b - coef * a) / total for a, b in zip(x, v, strict=True)]
-    return arb_mat(len(xs) // d, d, out)
+            inverse = 1 / totals[i]
+            coef[i, i], rows[i, i] = c * inverse, inverse
+    return (A if totals is None else rows * A) - coef * X
 
 
 def _is_identity(M: np.ndarray) -> bool:
@@ -521,8 +521,7 @@ class VectorField:
                                           self._float_scores(X, 0, xs))
         n = X.nrows()
         W = arb_mat(n, n, weights)
-        return _tangent_arb(xs, (W * (X if identity_V else X * Vt)).entries(), X.ncols(),
-                            (W * self._ones).entries(),
+        return _tangent_arb(X, W * (X if identity_V else X * Vt), (W * self._ones).entries(),
                             [scaled[i, i] for i in range(n)] if identity_B else None)
 
     def _attention_input(self, X):
@@ -556,7 +555,7 @@ class VectorField:
         total = self._mlp_apply(total)
         if self.model.on_sphere:
             if self.arb:
-                return _tangent_arb(state.entries(), total.entries(), state.ncols())
+                return _tangent_arb(state, total)
             radial = np.sum(total * state, axis=1, keepdims=True) / np.sum(
                 state * state, axis=1, keepdims=True)
             return total - radial * state

@@ -42,12 +42,14 @@ from verify.exact.inputs import as_float_array
 from verify.model import Instance, Model
 from verify.numerics import Arb, Backend, Float64, digits_to_bits
 
-__all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "score_growth_rate", "score_scale", "choose_bits",
-           "working_bits", "reference_settings", "float64_reference_suffices"]
+__all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "REFERENCE_EXTRA_BITS", "score_growth_rate",
+           "score_scale", "choose_bits", "working_bits", "reference_settings",
+           "float64_reference_suffices"]
 
 DEFAULT_DIGITS = 20
 GUARD_BITS = 32  # round-off of the integrator itself (GBS: lebesgue(30) ≈ 2^22), with a margin
 ARB_REFERENCE_LIMIT = 20_000  # n·n·d above which a float64 run is checked in float64 only
+REFERENCE_EXTRA_BITS = 16  # an arb reference has at least this many bits more than its run
 
 
 def score_growth_rate(model: Model) -> float:
@@ -99,9 +101,16 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     float64 runs are checked against ``arb`` at :func:`working_bits` and ``min(rtol·1e-3,
     1e-15)`` — or against float64 at ``max(rtol·1e-3, 3e-14)``, the tightest tolerance DOP853
     accepts, where :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick,
-    and runs whose scores stay bounded). ``arb`` runs are checked at twice the bits (at least
-    :func:`working_bits`) and ``rtol`` to the power 1.25. The bits follow the same rule as the
-    run: constant in ``T`` where the scores stay bounded.
+    and runs whose scores stay bounded). ``arb`` runs are checked at ``rtol`` to the power 1.25
+    and the bits :func:`working_bits` gives for that tolerance's digits — the rule that holds the
+    run to its digits holds the reference to its tolerance, so its round-off stays below the
+    run's by that power (``2^{-120}`` against ``2^{-99}`` for 20 digits on the sphere; twice the
+    bits, the rule before, paid ``2^{-198}`` for no better estimate, and about half as much again
+    per evaluation beyond 128 bits, where FLINT's mantissas leave the stack) — and at least
+    :data:`REFERENCE_EXTRA_BITS` more than the run's (where a tolerance looser than the run's
+    digits was asked for): a loss of digits the policy does not foresee costs both runs the same
+    bits and still shows in their difference. The bits follow the same rule as the run:
+    constant in ``T`` where the scores stay bounded.
 
     >>> from verify.model import Model, Instance
     >>> circle = Instance(Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere"),
@@ -110,13 +119,19 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     'float64'
     >>> reference_settings(Float64(), 1e-10, Instance(Model(V=[[1]]), [[1], [2]]), 10.0)[0].name
     'arb'
+    >>> ref, ref_rtol = reference_settings(Arb(bits=working_bits(circle, 10.0)), 1e-21, circle,
+    ...                                    10.0)
+    >>> working_bits(circle, 10.0), ref.bits, f"{ref_rtol:.2g}"
+    (99, 120, '5.6e-27')
     """
     floor = working_bits(instance, horizon)
     if isinstance(backend, Float64):
         if float64_reference_suffices(instance):
             return Float64(), max(rtol * 1e-3, 3e-14)
         return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
-    return Arb(bits=max(2 * backend.bits, floor)), rtol ** 1.25
+    ref_rtol = rtol ** 1.25
+    bits = working_bits(instance, horizon, digits=-math.log10(ref_rtol))
+    return Arb(bits=max(bits, backend.bits + REFERENCE_EXTRA_BITS)), ref_rtol
 
 
 def float64_reference_suffices(instance: Instance) -> bool:

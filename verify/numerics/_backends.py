@@ -162,8 +162,10 @@ class Arb(Backend):
         return state.mid()
 
     def to_float(self, state) -> np.ndarray:
+        """The midpoints as float64 (``float`` of a ball is its midpoint, rounded to nearest)."""
         rows, cols = state.nrows(), state.ncols()
-        return np.array([float(v.mid()) for v in state.entries()], dtype=float).reshape(rows, cols)
+        return np.fromiter(map(float, state.entries()), dtype=float,
+                           count=rows * cols).reshape(rows, cols)
 
     def to_strings(self, state) -> list[list[str]]:
         digits = int(self.digits) + 2

@@ -38,7 +38,10 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import os
+
+import numpy as np
 
 __all__ = ["MIN_SIZE", "kernel", "available"]
 
@@ -68,10 +71,7 @@ def kernel(n: int, d: int):
 
 @functools.cache
 def _compiled():
-    import math
-
     import numba  # optional extra (`pip install .[compiled]`), imported on first use only
-    import numpy as np
 
     options = {"cache": True, "nogil": True, "error_model": "numpy"}
 

@@ -9,12 +9,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from certificate_helpers import shifted_ball, tampered
 from flint import arb, arb_mat
 
 from verify.cli import main
 from verify.enclosure import Enclosure
 from verify.lemmas import check_certificate, leader_map, sphere_consensus
-from verify.lemmas._balls import ball_text, parse_ball
 from verify.lemmas._instance import read_instance
 from verify.model import Instance, Model
 from verify.proof._lemmas import instance_text, try_lemma
@@ -59,46 +59,34 @@ def test_a_true_certificate_is_valid(certificate):
     assert result.conclusions["pinned"] == [2]
 
 
-def _tampered(certificate, change):
-    data = copy.deepcopy(certificate)
-    change(data)
-    return check_certificate(data)
-
-
-def _shift_ball(text: str, by: str, widen: bool = False) -> str:
-    ball = parse_ball(text)
-    out = arb(ball.mid(), arb(by)) if widen else ball + arb(by)
-    return ball_text(out)
-
-
 def test_a_widened_ball_is_rejected(certificate):
     def widen(data):
-        data["enclosure"]["tokens"][0][0] = _shift_ball(data["enclosure"]["tokens"][0][0],
+        data["enclosure"]["tokens"][0][0] = shifted_ball(data["enclosure"]["tokens"][0][0],
                                                         "0.001", widen=True)
-    result = _tampered(certificate, widen)
+    result = tampered(certificate, widen)
     assert not result.valid and any("conclusions" in r or "margin" in r for r in result.reasons)
 
 
 def test_a_moved_token_is_rejected(certificate):
     def move(data):
-        data["enclosure"]["tokens"][4][0] = _shift_ball(data["enclosure"]["tokens"][4][0],
+        data["enclosure"]["tokens"][4][0] = shifted_ball(data["enclosure"]["tokens"][4][0],
                                                         "1e-9")
-    assert not _tampered(certificate, move).valid
+    assert not tampered(certificate, move).valid
 
 
 def test_a_changed_lemma_is_rejected(certificate):
     for other in ("good-triple", sphere_consensus.ID, "no-such-lemma"):
         def change(data, other=other):
             data["lemma"]["id"] = other
-        assert not _tampered(certificate, change).valid
+        assert not tampered(certificate, change).valid
 
 
 def test_a_raised_margin_a_changed_limit_and_a_false_fact_are_rejected(certificate):
     def raise_margin(data):
-        data["inequalities"][0]["margin"] = _shift_ball(data["inequalities"][0]["margin"], "1")
+        data["inequalities"][0]["margin"] = shifted_ball(data["inequalities"][0]["margin"], "1")
 
     def change_limit(data):
-        data["conclusions"]["limits"][0][0] = _shift_ball(data["conclusions"]["limits"][0][0],
+        data["conclusions"]["limits"][0][0] = shifted_ball(data["conclusions"]["limits"][0][0],
                                                           "0.5")
 
     def false_fact(data):
@@ -111,7 +99,7 @@ def test_a_raised_margin_a_changed_limit_and_a_false_fact_are_rejected(certifica
         data["symmetries"] = [{"S": [[-1]], "tokens": [4, 3, 2, 0, 1]}]
 
     for change in (raise_margin, change_limit, false_fact, no_symmetry, forged_symmetry):
-        assert not _tampered(certificate, change).valid, change.__name__
+        assert not tampered(certificate, change).valid, change.__name__
 
 
 def test_the_certificate_command_exits_0_for_valid_1_for_rejected(certificate, tmp_path,

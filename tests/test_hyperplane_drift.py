@@ -10,13 +10,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from certificate_helpers import shifted_ball, tampered
 from flint import acb_mat, arb, arb_mat
 
 from verify.cli import main
 from verify.enclosure import Enclosure
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.lemmas import check_certificate, hyperplane_drift
-from verify.lemmas._balls import ball_text, parse_ball
+from verify.lemmas._balls import parse_ball
 from verify.lemmas._instance import read_instance
 from verify.model import Instance, Model
 from verify.proof import certify_drift, proof_budget
@@ -123,36 +124,25 @@ def test_the_wrong_leader_is_not_preferred():
     assert not report.holds and [q.name for q in report.failed()] == ["lead-plus"]
 
 
-def _tampered(certificate, change):
-    data = copy.deepcopy(certificate)
-    change(data)
-    return check_certificate(data)
-
-
-def _shift(text: str, by: str, widen: bool = False) -> str:
-    ball = parse_ball(text)
-    return ball_text(arb(ball.mid(), arb(by)) if widen else ball + arb(by))
-
-
 def test_a_widened_ball_is_rejected(certificate):
     def widen(data):
-        data["enclosure"]["tokens"][1][1] = _shift(data["enclosure"]["tokens"][1][1], "0.01",
+        data["enclosure"]["tokens"][1][1] = shifted_ball(data["enclosure"]["tokens"][1][1], "0.01",
                                                    widen=True)
-    result = _tampered(certificate, widen)
+    result = tampered(certificate, widen)
     assert not result.valid and any("margin" in r or "conclusions" in r for r in result.reasons)
 
 
 def test_a_moved_token_is_rejected(certificate):
     def move(data):
-        data["enclosure"]["tokens"][1][1] = _shift(data["enclosure"]["tokens"][1][1], "1e-6")
-    assert not _tampered(certificate, move).valid
+        data["enclosure"]["tokens"][1][1] = shifted_ball(data["enclosure"]["tokens"][1][1], "1e-6")
+    assert not tampered(certificate, move).valid
 
 
 def test_a_changed_lemma_is_rejected(certificate):
     for other in ("good-triple", "leader-map", "no-such-lemma"):
         def change(data, other=other):
             data["lemma"]["id"] = other
-        assert not _tampered(certificate, change).valid
+        assert not tampered(certificate, change).valid
 
 
 @pytest.mark.parametrize("change", [
@@ -162,11 +152,11 @@ def test_a_changed_lemma_is_rejected(certificate):
     lambda d: d["conclusions"]["drifting"][0].update(follower=0),
     lambda d: d["instance"]["V"][1].__setitem__(1, "-1/4"),
     lambda d: d["facts"][0].update(variable="x"),
-    lambda d: d["inequalities"][-1].update(margin=_shift(d["inequalities"][-1]["margin"],
+    lambda d: d["inequalities"][-1].update(margin=shifted_ball(d["inequalities"][-1]["margin"],
                                                          "1")),
 ], ids=["leader", "allowance", "behaviour", "follower", "V", "variable", "raised-margin"])
 def test_other_tampering_is_rejected(certificate, change):
-    assert not _tampered(certificate, change).valid
+    assert not tampered(certificate, change).valid
 
 
 def test_the_follower_drifts_fact_needs_this_lemma(certificate):
@@ -366,4 +356,4 @@ def test_a_tampered_turning_certificate_is_rejected():
     for change in (lambda d: d["conclusions"].update(behaviour="drifts"),
                    lambda d: d["conclusions"]["turning"][0].update(frequency="1"),
                    lambda d: d["instance"]["V"][1].__setitem__(2, "-1/3")):
-        assert not _tampered(document, change).valid
+        assert not tampered(document, change).valid

@@ -4,7 +4,6 @@ enclosures and a 30-digit run, the prover's and the no-enclosure routes, tamperi
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from fractions import Fraction
@@ -13,6 +12,7 @@ from types import SimpleNamespace
 import mpmath
 import numpy as np
 import pytest
+from certificate_helpers import tampered
 from flint import arb, ctx
 
 from verify.enclosure import Enclosure
@@ -173,12 +173,6 @@ def certificate():
     return json.loads(json.dumps(out.certificate["document"]))
 
 
-def _tampered(document, change):
-    data = copy.deepcopy(document)
-    change(data)
-    return check_certificate(data)
-
-
 def test_tampered_cap_certificates_are_rejected(certificate):
     assert check_certificate(certificate).valid
 
@@ -216,7 +210,7 @@ def test_tampered_cap_certificates_are_rejected(certificate):
 
     for change in (root_sees_another, token_blind_to_root, set_not_closed, widen, move,
                    move_x0, relabel, later, other_root, rotate_v):
-        assert not _tampered(certificate, change).valid, change.__name__
+        assert not tampered(certificate, change).valid, change.__name__
 
 
 def test_the_lemma_refuses_variants_it_is_not_about():
@@ -305,4 +299,4 @@ def test_tampered_parts_are_rejected():
         data["facts"] = [{"fact": "cap-clusters", "at_most": 1}]
 
     for change in (overlap, drop_a_part, a_bridge, claim_one_cluster):
-        assert not _tampered(document, change).valid, change.__name__
+        assert not tampered(document, change).valid, change.__name__

@@ -3,7 +3,6 @@ masked-token), certified and re-checked with the mask written in the certificate
 
 from __future__ import annotations
 
-import copy
 import json
 from fractions import Fraction
 from types import SimpleNamespace
@@ -11,6 +10,7 @@ from types import SimpleNamespace
 import mpmath
 import numpy as np
 import pytest
+from certificate_helpers import tampered
 from flint import arb, arb_mat, ctx
 
 from verify.cli import main
@@ -122,12 +122,6 @@ def refutation():
     return json.loads(json.dumps(out.certificate["document"]))
 
 
-def _tampered(document, change):
-    data = copy.deepcopy(document)
-    change(data)
-    return check_certificate(data)
-
-
 def test_the_certificate_is_valid_and_the_command_accepts_it(refutation, tmp_path):
     assert check_certificate(refutation).valid
     path = tmp_path / "cert.json"
@@ -164,7 +158,7 @@ def test_a_changed_mask_a_moved_token_a_widened_ball_and_a_changed_lemma_are_rej
 
     for change in (attend_to_a_neighbour, drop_the_mask, call_it_causal, another_token,
                    move_token, widen, change_lemma, fact_about_another_token):
-        assert not _tampered(refutation, change).valid, change.__name__
+        assert not tampered(refutation, change).valid, change.__name__
 
 
 def test_a_malformed_mask_matrix_is_a_clear_rejection(refutation):
@@ -175,7 +169,7 @@ def test_a_malformed_mask_matrix_is_a_clear_rejection(refutation):
         data["instance"]["model"]["mask_matrix"].pop()
 
     for change in (empty_row, not_square):
-        result = _tampered(refutation, change)
+        result = tampered(refutation, change)
         assert not result.valid and "mask_matrix" in result.reasons[0], change.__name__
 
 
@@ -237,4 +231,4 @@ def test_a_tampered_apart_certificate_is_rejected():
 
     for change in (other_is_not_a_sink, other_sink_sees_a_neighbour, sinks_at_one_point,
                    other_is_itself):
-        assert not _tampered(document, change).valid, change.__name__
+        assert not tampered(document, change).valid, change.__name__

@@ -2,7 +2,6 @@
 token against the enclosure and a run at twice the digits, its classification on instances
 whose behaviour is known, the refutation and proof it gives, and tampered certificates."""
 
-import copy
 import json
 from fractions import Fraction
 from types import SimpleNamespace
@@ -10,6 +9,7 @@ from types import SimpleNamespace
 import mpmath
 import numpy as np
 import pytest
+from certificate_helpers import tampered
 from flint import arb, arb_mat, ctx
 
 from verify.cli import main
@@ -170,12 +170,6 @@ def refutation():
     return json.loads(json.dumps(out.certificate["document"]))
 
 
-def _tampered(document, change):
-    data = copy.deepcopy(document)
-    change(data)
-    return check_certificate(data)
-
-
 def test_the_refutation_certificate_is_valid_and_the_command_accepts_it(refutation, tmp_path):
     assert check_certificate(refutation).valid
     path = tmp_path / "cert.json"
@@ -190,7 +184,7 @@ def test_a_moved_token_is_rejected(refutation):
     def change_v(data):  # V = I: the direction of token 1 is fixed, nothing refuted
         data["instance"]["V"] = [["1", "0"], ["0", "1"]]
     for change in (move_state, change_v):
-        assert not _tampered(refutation, change).valid, change.__name__
+        assert not tampered(refutation, change).valid, change.__name__
 
 
 def test_a_widened_state_a_raised_margin_and_a_changed_lemma_are_rejected(refutation):
@@ -213,7 +207,7 @@ def test_a_widened_state_a_raised_margin_and_a_changed_lemma_are_rejected(refuta
         data["facts"] = [{"fact": "token-fixed", "variable": "x"}]
 
     for change in (widen, later, raise_margin, change_behaviour, change_lemma, false_fact):
-        assert not _tampered(refutation, change).valid, change.__name__
+        assert not tampered(refutation, change).valid, change.__name__
 
 
 def test_the_lemma_refuses_variants_it_is_not_about():
@@ -290,7 +284,7 @@ def test_causal_consensus_proves_every_token_tends_to_the_first():
     def not_unit(data):
         data["instance"]["x0"][0] = ["1", "1/1000000"]
     for change in (full, not_unit):
-        assert not _tampered(document, change).valid, change.__name__
+        assert not tampered(document, change).valid, change.__name__
 
 
 def test_the_limit_plan_names_the_normalised_first_token_or_an_exact_unit_one():

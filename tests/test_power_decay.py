@@ -2,7 +2,6 @@
 forms and a reduced ODE, against twice the digits, its refusals, its certificate's tampering,
 and the proofs it gives the V = -I claims."""
 
-import copy
 import json
 import math
 from dataclasses import replace
@@ -12,6 +11,7 @@ from pathlib import Path
 import mpmath
 import numpy as np
 import pytest
+from certificate_helpers import tampered
 from flint import arb, arb_mat, ctx
 from scipy.integrate import solve_ivp
 
@@ -167,12 +167,6 @@ def test_the_collapse_claim_is_proved_with_every_conclusion(certificate):
     assert check_certificate(certificate).valid
 
 
-def _tampered(certificate, change):
-    data = copy.deepcopy(certificate)
-    change(data)
-    return check_certificate(data)
-
-
 def test_a_widened_ball_a_moved_token_and_a_changed_lemma_are_rejected(certificate):
     def widen(data):
         ball = parse_ball(data["enclosure"]["tokens"][0][0])
@@ -185,7 +179,7 @@ def test_a_widened_ball_a_moved_token_and_a_changed_lemma_are_rejected(certifica
         data["lemma"]["id"] = "sphere-consensus"
 
     for change in (widen, move, relabel):
-        assert not _tampered(certificate, change).valid, change.__name__
+        assert not tampered(certificate, change).valid, change.__name__
 
 
 def test_a_smaller_radius_a_faster_power_and_a_lower_floor_are_rejected(certificate):
@@ -202,10 +196,10 @@ def test_a_smaller_radius_a_faster_power_and_a_lower_floor_are_rejected(certific
         data["facts"][2] = {**data["facts"][2], "floor_squared": "1/1000"}
 
     for change in (shrink, faster, strict_half, lower_floor):
-        result = _tampered(certificate, change)
+        result = tampered(certificate, change)
         assert not result.valid, change.__name__
     # the facts belong to this lemma only
-    assert not _tampered(certificate, lambda d: d["facts"].append({"fact": "consensus"})).valid
+    assert not tampered(certificate, lambda d: d["facts"].append({"fact": "consensus"})).valid
 
 
 def test_a_run_of_the_collapse_claim_proves_every_instance(tmp_path):

@@ -5,9 +5,12 @@ certificate document and re-check it with the independent checker."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 from flint import arb
 
+from verify.cli import main
 from verify.lemmas import check_certificate
 from verify.lemmas._balls import ball_text, parse_ball
 
@@ -23,3 +26,11 @@ def shifted_ball(text: str, by: str, widen: bool = False) -> str:
     """The ball ``text`` moved by ``by`` (or, with ``widen``, its radius set to ``by``)."""
     ball = parse_ball(text)
     return ball_text(arb(ball.mid(), arb(by)) if widen else ball + arb(by))
+
+
+def assert_accepted(document: dict, folder: Path) -> None:
+    """The checker finds ``document`` valid, and ``verify certificate`` accepts it as a file."""
+    assert check_certificate(document).valid
+    path = folder / "certificate.json"
+    path.write_text(json.dumps(document))
+    assert main(["certificate", str(path)]) == 0

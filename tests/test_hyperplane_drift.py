@@ -53,8 +53,9 @@ def test_the_prover_s_certificate_is_accepted_and_the_checker_recomputes_its_con
     assert result.valid, result.reasons
     assert result.conclusions == certificate["conclusions"]
     names = {q.name for q in result.inequalities}
-    assert names == {"good-triple", "spectral-gap", "dominance-plus", "trap-plus", "lead-plus",
-                     "offsets-plus", "drift"}
+    # both tokens on the side φ1* > 0: no outsider, so no dominance-plus (good-triple, step 1')
+    assert names == {"good-triple", "spectral-gap", "trap-plus", "lead-plus", "offsets-plus",
+                     "drift"}
     assert result.conclusions["behaviour"] == "drifts"
     assert result.conclusions["leaders"] == {"plus": 0}
     [witness] = result.conclusions["drifting"]

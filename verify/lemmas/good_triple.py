@@ -24,43 +24,86 @@ eigenvectors with :math:`\varphi_1^*(\varphi_1) = 1`, :math:`c = \varphi_1^\top 
 
 **Lemma.** Let :math:`T` be invertible, :math:`\|u\|_* = |T^{-1}u|_2`,
 :math:`\rho \ge \|T^{-1} V \pi_W T\|_2` with :math:`\rho < \lambda_1`, and at :math:`t_1`:
-:math:`U_0 \ge \max_j \|u_j\|_*`, :math:`A \ge \max_j|\alpha_j|`,
-:math:`\delta \ge \max_j \alpha_j - \min_j\alpha_j`, :math:`\kappa_1 \ge |T^\top B^\top
-\varphi_1|_2`, :math:`\kappa_2 \ge |T^\top B \varphi_1|_2`, :math:`\kappa_3 \ge \|T^\top B T\|_2`,
-:math:`K_1 = U_0(2A\kappa_1 + \delta\kappa_2)`, :math:`K_2 = 2\kappa_3 U_0^2`. Split the tokens
-into :math:`T_+ = \{\alpha_i(t_1) > 0\}`, :math:`T_- = \{\alpha_i(t_1) < 0\}` and :math:`T_0`
-(tokens held on :math:`\{\varphi_1^* = 0\}` forever by an exact symmetry :math:`S` fixing them with
-:math:`S^\top\varphi_1^* = -\varphi_1^*`). If for some :math:`\mu_+ > 0`
+:math:`U_0 \ge \max_j \|u_j\|_*`, :math:`A_+ \ge \max_j \alpha_j`, :math:`A_- \ge
+-\min_j\alpha_j`, :math:`\delta \ge \max_j \alpha_j - \min_j\alpha_j`, :math:`\kappa_1 \ge
+|T^\top B^\top \varphi_1|_2`, :math:`\kappa_2 \ge |T^\top B \varphi_1|_2`, :math:`\kappa_3 \ge
+\|T^\top B T\|_2`, :math:`K_1^\pm = U_0(2A_\pm\kappa_1 + \delta\kappa_2)`, :math:`K_2 =
+2\kappa_3 U_0^2`. Split the tokens into :math:`T_+ = \{\alpha_i(t_1) > 0\}`, :math:`T_- =
+\{\alpha_i(t_1) < 0\}` and :math:`T_0` (tokens held on :math:`\{\varphi_1^* = 0\}` forever by an
+exact symmetry :math:`S` fixing them with :math:`S^\top\varphi_1^* = -\varphi_1^*`); let
+:math:`O_+` be the tokens outside :math:`T_+` (its *outsiders*) and :math:`\nu_+ = \mu_-` when
+:math:`T_0 = \emptyset`, :math:`\nu_+ = 0` otherwise. Suppose that for some :math:`\mu_+ > 0`
 
-.. math:: G_+ = e^{2\lambda_1 t_1} c \mu_+^2 - e^{\lambda_1 t_1} K_1 - K_2 > 0, \qquad
-          \min_{i \in T_+}\alpha_i(t_1) - \delta (n - |T_+|) \frac{e^{-G_+}}{2G_+} > \mu_+
+.. math:: \min_{i \in T_+}\alpha_i(t_1) > \mu_+ \quad\text{if } O_+ = \emptyset, \text{ else}
+          \quad G_+ = e^{2\lambda_1 t_1} c\, \mu_+(\mu_+ + \nu_+) - e^{\lambda_1 t_1} K_1^+
+          - K_2 > 0, \qquad \min_{i \in T_+}\alpha_i(t_1) - \delta\, |O_+|
+          \frac{e^{-G_+}}{2G_+} > \mu_+
 
-(and the same for :math:`T_-` with :math:`-\alpha`), then for all :math:`t \ge t_1`:
-:math:`\alpha_i \ge \mu_+` on :math:`T_+`, :math:`\alpha_i \le -\mu_-` on :math:`T_-`,
-:math:`\alpha_i = 0` on :math:`T_0`; and every :math:`\alpha_i`, :math:`i \in T_+`, converges to
-:math:`b = \lim \max_j \alpha_j \in [\mu_+, \max_j\alpha_j(t_1)]`, every :math:`\alpha_i`,
-:math:`i \in T_-`, to :math:`a = \lim\min_j\alpha_j`: :math:`\operatorname{dist}(z_i, H) \to 0` for
-the hyperplanes :math:`H = \{\varphi_1^* \in \{a, 0, b\}\}`.
+(and the same for :math:`T_-` with :math:`-\alpha`, :math:`\mu_-`, :math:`\nu_- = \mu_+` when
+:math:`T_0 = \emptyset`). Then for all :math:`t \ge t_1`: :math:`\alpha_i \ge \mu_+` on
+:math:`T_+`, :math:`\alpha_i \le -\mu_-` on :math:`T_-`, :math:`\alpha_i = 0` on :math:`T_0`;
+for :math:`i \in T_\pm`, :math:`\sum_{j \in O_\pm} P_{ij}(t) \le |O_\pm|\, e^{-G_\pm
+e^{2\lambda_1(t - t_1)}}` (nothing to bound when :math:`O_\pm = \emptyset`); and every
+:math:`\alpha_i`, :math:`i \in T_+`, converges to :math:`b = \lim \max_j \alpha_j \in [\mu_+,
+\max_j\alpha_j(t_1)]`, every :math:`\alpha_i`, :math:`i \in T_-`, to :math:`a =
+\lim\min_j\alpha_j`: :math:`\operatorname{dist}(z_i, H) \to 0` for the hyperplanes :math:`H =
+\{\varphi_1^* \in \{a, 0, b\}\}`.
+
+Three places make it sharper than the first version of this lemma (one norm bound :math:`A \ge
+\max_j|\alpha_j|` for both sides, the dominant term bounded by :math:`c\mu_\pm^2`, the dominance
+required of every side): a side that holds every token needs no dominance at all (step 1'), the
+dominant term uses both trapped sides at once (step 2), and each side its own :math:`A_\pm`. Each
+margin is at least the first version's, so a certificate of the first version is accepted.
 
 *Proof.* (1) :math:`\tfrac{d}{dt}\max_j\|u_j\|_* \le \rho\max_j\|u_j\|_*` (:math:`\|T^{-1}V u\|_2
 \le \rho\|u\|_*` on :math:`W`), so :math:`\|u_j(t)\|_* \le U_0 e^{\rho(t - t_1)}`; the
-:math:`\alpha`'s stay in :math:`[\min\alpha(t_1), \max\alpha(t_1)]`. (2) Writing :math:`x_j =
-e^{\lambda_1 t}\alpha_j\varphi_1 + u_j`, for :math:`i \in T_+`, :math:`j \notin T_+` and
-:math:`k` with :math:`\alpha_k = \max\alpha \ge \alpha_i`: :math:`S_{ik} - S_{ij} = e^{2\lambda_1 t}
-c\,\alpha_i(\alpha_k - \alpha_j) + e^{\lambda_1 t}[\alpha_i \varphi_1^\top B(u_k - u_j) +
-(\alpha_k - \alpha_j) u_i^\top B\varphi_1] + u_i^\top B(u_k - u_j) \ge e^{2\lambda_1 s} G_+` as
-long as :math:`\alpha_i \ge \mu_+` and :math:`\alpha_j \le 0` (use :math:`e^{(\lambda_1 + \rho)s},
-e^{2\rho s} \le e^{2\lambda_1 s}`). Hence :math:`\sum_{j \notin T_+} P_{ij} \le (n - |T_+|)
-e^{-G_+ e^{2\lambda_1 s}}`, :math:`\dot\alpha_i \ge -\lambda_1 \delta \sum_{j\notin T_+} P_{ij}`,
-and :math:`\alpha_i` loses at most :math:`\delta(n - |T_+|) e^{-G_+}/(2G_+)`: strictly less than
-allowed, so (continuity, both sides at once) the bounds hold for all :math:`t`. (3) :math:`M =
+:math:`\alpha`'s stay in :math:`[\min\alpha(t_1), \max\alpha(t_1)]`. (1') If :math:`O_+ =
+\emptyset`, every token is in :math:`T_+` and :math:`\alpha_i(t) \ge \min_j\alpha_j(t) \ge
+\min_j\alpha_j(t_1) > \mu_+` for all :math:`t \ge t_1` (the minimum never decreases). (2)
+Writing :math:`x_j = e^{\lambda_1 t}\alpha_j\varphi_1 + u_j`, for :math:`i \in T_+`, :math:`j \in
+O_+` and :math:`k` with :math:`\alpha_k = \max\alpha \ge \alpha_i`: :math:`S_{ik} - S_{ij} =
+e^{2\lambda_1 t} c\,\alpha_i(\alpha_k - \alpha_j) + e^{\lambda_1 t}[\alpha_i \varphi_1^\top B(u_k
+- u_j) + (\alpha_k - \alpha_j) u_i^\top B\varphi_1] + u_i^\top B(u_k - u_j)`. Let :math:`t^*` be
+the supremum of the :math:`t \ge t_1` such that the bounds :math:`\alpha \ge \mu_+` on
+:math:`T_+` and :math:`\alpha \le -\mu_-` on :math:`T_-` hold on :math:`[t_1, t]` (both sides
+at once; :math:`t^* > t_1` by continuity, the inequalities being strict at :math:`t_1`). On
+:math:`[t_1, t^*)`: :math:`\alpha_j \le 0` and, when :math:`T_0 = \emptyset`, :math:`j \in T_-`
+and :math:`\alpha_j \le -\mu_-`, so :math:`\alpha_i(\alpha_k - \alpha_j) \ge \mu_+(\mu_+ +
+\nu_+)`; :math:`0 < \alpha_i \le \max_j \alpha_j(t_1) \le A_+`, :math:`0 \le \alpha_k -
+\alpha_j \le \delta`, :math:`|\varphi_1^\top B u| \le \kappa_1\|u\|_*`, :math:`|u^\top
+B\varphi_1| \le \kappa_2\|u\|_*`, :math:`|u^\top B v| \le \kappa_3\|u\|_*\|v\|_*`; with
+:math:`s = t - t_1` and :math:`e^{(\lambda_1 + \rho)s}, e^{2\rho s} \le e^{2\lambda_1 s}`:
+:math:`S_{ik} - S_{ij} \ge e^{2\lambda_1 s} G_+`. Hence :math:`\sum_{j \in O_+} P_{ij} \le
+|O_+| e^{-G_+ e^{2\lambda_1 s}}` (:math:`P_{ij} \le P_{ij}/P_{ik} = e^{S_{ij} - S_{ik}}`); for
+the :math:`i \in T_+` realising :math:`\min_{T_+}\alpha`, :math:`\dot\alpha_i \ge -\lambda_1
+\delta \sum_{j\in O_+} P_{ij}` (the terms :math:`j \in T_+` are :math:`\ge 0`), and
+:math:`\int_0^\infty \lambda_1 e^{-G e^{2\lambda_1 s}} ds \le e^{-G}/(2G)`: on :math:`[t_1,
+t^*)`, :math:`\min_{T_+}\alpha` loses at most :math:`\delta|O_+| e^{-G_+}/(2G_+)`, strictly less
+than allowed; likewise :math:`T_-`. If :math:`t^* < \infty`, both bounds would hold with room
+at :math:`t^*` and beyond it by continuity — so :math:`t^* = \infty`. (3) :math:`M =
 \max_{T_+}\alpha` decreases; :math:`m = \min_{T_+}\alpha` plus the integrable leakage increases;
 both converge. If :math:`\lim(M - m) = \sigma > 0`, the dominant term :math:`e^{2\lambda_1 t}c\,
-\alpha_i(\alpha_k - \alpha_j)` with :math:`\alpha_k - \alpha_j \ge \sigma/4` beats the
-:math:`O(e^{(\lambda_1+\rho)t})` rest, so the token realising :math:`m` puts weight
-:math:`\to 1` on tokens with :math:`\alpha \ge m + \sigma/4` and :math:`\dot m \ge \lambda_1
-\sigma/8` eventually — impossible. So all of :math:`T_+` converges to :math:`b`; likewise
-:math:`T_-`. ∎
+\alpha_i(\alpha_k - \alpha_j)` with :math:`\alpha_i \ge \mu_+` and :math:`\alpha_k - \alpha_j
+\ge \sigma/4` beats the :math:`O(e^{(\lambda_1+\rho)t})` rest, so the token realising :math:`m`
+puts weight :math:`\to 1` on tokens with :math:`\alpha \ge m + \sigma/4` (those of :math:`O_+`
+have :math:`\alpha \le 0 < m`) and :math:`\dot m \ge \lambda_1 \sigma/8` eventually —
+impossible. So all of :math:`T_+` converges to :math:`b`; likewise :math:`T_-`. ∎
+
+Example — :math:`V = \operatorname{diag}(1, -\tfrac12)`, :math:`Q = K = I`, both tokens on the
+side :math:`\varphi_1^* > 0` at :math:`t_1 = 0`: no outsider, so no dominance is needed even
+though the two tokens' scores are far from the :math:`\varphi_1`-direction's::
+
+    >>> from fractions import Fraction as F
+    >>> from flint import arb_mat
+    >>> from verify.lemmas._instance import read_instance
+    >>> inst = read_instance({"instance": {"V": [["1", "0"], ["0", "-1/2"]],
+    ...     "Q": [["1", "0"], ["0", "1"]], "K": [["1", "0"], ["0", "1"]],
+    ...     "x0": [["1", "5"], ["1/2", "-5"]], "model": {"form": "z", "beta": "1",
+    ...     "attention": "softmax", "mask": "full", "normalisation": "none"}}})
+    >>> report = check(inst, F(0), arb_mat([[1, 5], [0.5, -5]]), [],
+    ...                {"T": [["1", "0"], ["0", "1"]], "zero": [], "mu_plus": "1/4"})
+    >>> report.holds, [q.name for q in report.inequalities]
+    (True, ['good-triple', 'spectral-gap', 'trap-plus'])
 
 Only python-flint and the standard library are imported.
 """
@@ -109,7 +152,15 @@ def leading_eigenpair(V: list) -> tuple[arb, list, list]:
 
 
 def _norm(v: list) -> arb:
-    return sum((x * x for x in v), arb(0)).sqrt()
+    """An upper bound of the Euclidean norm :math:`|v|_2`, from the balls' largest moduli: exact
+    at 0 (a ball around 0 squared by ``x * x`` contains negative numbers, whose square root is
+    NaN).
+
+    >>> from flint import arb
+    >>> _norm([arb(3), arb(0, 1e-30)]) >= 3, _norm([arb(0, 1e-30)] * 2).is_finite()
+    (True, True)
+    """
+    return sum((arb(abs(x).upper()) ** 2 for x in v), arb(0)).sqrt().upper()
 
 
 def _two_norm_bound(M: arb_mat) -> arb:
@@ -133,7 +184,8 @@ def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
          parameters: dict) -> tuple[LemmaReport, dict]:
     """:func:`check`, and the bounds it used (balls; the lemma ``hyperplane-drift`` builds on
     them): ``lam1``, ``phi``, ``phi_star``, ``B``, ``T``, ``U0``, ``spread``, ``E`` (``e^{t1
-    V}``), ``sides`` (``{"plus"/"minus": (members, sign, mu, G)}``, where ``G > 0``)."""
+    V}``), ``sides`` (``{"plus"/"minus": (members, sign, mu, G)}``, where ``G > 0``, or
+    ``None`` for a side without outsiders)."""
     if inst.form != "z" or inst.plain():
         raise CheckFailure(f"lemma {ID} is about the rescaled plain model (form 'z', one softmax "
                            f"head, full attention); this instance has {', '.join(inst.plain())}.")
@@ -174,40 +226,52 @@ def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
                            f"{undecided}.")
     E = (V * exact(t1)).exp()
     X = [_vec(E, row) for row in rows]
-    U0 = max(_norm(_vec(T_inv, _vec(pi_W, x))).upper() for x in X)
+    U0 = max(_norm(_vec(T_inv, _vec(pi_W, x))) for x in X)
     values = [a for i, a in enumerate(alpha) if i not in zero] + [arb(0)] * len(zero)
     top = max(v.upper() for v in values)
     bottom = min(v.lower() for v in values)
-    A = max(abs(v).upper() for v in values)
     spread = arb(top) - arb(bottom)
     Tt = T.transpose()
-    kappa1 = _norm(_vec(Tt * B.transpose(), phi)).upper()
-    kappa2 = _norm(_vec(Tt, Bphi)).upper()
+    kappa1 = _norm(_vec(Tt * B.transpose(), phi))
+    kappa2 = _norm(_vec(Tt, Bphi))
     kappa3 = sum((v * v for v in (Tt * B * T).entries()), arb(0)).sqrt().upper()
-    K1 = U0 * (2 * A * kappa1 + spread * kappa2)
     K2 = 2 * kappa3 * U0 * U0
     grow1, grow2 = (lam1 * exact(t1)).exp(), (2 * lam1 * exact(t1)).exp()
-    sides = {}
+    sides, mus = {}, {}
     bounds = {"lam1": lam1, "phi": phi, "phi_star": phi_star, "B": B, "T": T, "U0": U0,
               "spread": spread, "E": E, "sides": {}}
-    for name, members, sign in (("plus", plus, 1), ("minus", minus, -1)):
+    for name, members in (("plus", plus), ("minus", minus)):
+        if members:
+            try:
+                mus[name] = rational(parameters[f"mu_{name}"])
+            except KeyError:
+                raise CheckFailure(f"lemma {ID} needs mu_{name}.") from None
+            if not mus[name] > 0:
+                raise CheckFailure(f"mu_{name} = {mus[name]} must be positive.")
+    for name, members, sign, other in (("plus", plus, 1, "minus"), ("minus", minus, -1, "plus")):
         if not members:
             continue
-        try:
-            mu = exact(rational(parameters[f"mu_{name}"]))
-        except KeyError:
-            raise CheckFailure(f"lemma {ID} needs mu_{name}.") from None
-        G = grow2 * c * mu * mu - grow1 * K1 - K2
+        mu = exact(mus[name])
+        outsiders = n - len(members)
+        lowest = arb(min((sign * alpha[i]).lower() for i in members))
+        if outsiders:
+            # the dominant term c α_i (α_k - α_j) ≥ c μ (μ + ν): ν = μ of the other side when
+            # every outsider is on it (no token held at 0), else 0
+            nu = exact(mus[other]) if not zero else arb(0)
+            A = arb(top) if sign > 0 else -arb(bottom)
+            K1 = U0 * (2 * A * kappa1 + spread * kappa2)
+            G = grow2 * c * mu * (mu + nu) - grow1 * K1 - K2
+            report.require(f"dominance-{name}", G, f"G_{name} > 0: the φ1-direction dominates "
+                           "the scores of the tokens on that side over its outsiders")
+            if not G > 0:
+                continue
+            leak = spread * outsiders * (-G).exp() / (2 * G)
+        else:
+            G, leak = None, arb(0)  # every token on this side: its minimum never decreases
         bounds["sides"][name] = (members, sign, mu, G)
-        report.require(f"dominance-{name}", G, f"G_{name} > 0: the φ1-direction dominates the "
-                       "scores of the tokens on that side")
-        if not G > 0:
-            continue
-        lowest = min((sign * alpha[i]).lower() for i in members)
-        leak = spread * (n - len(members)) * (-G).exp() / (2 * G)
-        report.require(f"trap-{name}", arb(lowest) - leak - mu,
+        report.require(f"trap-{name}", lowest - leak - mu,
                        f"the tokens of T_{name} keep |φ1*(z_i)| ≥ μ_{name}")
-        sides[name] = {"tokens": members, "mu": str(rational(parameters[f"mu_{name}"])),
+        sides[name] = {"tokens": members, "mu": str(mus[name]),
                        "limit_within": [ball_text(mu), ball_text(arb(top) if sign > 0
                                                                  else -arb(bottom))]}
     report.conclusions = {"t1": str(t1), "lambda1": ball_text(lam1), "plus": plus,

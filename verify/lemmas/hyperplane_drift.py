@@ -31,11 +31,13 @@ t_1}\delta|\varphi_1| + 2\|T\|_2 U_0`, :math:`\|V\|_2 \le N_V`, and for :math:`k
 If :math:`U > 0` and
 
 .. math:: r_C := N_V\Big(2(m - 1)(Y + r)\frac{e^{-U}}{\lambda_1 U} + (n - m) D
-          \frac{e^{-G_\sigma}}{\lambda_1 G_\sigma}\Big) < r,
+          \frac{e^{-G_\sigma}}{\lambda_1 G_\sigma}\Big) < r
 
-then for all :math:`t \ge t_1`: :math:`|c_k(t) - c_k(t_1)| \le r_C`; every token of :math:`C`
-puts weight :math:`\ge 1 - (m-1)e^{-U e^{\lambda_1 s}} - (n - m)e^{-G_\sigma e^{2\lambda_1 s}}`
-on :math:`\ell` (Boolean attention to the leader); :math:`c_k(t) \to c_k^\infty`;
+(the terms with :math:`G_\sigma` are 0 when the side holds every token, :math:`m = n`: the
+good-triple lemma then needs no :math:`G_\sigma`), then for all :math:`t \ge t_1`:
+:math:`|c_k(t) - c_k(t_1)| \le r_C`; every token of :math:`C` puts weight :math:`\ge 1 -
+(m-1)e^{-U e^{\lambda_1 s}} - (n - m)e^{-G_\sigma e^{2\lambda_1 s}}` on :math:`\ell` (Boolean
+attention to the leader); :math:`c_k(t) \to c_k^\infty`;
 :math:`z_\ell(t)` converges; and :math:`z_k(t) - z_\ell(t) = e^{-tV} c_k(t)`. Hence, for a left
 eigenvector :math:`\psi^*` of :math:`V` with eigenvalue :math:`\mu`:
 
@@ -135,17 +137,11 @@ from flint import acb, acb_mat, arb, arb_mat, fmpq, fmpq_mat, fmpq_poly
 
 from verify.lemmas import good_triple
 from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
-from verify.lemmas.good_triple import _two_norm_bound, _vec
+from verify.lemmas.good_triple import _norm, _two_norm_bound, _vec
 
 __all__ = ["ID", "check", "imaginary_axis_roots"]
 
 ID = "hyperplane-drift"
-
-
-def _norm(v: list) -> arb:
-    """An upper bound of the Euclidean norm (from the balls' largest moduli: a ball containing
-    0 squared by ``x * x`` would contain negative numbers)."""
-    return sum((arb(abs(x).upper()) ** 2 for x in v), arb(0)).sqrt().upper()
 
 
 def _dot(u: list, v: list):
@@ -213,8 +209,8 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
             continue
         m = len(members)
         Y = max(_norm(c[k]) for k in members if k != lead)
-        moved = normV * (2 * (m - 1) * (Y + exact(r)) * (-U).exp() / (lam1 * U)
-                         + (n - m) * D * (-G).exp() / (lam1 * G))
+        outside = (n - m) * D * (-G).exp() / (lam1 * G) if n > m else arb(0)
+        moved = normV * (2 * (m - 1) * (Y + exact(r)) * (-U).exp() / (lam1 * U) + outside)
         report.require(f"offsets-{name}", exact(r) - moved, f"the offsets x_k - x_{lead} of "
                        f"T_{name} move by less than r for all t ≥ t1")
         offsets[name] = (lead, c)

@@ -23,24 +23,29 @@ eigenvectors with :math:`\varphi_1^*(\varphi_1) = 1`, :math:`c = \varphi_1^\top 
 :math:`t \ge 0`: the monotonicity parts of Theorem 4.2, for every instance.)
 
 **Lemma.** Let :math:`T` be invertible, :math:`\|u\|_* = |T^{-1}u|_2`,
-:math:`\rho \ge \|T^{-1} V \pi_W T\|_2` with :math:`\rho < \lambda_1`, and at :math:`t_1`:
-:math:`U_0 \ge \max_j \|u_j\|_*`, :math:`A_+ \ge \max_j \alpha_j`, :math:`A_- \ge
--\min_j\alpha_j`, :math:`\delta \ge \max_j \alpha_j - \min_j\alpha_j`, :math:`\kappa_1 \ge
-|T^\top B^\top \varphi_1|_2`, :math:`\kappa_2 \ge |T^\top B \varphi_1|_2`, :math:`\kappa_3 \ge
-\|T^\top B T\|_2`, :math:`K_1^\pm = U_0(2A_\pm\kappa_1 + \delta\kappa_2)`, :math:`K_2 =
-2\kappa_3 U_0^2`. Split the tokens into :math:`T_+ = \{\alpha_i(t_1) > 0\}`, :math:`T_- =
-\{\alpha_i(t_1) < 0\}` and :math:`T_0` (tokens held on :math:`\{\varphi_1^* = 0\}` forever by an
-exact symmetry :math:`S` fixing them with :math:`S^\top\varphi_1^* = -\varphi_1^*`); let
-:math:`O_+` be the tokens outside :math:`T_+` (its *outsiders*) and :math:`\nu_+ = \mu_-` when
-:math:`T_0 = \emptyset`, :math:`\nu_+ = 0` otherwise. Suppose that for some :math:`\mu_+ > 0`
+:math:`\rho \ge \|T^{-1} V \pi_W T\|_2` with :math:`\rho < \lambda_1`, :math:`r \ge
+\rho/\lambda_1`, :math:`\kappa_1 \ge |T^\top B^\top \varphi_1|_2`, :math:`\kappa_2 \ge |T^\top B
+\varphi_1|_2`, :math:`\kappa_3 \ge \|T^\top B T\|_2`, and at :math:`t_1`: :math:`U_0 \ge
+\max_j \|u_j\|_*`, :math:`A_+ \ge \max_j \alpha_j`, :math:`A_- \ge -\min_j\alpha_j`,
+:math:`\delta \ge \max_j \alpha_j - \min_j\alpha_j`, and for each token :math:`l`
 
-.. math:: \min_{i \in T_+}\alpha_i(t_1) > \mu_+ \quad\text{if } O_+ = \emptyset, \text{ else}
-          \quad G_+ = e^{2\lambda_1 t_1} c\, \mu_+(\mu_+ + \nu_+) - e^{\lambda_1 t_1} K_1^+
-          - K_2 > 0, \qquad \min_{i \in T_+}\alpha_i(t_1) - \delta\, |O_+|
-          \frac{e^{-G_+}}{2G_+} > \mu_+
+.. math:: \hat a_l \ge \max(\|u_l\|_*, rU_0), \qquad \hat p_l \ge \max(|\varphi_1^\top B u_l|,
+          r\kappa_1 U_0), \qquad \hat q_l \ge \max(|u_l^\top B \varphi_1|, r\kappa_2 U_0).
 
-(and the same for :math:`T_-` with :math:`-\alpha`, :math:`\mu_-`, :math:`\nu_- = \mu_+` when
-:math:`T_0 = \emptyset`). Then for all :math:`t \ge t_1`: :math:`\alpha_i \ge \mu_+` on
+Split the tokens into :math:`T_+ = \{\alpha_i(t_1) > 0\}`, :math:`T_- = \{\alpha_i(t_1) < 0\}`
+and :math:`T_0` (tokens held on :math:`\{\varphi_1^* = 0\}` forever by an exact symmetry
+:math:`S` fixing them with :math:`S^\top\varphi_1^* = -\varphi_1^*`); let :math:`O_+` be the
+tokens outside :math:`T_+` (its *outsiders*), :math:`\nu_j = \mu_-` for :math:`j \in T_-` and
+:math:`\nu_j = 0` for :math:`j \in T_0`. Suppose that for some :math:`\mu_+ > 0`: if :math:`O_+ =
+\emptyset`, :math:`\min_{i \in T_+}\alpha_i(t_1) > \mu_+`; else
+
+.. math:: G_+ = \min_{i \in T_+,\ j \in O_+} \Big( e^{2\lambda_1 t_1} c\, \mu_+(\mu_+ + \nu_j)
+          - e^{\lambda_1 t_1}\big(A_+(\hat p_i + \hat p_j) + \delta\hat q_i\big) - \kappa_3
+          \hat a_i(\hat a_i + \hat a_j) \Big) > 0, \qquad \min_{i \in T_+}\alpha_i(t_1) -
+          \delta\, |O_+| \frac{e^{-G_+}}{2G_+} > \mu_+
+
+(and the same for :math:`T_-` with :math:`-\alpha`, :math:`\mu_-`, :math:`A_-`, :math:`\nu_j =
+\mu_+` on :math:`T_+`). Then for all :math:`t \ge t_1`: :math:`\alpha_i \ge \mu_+` on
 :math:`T_+`, :math:`\alpha_i \le -\mu_-` on :math:`T_-`, :math:`\alpha_i = 0` on :math:`T_0`;
 for :math:`i \in T_\pm`, :math:`\sum_{j \in O_\pm} P_{ij}(t) \le |O_\pm|\, e^{-G_\pm
 e^{2\lambda_1(t - t_1)}}` (nothing to bound when :math:`O_\pm = \emptyset`); and every
@@ -49,45 +54,56 @@ e^{2\lambda_1(t - t_1)}}` (nothing to bound when :math:`O_\pm = \emptyset`); and
 \lim\min_j\alpha_j`: :math:`\operatorname{dist}(z_i, H) \to 0` for the hyperplanes :math:`H =
 \{\varphi_1^* \in \{a, 0, b\}\}`.
 
-Three places make it sharper than the first version of this lemma (one norm bound :math:`A \ge
-\max_j|\alpha_j|` for both sides, the dominant term bounded by :math:`c\mu_\pm^2`, the dominance
-required of every side): a side that holds every token needs no dominance at all (step 1'), the
-dominant term uses both trapped sides at once (step 2), and each side its own :math:`A_\pm`. Each
-margin is at least the first version's, so a certificate of the first version is accepted.
+It is sharper than this lemma's first version, which had :math:`G_+ = e^{2\lambda_1 t_1}c\mu_+^2
+- e^{\lambda_1 t_1}U_0(2A\kappa_1 + \delta\kappa_2) - 2\kappa_3U_0^2` with one :math:`A \ge
+\max_j|\alpha_j|` and required it of every side: a side holding every token needs no dominance
+(step 1'); the dominant term uses both trapped sides (:math:`\nu_j`); each token's own
+components at :math:`t_1` replace the one norm bound :math:`U_0` (step 1''; since
+:math:`\hat p_l \le \kappa_1U_0`, :math:`\hat q_l \le \kappa_2U_0`, :math:`\hat a_l \le U_0`,
+each :math:`G_\pm` is at least the first version's, so its certificates are accepted).
 
-*Proof.* (1) :math:`\tfrac{d}{dt}\max_j\|u_j\|_* \le \rho\max_j\|u_j\|_*` (:math:`\|T^{-1}V u\|_2
-\le \rho\|u\|_*` on :math:`W`), so :math:`\|u_j(t)\|_* \le U_0 e^{\rho(t - t_1)}`; the
-:math:`\alpha`'s stay in :math:`[\min\alpha(t_1), \max\alpha(t_1)]`. (1') If :math:`O_+ =
-\emptyset`, every token is in :math:`T_+` and :math:`\alpha_i(t) \ge \min_j\alpha_j(t) \ge
-\min_j\alpha_j(t_1) > \mu_+` for all :math:`t \ge t_1` (the minimum never decreases). (2)
-Writing :math:`x_j = e^{\lambda_1 t}\alpha_j\varphi_1 + u_j`, for :math:`i \in T_+`, :math:`j \in
-O_+` and :math:`k` with :math:`\alpha_k = \max\alpha \ge \alpha_i`: :math:`S_{ik} - S_{ij} =
-e^{2\lambda_1 t} c\,\alpha_i(\alpha_k - \alpha_j) + e^{\lambda_1 t}[\alpha_i \varphi_1^\top B(u_k
-- u_j) + (\alpha_k - \alpha_j) u_i^\top B\varphi_1] + u_i^\top B(u_k - u_j)`. Let :math:`t^*` be
-the supremum of the :math:`t \ge t_1` such that the bounds :math:`\alpha \ge \mu_+` on
-:math:`T_+` and :math:`\alpha \le -\mu_-` on :math:`T_-` hold on :math:`[t_1, t]` (both sides
-at once; :math:`t^* > t_1` by continuity, the inequalities being strict at :math:`t_1`). On
-:math:`[t_1, t^*)`: :math:`\alpha_j \le 0` and, when :math:`T_0 = \emptyset`, :math:`j \in T_-`
-and :math:`\alpha_j \le -\mu_-`, so :math:`\alpha_i(\alpha_k - \alpha_j) \ge \mu_+(\mu_+ +
-\nu_+)`; :math:`0 < \alpha_i \le \max_j \alpha_j(t_1) \le A_+`, :math:`0 \le \alpha_k -
-\alpha_j \le \delta`, :math:`|\varphi_1^\top B u| \le \kappa_1\|u\|_*`, :math:`|u^\top
-B\varphi_1| \le \kappa_2\|u\|_*`, :math:`|u^\top B v| \le \kappa_3\|u\|_*\|v\|_*`; with
-:math:`s = t - t_1` and :math:`e^{(\lambda_1 + \rho)s}, e^{2\rho s} \le e^{2\lambda_1 s}`:
-:math:`S_{ik} - S_{ij} \ge e^{2\lambda_1 s} G_+`. Hence :math:`\sum_{j \in O_+} P_{ij} \le
-|O_+| e^{-G_+ e^{2\lambda_1 s}}` (:math:`P_{ij} \le P_{ij}/P_{ik} = e^{S_{ij} - S_{ik}}`); for
-the :math:`i \in T_+` realising :math:`\min_{T_+}\alpha`, :math:`\dot\alpha_i \ge -\lambda_1
-\delta \sum_{j\in O_+} P_{ij}` (the terms :math:`j \in T_+` are :math:`\ge 0`), and
-:math:`\int_0^\infty \lambda_1 e^{-G e^{2\lambda_1 s}} ds \le e^{-G}/(2G)`: on :math:`[t_1,
-t^*)`, :math:`\min_{T_+}\alpha` loses at most :math:`\delta|O_+| e^{-G_+}/(2G_+)`, strictly less
-than allowed; likewise :math:`T_-`. If :math:`t^* < \infty`, both bounds would hold with room
-at :math:`t^*` and beyond it by continuity — so :math:`t^* = \infty`. (3) :math:`M =
-\max_{T_+}\alpha` decreases; :math:`m = \min_{T_+}\alpha` plus the integrable leakage increases;
-both converge. If :math:`\lim(M - m) = \sigma > 0`, the dominant term :math:`e^{2\lambda_1 t}c\,
-\alpha_i(\alpha_k - \alpha_j)` with :math:`\alpha_i \ge \mu_+` and :math:`\alpha_k - \alpha_j
-\ge \sigma/4` beats the :math:`O(e^{(\lambda_1+\rho)t})` rest, so the token realising :math:`m`
-puts weight :math:`\to 1` on tokens with :math:`\alpha \ge m + \sigma/4` (those of :math:`O_+`
-have :math:`\alpha \le 0 < m`) and :math:`\dot m \ge \lambda_1 \sigma/8` eventually —
-impossible. So all of :math:`T_+` converges to :math:`b`; likewise :math:`T_-`. ∎
+*Proof.* (1) :math:`\tfrac{d}{dt}\max_j\|u_j\|_* \le \rho\max_j\|u_j\|_*` (:math:`\dot u_i =
+\sum_j P_{ij}Vu_j` and :math:`\|T^{-1}V u\|_2 \le \rho\|u\|_*` on :math:`W`), so
+:math:`\|u_j(t)\|_* \le U_0 e^{\rho s}` with :math:`s = t - t_1`; the :math:`\alpha`'s stay in
+:math:`[\min\alpha(t_1), \max\alpha(t_1)]`. (1') If :math:`O_+ = \emptyset`, every token is in
+:math:`T_+` and :math:`\alpha_i(t) \ge \min_j\alpha_j(t) \ge \min_j\alpha_j(t_1) > \mu_+` for
+all :math:`t \ge t_1` (the minimum never decreases). (1'') :math:`\|\dot u_l\|_* \le \rho U_0
+e^{\rho s}`, so :math:`\|u_l(t) - u_l(t_1)\|_* \le U_0(e^{\rho s} - 1)` and, by Cauchy–Schwarz
+in the coordinates :math:`T^{-1}u`, :math:`|\varphi_1^\top B u_l(t)| \le a + \kappa_1U_0
+(e^{\rho s} - 1)` with :math:`a = |\varphi_1^\top B u_l(t_1)| \le \kappa_1U_0`. For :math:`0 \le
+a \le U` and :math:`a' = \max(a, \rho U/\lambda_1) \le U`, :math:`g(s) = e^{-\lambda_1 s}(a' +
+U(e^{\rho s} - 1))` has :math:`g' = e^{-\lambda_1 s}(\lambda_1(U - a') - (\lambda_1 - \rho)U
+e^{\rho s}) \le e^{-\lambda_1 s}(\rho U - \lambda_1 a') \le 0`, so :math:`e^{-\lambda_1
+s}|\varphi_1^\top B u_l(t)| \le g(s) \le g(0) = a' \le \hat p_l`; likewise :math:`e^{-\lambda_1
+s}|u_l^\top B\varphi_1| \le \hat q_l` and :math:`e^{-\lambda_1 s}\|u_l\|_* \le \hat a_l`. (2)
+Writing :math:`x_j = e^{\lambda_1 t}\alpha_j\varphi_1 + u_j`, for :math:`i \in T_+` and
+:math:`j \in O_+`: :math:`S_{ii} - S_{ij} = x_i^\top B(x_i - x_j) = e^{2\lambda_1 t}
+c\,\alpha_i(\alpha_i - \alpha_j) + e^{\lambda_1 t}[\alpha_i \varphi_1^\top B(u_i - u_j) +
+(\alpha_i - \alpha_j) u_i^\top B\varphi_1] + u_i^\top B(u_i - u_j)`. Let :math:`t^*` be the
+supremum of the :math:`t \ge t_1` such that the bounds :math:`\alpha \ge \mu_+` on :math:`T_+`
+and :math:`\alpha \le -\mu_-` on :math:`T_-` hold on :math:`[t_1, t]` (both sides at once;
+:math:`t^* > t_1` by continuity, the inequalities being strict at :math:`t_1`). On :math:`[t_1,
+t^*)`: :math:`\alpha_i \ge \mu_+` and :math:`-\alpha_j \ge \nu_j`, so :math:`\alpha_i(\alpha_i -
+\alpha_j) \ge \mu_+(\mu_+ + \nu_j)`; :math:`0 < \alpha_i \le A_+`, :math:`0 \le \alpha_i -
+\alpha_j \le \delta`, :math:`|u^\top B v| \le \kappa_3\|u\|_*\|v\|_*`, and (1'') bounds the rest
+by :math:`e^{\lambda_1 t}e^{\lambda_1 s}(A_+(\hat p_i + \hat p_j) + \delta\hat q_i) +
+e^{2\lambda_1 s}\kappa_3\hat a_i(\hat a_i + \hat a_j)`: :math:`S_{ii} - S_{ij} \ge e^{2\lambda_1
+s} G_+`. Hence :math:`\sum_{j \in O_+} P_{ij} \le |O_+| e^{-G_+ e^{2\lambda_1 s}}` (:math:`P_{ij}
+\le P_{ij}/P_{ii} = e^{S_{ij} - S_{ii}}`); for the :math:`i \in T_+` realising
+:math:`\min_{T_+}\alpha`, :math:`\dot\alpha_i \ge -\lambda_1 \delta \sum_{j\in O_+} P_{ij}` (the
+terms :math:`j \in T_+` are :math:`\ge 0`), and :math:`\int_0^\infty \lambda_1 e^{-G
+e^{2\lambda_1 s}} ds \le e^{-G}/(2G)`: on :math:`[t_1, t^*)`, :math:`\min_{T_+}\alpha` loses at
+most :math:`\delta|O_+| e^{-G_+}/(2G_+)`, strictly less than allowed; likewise :math:`T_-`. If
+:math:`t^* < \infty`, both bounds would hold with room at :math:`t^*` and beyond it by
+continuity — so :math:`t^* = \infty`. (3) :math:`M = \max_{T_+}\alpha` decreases; :math:`m =
+\min_{T_+}\alpha` plus the integrable leakage increases; both converge. If :math:`\lim(M - m) =
+\sigma > 0`, then for :math:`k` with :math:`\alpha_k = M` the dominant term :math:`e^{2\lambda_1
+t}c\,\alpha_i(\alpha_k - \alpha_j)` of :math:`S_{ik} - S_{ij}`, with :math:`\alpha_i \ge \mu_+`
+and :math:`\alpha_k - \alpha_j \ge \sigma/4`, beats the :math:`O(e^{(\lambda_1+\rho)t})` rest,
+so the token realising :math:`m` puts weight :math:`\to 1` on tokens with :math:`\alpha \ge m +
+\sigma/4` (those of :math:`O_+` have :math:`\alpha \le 0 < m`) and :math:`\dot m \ge \lambda_1
+\sigma/8` eventually — impossible. So all of :math:`T_+` converges to :math:`b`; likewise
+:math:`T_-`. ∎
 
 Example — :math:`V = \operatorname{diag}(1, -\tfrac12)`, :math:`Q = K = I`, both tokens on the
 side :math:`\varphi_1^* > 0` at :math:`t_1 = 0`: no outsider, so no dominance is needed even
@@ -169,6 +185,10 @@ def _two_norm_bound(M: arb_mat) -> arb:
     return max(sum((abs(v) for v in row), arb(0)).upper() for row in G.tolist()).sqrt().upper()
 
 
+def _dot(u: list, v: list) -> arb:
+    return sum((a * b for a, b in zip(u, v, strict=True)), arb(0))
+
+
 def _vec(M: arb_mat, v: list) -> list:
     return [sum((M[a, b] * v[b] for b in range(len(v))), arb(0)) for a in range(M.nrows())]
 
@@ -226,16 +246,24 @@ def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
                            f"{undecided}.")
     E = (V * exact(t1)).exp()
     X = [_vec(E, row) for row in rows]
-    U0 = max(_norm(_vec(T_inv, _vec(pi_W, x))) for x in X)
+    U = [_vec(pi_W, x) for x in X]  # u_l = π_W x_l
+    norms = [_norm(_vec(T_inv, u)) for u in U]
+    U0 = max(norms)
     values = [a for i, a in enumerate(alpha) if i not in zero] + [arb(0)] * len(zero)
     top = max(v.upper() for v in values)
     bottom = min(v.lower() for v in values)
     spread = arb(top) - arb(bottom)
     Tt = T.transpose()
-    kappa1 = _norm(_vec(Tt * B.transpose(), phi))
+    Btphi = _vec(B.transpose(), phi)
+    kappa1 = _norm(_vec(Tt, Btphi))
     kappa2 = _norm(_vec(Tt, Bphi))
     kappa3 = sum((v * v for v in (Tt * B * T).entries()), arb(0)).sqrt().upper()
-    K2 = 2 * kappa3 * U0 * U0
+    # per token, bounds of e^{-λ1 s}|·| for all s ≥ 0 (step 1'' of the proof):
+    # max(value at t1, (ρ/λ1) · its Cauchy-Schwarz bound)
+    ratio = (rho / lam1).upper()
+    a_hat = [max(a, (ratio * U0).upper()) for a in norms]
+    p_hat = [max(abs(_dot(Btphi, u)).upper(), (ratio * kappa1 * U0).upper()) for u in U]
+    q_hat = [max(abs(_dot(Bphi, u)).upper(), (ratio * kappa2 * U0).upper()) for u in U]
     grow1, grow2 = (lam1 * exact(t1)).exp(), (2 * lam1 * exact(t1)).exp()
     sides, mus = {}, {}
     bounds = {"lam1": lam1, "phi": phi, "phi_star": phi_star, "B": B, "T": T, "U0": U0,
@@ -255,12 +283,18 @@ def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
         outsiders = n - len(members)
         lowest = arb(min((sign * alpha[i]).lower() for i in members))
         if outsiders:
-            # the dominant term c α_i (α_k - α_j) ≥ c μ (μ + ν): ν = μ of the other side when
-            # every outsider is on it (no token held at 0), else 0
-            nu = exact(mus[other]) if not zero else arb(0)
             A = arb(top) if sign > 0 else -arb(bottom)
-            K1 = U0 * (2 * A * kappa1 + spread * kappa2)
-            G = grow2 * c * mu * (mu + nu) - grow1 * K1 - K2
+            opposite = set(minus if sign > 0 else plus)
+            G = None
+            for j in (j for j in range(n) if j not in members):
+                # c α_i (α_i - α_j) ≥ c μ (μ + ν_j): ν_j = μ of the other side for its tokens,
+                # 0 for a token held at 0
+                nu = exact(mus[other]) if j in opposite else arb(0)
+                for i in members:
+                    pair = (grow2 * c * mu * (mu + nu)
+                            - grow1 * (A * (p_hat[i] + p_hat[j]) + spread * q_hat[i])
+                            - kappa3 * a_hat[i] * (a_hat[i] + a_hat[j]))
+                    G = pair if G is None or pair.lower() < G.lower() else G
             report.require(f"dominance-{name}", G, f"G_{name} > 0: the φ1-direction dominates "
                            "the scores of the tokens on that side over its outsiders")
             if not G > 0:

@@ -202,10 +202,11 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
 
 def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
          parameters: dict) -> tuple[LemmaReport, dict]:
-    """:func:`check`, and the bounds it used (balls; the lemma ``hyperplane-drift`` builds on
-    them): ``lam1``, ``phi``, ``phi_star``, ``B``, ``T``, ``U0``, ``spread``, ``E`` (``e^{t1
-    V}``), ``sides`` (``{"plus"/"minus": (members, sign, mu, G)}``, where ``G > 0``, or
-    ``None`` for a side without outsiders)."""
+    r""":func:`check`, and the bounds it used (balls; the lemma ``hyperplane-drift`` builds on
+    them): ``lam1``, ``phi``, ``phi_star``, ``B``, ``T``, ``U0``, ``a_hat`` (per token:
+    :math:`\hat a_l \ge e^{-\lambda_1 s}\|u_l(t_1 + s)\|_*` for all ``s ≥ 0``), ``spread``,
+    ``E`` (``e^{t1 V}``), ``sides`` (``{"plus"/"minus": (members, sign, mu, G)}``, where
+    ``G > 0``, or ``None`` for a side without outsiders)."""
     if inst.form != "z" or inst.plain():
         raise CheckFailure(f"lemma {ID} is about the rescaled plain model (form 'z', one softmax "
                            f"head, full attention); this instance has {', '.join(inst.plain())}.")
@@ -267,7 +268,7 @@ def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
     grow1, grow2 = (lam1 * exact(t1)).exp(), (2 * lam1 * exact(t1)).exp()
     sides, mus = {}, {}
     bounds = {"lam1": lam1, "phi": phi, "phi_star": phi_star, "B": B, "T": T, "U0": U0,
-              "spread": spread, "E": E, "sides": {}}
+              "a_hat": a_hat, "spread": spread, "E": E, "sides": {}}
     for name, members in (("plus", plus), ("minus", minus)):
         if members:
             try:

@@ -15,9 +15,10 @@ hypothesis is a finite inequality on the balls at one time :math:`t_1`.
 \operatorname{softmax}_j(x_i^\top B x_j)`, a good triple with :math:`\lambda_1, \varphi_1,
 \varphi_1^*, c = \varphi_1^\top B\varphi_1 > 0`, and the good-triple lemma holding at
 :math:`t_1` (its sides :math:`T_\pm`, bounds :math:`\mu_\pm`, :math:`G_\pm`, :math:`U_0`,
-:math:`\rho`, :math:`T`, :math:`\delta`). Write :math:`\sigma = \pm 1` for the side, :math:`C =
-T_\sigma` (:math:`m = |C| \ge 2`), a *leader* :math:`\ell \in C`, the offsets **in the token
-variable** :math:`c_k = x_k - x_\ell` (:math:`k \in C`) and :math:`s = t - t_1`.
+:math:`\hat a_\ell`, :math:`\rho`, :math:`T`, :math:`\delta`). Write :math:`\sigma = \pm 1` for
+the side, :math:`C = T_\sigma` (:math:`m = |C| \ge 2`), a *leader* :math:`\ell \in C`, the
+offsets **in the token variable** :math:`c_k = x_k - x_\ell` (:math:`k \in C`) and
+:math:`s = t - t_1`.
 
 **Lemma.** Let :math:`r > 0`, let :math:`R_k` be the ball of :math:`c_k(t_1)` widened by
 :math:`r` (:math:`R_\ell = \{0\}`), :math:`Y \ge \max_k |c_k(t_1)|`, :math:`D = e^{\lambda_1
@@ -25,7 +26,8 @@ t_1}\delta|\varphi_1| + 2\|T\|_2 U_0`, :math:`\|V\|_2 \le N_V`, and for :math:`k
 \setminus \{\ell\}`
 
 .. math:: U = \min_k \Big( e^{\lambda_1 t_1}\mu_\sigma \min_{R_k}(-\sigma\varphi_1^\top B c)
-          - U_0 \max_{R_k}|T^\top B c| - \max_{i \in C}\max_{R_i \times R_k}|c_i^\top B c|
+          - \hat a_\ell \max_{R_k}|T^\top B c| - \max_{i \in C}\max_{R_i \times R_k}|c_i^\top
+          B c|
           \Big).
 
 If :math:`U > 0` and
@@ -80,8 +82,8 @@ t^*]`. With :math:`x_\ell = e^{\lambda_1 t}\alpha_\ell\varphi_1 + u_\ell` (good-
 notation), for :math:`i \in C`, :math:`k \in C\setminus\{\ell\}`: :math:`S_{i\ell} - S_{ik} =
 -x_i^\top B c_k = -e^{\lambda_1 t}\alpha_\ell\varphi_1^\top B c_k - u_\ell^\top B c_k -
 c_i^\top B c_k`. The good-triple lemma gives :math:`\sigma\alpha_\ell \ge \mu_\sigma` and
-:math:`\|u_\ell\|_* \le U_0 e^{\rho s}` (:math:`0 \le \rho < \lambda_1`), so with
-:math:`|u^\top B c| \le \|u\|_*|T^\top B c|` and :math:`e^{\rho s}, 1 \le e^{\lambda_1 s}`:
+:math:`\|u_\ell\|_* \le e^{\lambda_1 s}\hat a_\ell` (its step 1''), so with :math:`|u^\top B
+c| \le \|u\|_*|T^\top B c|` and :math:`1 \le e^{\lambda_1 s}`:
 :math:`S_{i\ell} - S_{ik} \ge e^{\lambda_1 s} U`, hence :math:`\sum_{k \in C\setminus\ell}
 P_{ik} \le (m-1) e^{-U e^{\lambda_1 s}}`; the good-triple lemma gives :math:`\sum_{k \notin C}
 P_{ik} \le (n-m)e^{-G_\sigma e^{2\lambda_1 s}}`. (2) :math:`\dot c_k = V\sum_j (P_{kj} -
@@ -199,7 +201,7 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
                 continue
             Bc = _vec(B, region[k])
             toward = arb((-sign * _dot(phi, Bc)).lower())
-            rest = U0 * _norm(_vec(Tt, Bc)) + max(
+            rest = bounds["a_hat"][lead] * _norm(_vec(Tt, Bc)) + max(
                 abs(_dot(region[i], Bc)).upper() for i in members)
             gap = grow1 * mu * toward - rest
             U = gap if U is None or gap.lower() < U.lower() else U

@@ -54,11 +54,12 @@ e^{2\lambda_1(t - t_1)}}` (nothing to bound when :math:`O_\pm = \emptyset`); and
 \lim\min_j\alpha_j`: :math:`\operatorname{dist}(z_i, H) \to 0` for the hyperplanes :math:`H =
 \{\varphi_1^* \in \{a, 0, b\}\}`.
 
-It is sharper than this lemma's first version, which had :math:`G_+ = e^{2\lambda_1 t_1}c\mu_+^2
-- e^{\lambda_1 t_1}U_0(2A\kappa_1 + \delta\kappa_2) - 2\kappa_3U_0^2` with one :math:`A \ge
-\max_j|\alpha_j|` and required it of every side: a side holding every token needs no dominance
-(step 1'); the dominant term uses both trapped sides (:math:`\nu_j`); each token's own
-components at :math:`t_1` replace the one norm bound :math:`U_0` (step 1''; since
+It is sharper than this lemma's first version, which had
+:math:`G_+ = e^{2\lambda_1 t_1}c\mu_+^2 - e^{\lambda_1 t_1}U_0(2A\kappa_1 + \delta\kappa_2) -
+2\kappa_3U_0^2` with one :math:`A \ge \max_j|\alpha_j|` and required it of every side: a side
+holding every token needs no dominance (step 1'); the dominant term uses both trapped sides
+(:math:`\nu_j`); each token's own components at :math:`t_1` replace the one norm bound
+:math:`U_0` (step 1''; since
 :math:`\hat p_l \le \kappa_1U_0`, :math:`\hat q_l \le \kappa_2U_0`, :math:`\hat a_l \le U_0`,
 each :math:`G_\pm` is at least the first version's, so its certificates are accepted).
 

@@ -243,6 +243,48 @@ def _switch_record(traj) -> str:
             + (f", tolerated {tolerated / root:.1e}" if tolerated is not None else ""))
 
 
+#: the parts of a run's error estimate that estimate_parts times (functions of
+#: verify.flow.simulate, wrapped for one call)
+ESTIMATE_PARTS = {"reference run": "_reference_run",
+                  "field round-off spot check": "_add_field_roundoff"}
+
+
+def estimate_parts(inst: Instance, T: float, checkpoints: int) -> str:
+    """Where the CPU of one more run with its error estimate goes: the reference run and the
+    field round-off spot check timed from inside (CPU seconds of this process), the rest being
+    the run itself and the estimate's bookkeeping."""
+    import verify.flow.simulate as module
+
+    spent = dict.fromkeys(ESTIMATE_PARTS, 0.0)
+    saved = {part: getattr(module, name) for part, name in ESTIMATE_PARTS.items()}
+
+    def timed(part):
+        def call(*args, **kwargs):
+            cpu = time.process_time()
+            try:
+                return saved[part](*args, **kwargs)
+            finally:
+                spent[part] += time.process_time() - cpu
+        return call
+
+    for part, name in ESTIMATE_PARTS.items():
+        setattr(module, name, timed(part))
+    try:
+        cpu = time.process_time()
+        traj = module.simulate(inst, T, checkpoints=checkpoints)
+        total = time.process_time() - cpu
+    finally:
+        for part, name in ESTIMATE_PARTS.items():
+            setattr(module, name, saved[part])
+    ref = traj.reference["stats"]
+    switch = (ref.get("continuation") or {}).get("t_switch")
+    parts = ", ".join(f"{part} {seconds:.2f}" for part, seconds in spent.items())
+    return (f"one more run with its estimate, CPU s: {total:.2f} = {parts}, the run and the "
+            f"rest {total - sum(spent.values()):.2f}; the reference {ref['steps']} steps, "
+            f"{ref['rhs_evals']} evaluations, its own switch to a certified leg at t = "
+            + (f"{switch:.3g}" if switch is not None else "(none)"))
+
+
 def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
     inst = load_instance_file(HD_INSTANCE).instance
     lam, Phi, w0, mu = eigen_form(inst)
@@ -277,6 +319,7 @@ def hd_case(T: float, repeat: int, heyoka_hd: bool) -> None:
         f"{float(bare.t[-1]):g}", rel(bare.z[-1]), rel_up(bare.z[-1]))
     print(f"  (verify's own estimate: {full.error_estimate / scale:.1e} relative; "
           f"{_switch_record(full)})")
+    print(f"  ({estimate_parts(inst, T, checkpoints)})")
     times = {"verify+est": full_s, "verify": bare_s}
     if compiled_field_available():  # the same two runs with the NumPy field (VERIFY_COMPILED=0)
         numpy_s, numpy_full = _with_numpy_field(lambda: best_of(repeat, lambda: simulate(

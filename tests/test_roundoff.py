@@ -57,6 +57,23 @@ def test_spot_check_measures_the_float64_round_off_of_the_field():
     assert check["bits"] >= 53
 
 
+def test_spot_check_compares_the_float64_scores_with_exact_ones():
+    """The scores the spot check compares (the arb field's own, kept from its evaluation, not
+    formed a second time) against ``<z_i, z_j>`` in mpmath at 50 digits of the float64 entries
+    (``βQᵀK = I``): the float64 scores' round-off, at two samples of different states."""
+    instance = Instance(Model(V=V, form="x"), X0)
+    states = [instance.x0_float() * 3.0, instance.x0_float() * -7.0]
+    check = spot_check(instance, [0.5, 1.0], states)
+    for z, measured in zip(states, check["score_max_abs"], strict=True):
+        with mpmath.workdps(50):
+            true = float(max(abs(mpmath.mpf(float(s)) - mpmath.fsum(
+                mpmath.mpf(float(a)) * mpmath.mpf(float(b)) for a, b in zip(zi, zj, strict=True)))
+                for zi, srow in zip(z, z @ z.T, strict=True)
+                for zj, s in zip(z, srow, strict=True)))
+        assert true > 0  # float64 does round these products
+        assert abs(measured - true) <= 1e-25 + 1e-6 * true
+
+
 def test_accumulated_is_the_integral_of_the_larger_neighbour():
     values = accumulated([1.0, 3.0], [2.0, 5.0], [0.0, 1.0, 2.0, 3.0, 4.0], until=3.5)
     assert values.tolist() == [0.0, 2.0, 7.0, 12.0, 14.5]

@@ -413,12 +413,14 @@ class VectorField:
             head = model.heads[0]
             self._identity = (_is_identity(head.V), _is_identity(model.beta * head.B))
         if self.arb:
-            # float64 βQᵀK: the token form's scores in float64 for the softmax's decisions
-            self._float_B = [as_float_array(model.beta * h.B) for h in model.heads]
+            # βQᵀK once per head, exact (β = 1 multiplies no Fractions: d² of them cost ~0.1 s
+            # at d = 128), and in float64 for the softmax's decisions
+            exact_B = [h.B if model.beta == 1 else model.beta * h.B for h in model.heads]
+            self._float_B = [as_float_array(B) for B in exact_B]
             self._float_B_size = [float(np.abs(B).sum()) for B in self._float_B]
             with backend.working_precision():
-                self._heads = [(backend.from_exact(h.V).transpose(),
-                                backend.from_exact(model.beta * h.B)) for h in model.heads]
+                self._heads = [(backend.from_exact(h.V).transpose(), backend.from_exact(B))
+                               for h, B in zip(model.heads, exact_B, strict=True)]
                 self._ones = arb_mat(n, 1, [1] * n)
                 if model.has_mlp:
                     self._mlp = (backend.from_exact(model.mlp.W).transpose(),

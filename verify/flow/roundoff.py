@@ -69,15 +69,20 @@ def float64_field(instance: Instance):
 def spot_check(instance: Instance, times: list[float], states: list[np.ndarray]) -> dict:
     """``δ_k`` (absolute, largest entry) and ``δ_k / max|f|`` at each ``(times[k], states[k])``,
     and the bits of the ``arb`` evaluations (:func:`~verify.flow.precision_policy.working_bits` up
-    to the last of ``times``: the scores there need no more)."""
+    to the last of ``times``: the scores there need no more).
+
+    Each ``arb`` evaluation's scores are also those the score comparison reads (they are formed
+    once per sample, not twice), and the float64 scores come from one float64 field."""
     fast = float64_field(instance)
     bits = working_bits(instance, max(max((float(t) for t in times), default=0.0), 1e-9))
     backend = Arb(bits=bits)
+    plain = VectorField(instance.model, instance.n, Float64())
     max_abs, relative, scores = [], [], []
     with backend.working_precision():
-        field = VectorField(instance.model, instance.n, backend)
+        field = _ScoresKept(instance.model, instance.n, backend)
         for t, z in zip(times, states, strict=True):
             z = np.asarray(z, float)
+            field.kept = None
             exact = field(t, backend.from_float(z))
             # the difference is taken in arb: rounding the reference to float64 first would add
             # up to half an ulp, the size of what is measured
@@ -85,16 +90,32 @@ def spot_check(instance: Instance, times: list[float], states: list[np.ndarray])
             max_abs.append(float(np.max(np.abs(difference))))
             size = float(np.max(np.abs(backend.to_float(exact))))
             relative.append(max_abs[-1] / max(size, 1e-300))
-            scores.append(_score_difference(instance, field, backend, float(t), z))
+            scores.append(_score_difference(plain, field, backend, float(t), z))
     return {"times": [float(t) for t in times], "max_abs": max_abs, "relative": relative,
             "score_max_abs": scores, "bits": bits}
 
 
-def _score_difference(instance: Instance, field, backend, t: float, z: np.ndarray) -> float:
+class _ScoresKept(VectorField):
+    """The ``arb`` field of :func:`spot_check`, keeping (``kept``) the scores of the head-0
+    evaluation its last call made, if it made one (the sphere's one-pass softmax forms its
+    scores inline): the same balls :func:`_score_difference` needs at the same state."""
+
+    kept = None
+
+    def scores(self, t, state, head: int = 0):
+        result = super().scores(t, state, head)
+        if head == 0:
+            self.kept = result
+        return result
+
+
+def _score_difference(plain: VectorField, field: _ScoresKept, backend, t: float,
+                      z: np.ndarray) -> float:
     """``max |S̃^{64} − S̃|`` at ``(t, z)``: the float64 scaled scores as the run records them
-    against ``arb`` (brought to the float64 run's log-scale ``L``)."""
-    S64, L64 = VectorField(instance.model, instance.n, Float64()).scores(t, z)
-    S, L = field.scores(t, backend.from_float(z))
+    (``plain``, the float64 field) against ``arb`` (``field``'s kept scores of ``z``, else
+    formed here; brought to the float64 run's log-scale ``L``)."""
+    S64, L64 = plain.scores(t, z)
+    S, L = field.kept if field.kept is not None else field.scores(t, backend.from_float(z))
     if not isinstance(L, (int, float)):
         S = S * (L - backend.scalar(float(L64))).exp()  # e^{L - L64} S̃: the same scores
     elif float(L) != float(L64):

@@ -14,7 +14,8 @@ much), the modules it imported; then the report written after the last job. It p
 * per worker: its jobs, its CPU in instances and in figures, the wall seconds it sat idle
   between jobs and after its last job until the run returned (the tail);
 * the CPU of the whole run (the parent and its workers, ``getrusage``) and its lower bound on the
-  wall of a quiet machine with the pool's 2 workers: CPU / 2 plus the serial start-up and report;
+  wall of a quiet machine with one free core per worker: the serial start-up and report plus
+  the rest of the CPU divided among the workers;
 * the instance CPU by claim (the biggest first).
 
 The wall figures depend on the machine's load; the CPU figures and the split between the parts
@@ -80,7 +81,7 @@ def run_traced(argv: list[str], path: str) -> int:
     new_pool, write_reports = runner.new_pool, results.write_reports
 
     def pool(workers: int):
-        _log(path, what="pool", t=time.time())
+        _log(path, what="pool", t=time.time(), workers=workers)
         return new_pool(workers)
 
     def report(run, **options):
@@ -99,10 +100,11 @@ def run_traced(argv: list[str], path: str) -> int:
              children=children.ru_utime + children.ru_stime)
 
 
-def summary(path: str, workers: int = 2) -> str:
+def summary(path: str) -> str:
     """The breakdown of a timeline written by :func:`run_traced`."""
     events = [json.loads(line) for line in Path(path).read_text().splitlines()]
     one = {e["what"]: e for e in events if e["what"] in ("imported", "pool", "report", "end")}
+    workers = one.get("pool", {}).get("workers", 2)
     jobs = sorted((e for e in events if e["what"] in ("instance", "figure")),
                   key=lambda e: e["t0"])
     if not jobs or "end" not in one:
@@ -138,7 +140,7 @@ def summary(path: str, workers: int = 2) -> str:
     total = end["cpu"] + end["children"]
     lines.append(f"whole run: {t(end['t']):.1f} s wall, {total:.1f} CPU s "
                  f"(parent {end['cpu']:.1f}, "
-                 f"workers {end['children']:.1f}); quiet {workers}-core lower bound "
+                 f"workers {end['children']:.1f}); lower bound on {workers} free cores "
                  f"≈ {serial:.1f} + {total - serial:.1f}/{workers} = "
                  f"{serial + (total - serial) / workers:.1f} s")
     claims: dict = defaultdict(float)

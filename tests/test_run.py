@@ -158,6 +158,24 @@ def test_default_process_pool_gives_the_same_results(claims, inline_run, tmp_pat
     assert (tmp_path / "pool" / "counterexamples" / "tiny-refuted-two-by-two-0.toml").exists()
 
 
+def test_the_number_of_workers_changes_no_result(claims, inline_run, tmp_path, monkeypatch):
+    import verify.run._runner as runner
+
+    sizes: list = []
+    new_pool = runner.new_pool
+    monkeypatch.setattr(runner, "new_pool", lambda n: sizes.append(n) or new_pool(n))
+    selected = [claims["tiny-holds"], claims["tiny-refuted"]]
+    for workers in (1, 3):
+        run = run_claims(selected, out_dir=tmp_path / str(workers), progress=False,
+                         workers=workers)
+        assert {k: r["result"] for k, r in run.records.items()} == {
+            k: inline_run.records[k]["result"] | {"counterexample": r["result"][
+                "counterexample"]} for k, r in run.records.items()}
+    assert sizes == [1, 3]
+    with pytest.raises(InvalidArgument, match="workers=0"):
+        run_claims(selected, out_dir=tmp_path / "none", workers=0)
+
+
 def test_overrides_reach_the_check(claims, tmp_path):
     run = run_claims([claims["tiny-holds"]], instances=1, seed=100, precision=40, horizon="5/2",
                      out_dir=tmp_path / "o", executor=InlineExecutor(), progress=False)

@@ -175,6 +175,22 @@ def _cluster_settings(args: argparse.Namespace):
     return Budget(seconds, memory, proof)
 
 
+def _workers(args: argparse.Namespace) -> int:
+    """``--workers`` of ``verify run``, checked: a positive number, and not with
+    ``--scheduler`` (the cluster's workers run the instances there)."""
+    from verify.run import DEFAULT_WORKERS  # start-up
+
+    if args.workers is None:
+        return DEFAULT_WORKERS
+    if args.workers < 1:
+        raise InvalidArgument(f"--workers={args.workers} must be at least 1 (worker processes "
+                              "of the local pool).")
+    if args.scheduler:
+        raise InvalidArgument("--workers sets the local pool; with --scheduler the cluster's "
+                              "workers run the instances: drop one of the two.")
+    return args.workers
+
+
 def _executor(args: argparse.Namespace):
     """A :class:`~verify.run.ClusterPool` on ``--scheduler``, or ``None`` (the local pool)."""
     if not args.scheduler:
@@ -423,6 +439,10 @@ def _add_claim_commands(sub) -> None:
     run.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     run.add_argument("--no-figures", action="store_true", help="HTML report without figures")
     run.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
+    run.add_argument("--workers", type=int, metavar="N",
+                     help="worker processes of the local pool (default 2; one per free core "
+                          "is fastest: the instances are independent, each on one BLAS "
+                          "thread)")
     _add_cluster_options(run)
     lst = sub.add_parser("list", help="list the claims with their last verdict",
                          description="Ids, paper labels, kinds and the verdict of the newest "
@@ -487,6 +507,7 @@ def _run(args: argparse.Namespace) -> int:
     _check_precision(args.precision)
     if args.horizon is not None:
         _positive_horizon(args.horizon, "--horizon", args.allow_large)
+    workers = _workers(args)
     from verify.run import ResultStore, new_run_id, run_claims  # start-up
 
     claims = _load_claims(args.claims_dir)
@@ -526,7 +547,8 @@ def _run(args: argparse.Namespace) -> int:
                          run_id=None if args.resume else out_dir.name,
                          side_jobs=report_side_jobs(selected, out_dir,
                                                     figures=not args.no_figures),
-                         history=out_dir.parent)  # earlier runs' seconds order the work
+                         history=out_dir.parent,  # earlier runs' seconds order the work
+                         workers=workers)
     except KeyboardInterrupt as exc:
         exc.hint = _resume_hint(out_dir, args)
         raise

@@ -199,7 +199,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                resume: bool = False, run_id: str | None = None,
                budget: Budget | None = None,
                side_jobs: Callable[[object, list[dict]], Mapping] | None = None,
-               history: str | Path | None = None) -> RunResult:
+               history: str | Path | None = None,
+               workers: int = DEFAULT_WORKERS) -> RunResult:
     """Check every claim on its instances and judge it.
 
     Parameters
@@ -249,6 +250,12 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
         these instances with the same parameters and proof budget
         (:func:`~verify.run._costs.recorded_seconds`) order the work, longest first; nothing
         else depends on them.
+    workers : int
+        How many worker processes the default pool has (:data:`DEFAULT_WORKERS`; ignored when
+        ``executor`` is given): more workers finish sooner on a machine with more free cores.
+        Every worker judges an instance with the same code and one BLAS thread, whichever it
+        is; a proof attempt's budget is its worker's CPU seconds, which workers sharing a core
+        (more workers than free cores, hyperthreads) stretch like any other load.
 
     Returns
     -------
@@ -259,8 +266,11 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     InvalidArgument
         ``out_dir`` already holds results and ``resume`` is false, or a parameter conflicts
         with the resumed run's, or ``claims`` are not the resumed run's (a narrowed run would
-        lose the others from its ``run.json``).
+        lose the others from its ``run.json``), or ``workers`` is not a positive integer.
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgument(f"workers={workers!r} must be a positive integer (the worker "
+                              "processes of the local pool).")
     started, clock = datetime.now(UTC), time.perf_counter()
     claims = list(claims)
     out_dir = Path(out_dir)
@@ -313,7 +323,7 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
             if not remaining[claim.id]:
                 claim_done(claim)
     own = executor is None and bool(todo or side)
-    pool = new_pool(DEFAULT_WORKERS) if own else executor or InlineExecutor()
+    pool = new_pool(workers) if own else executor or InlineExecutor()
     limit = _in_flight(pool)
     finished = False
     try:

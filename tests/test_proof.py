@@ -464,3 +464,39 @@ def test_a_stopped_enclosure_leaves_the_estimate_and_the_proof_record_says_why(m
     assert "the enclosure stopped early at t = " in proof["reason"]
     assert proof["enclosure"]["status"] == "budget"
     assert proof["enclosure"]["message"] in proof["reason"]
+
+
+def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(monkeypatch):
+    """V = diag(1, -1/2), tokens (2, 0) and (1, 1): the good triple holds on the exact tokens
+    (t1 = 0: both on one side, no dominance needed), but there the follower does not yet prefer
+    the leader (the drift lemma's lead inequality fails). The same enclosure is carried on to
+    later marks: the drift is certified at t1 = 3/2, with its own certificate, accepted; with no
+    later marks allowed it stays undecided, and the proof and its certificate are the same."""
+    from verify.model import Instance, Model
+    from verify.proof import _prove
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("symmetric-middle")
+    instance = Instance(Model(V=[[1, 0], [0, Fraction(-1, 2)]]), [[2, 0], [1, 1]],
+                        name="drift#1")
+    request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
+                           family.precision, dict(claim.parameters))
+
+    def proved(marks: int):
+        monkeypatch.setattr(_prove, "DRIFT_MARKS", marks)
+        with proof_budget(60):
+            return prove_result(request, _undecided(request))
+
+    later, only_t1 = proved(4), proved(0)
+    for result in (later, only_t1):
+        assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
+        assert result.certificate["t1"] == "0"
+    assert later.certificate["document"] == only_t1.certificate["document"]
+    assert only_t1.evidence["proof"]["drift"]["behaviour"] == "undecided"
+    assert "companions" not in only_t1.certificate
+    drift = later.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "drifts" and drift["t1"] == "3/2"
+    assert "lemma hyperplane-drift at t1 = 1.5 certifies" in later.reason
+    [companion] = later.certificate["companions"]
+    assert companion["document"]["enclosure"]["t1"] == "3/2"
+    assert check_certificate(companion["document"]).valid

@@ -424,7 +424,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                              "margins": history, "look_ahead": ahead}
                     if lemma == good_triple.ID:
                         found["drift"], found["drift_document"] = _drift_beside(
-                            request, enclosure, mark)
+                            request, enclosure, mark, expired)
                     return found
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
@@ -646,27 +646,38 @@ def _order_before(enclosure, t1: Fraction, pieces: int = 4) -> dict | None:
             "smallest_gap": smallest}
 
 
-def _drift_beside(request, enclosure, t1: Fraction) -> tuple[dict, dict | None]:
+DRIFT_MARKS = 4  # marks after the proof's t1 at which the drift lemma is tried when undecided
+
+
+def _drift_beside(request, enclosure, t1: Fraction,
+                  expired: Callable[[], bool] | None = None) -> tuple[dict, dict | None]:
     """After a good-triple proof: lemma ``hyperplane-drift`` on the same enclosure at the same
     ``t1`` (milliseconds, no new enclosure) — what the followers of each trapped side do, which
     Theorem 4.2 and the hyperplanes claim leave open ("the other coordinates need not
-    converge"). Returns the record for the proof's evidence (``behaviour`` overall and per side:
-    ``drifts``, ``turns``, ``converges`` or ``undecided``, with the reason when undecided) and
-    the lemma's certificate document, or ``None`` when the lemma does not hold there or the
-    checker rejects it. It never changes the verdict: the claim does not state it."""
+    converge"). Where it decides nothing at ``t1`` (the good triple can hold before the followers
+    prefer one leader), the same enclosure is carried on to at most :data:`DRIFT_MARKS` later
+    marks, ``MARK_STEP`` apart, within the proof's budget (``expired``), and the lemma tried at
+    each; the record's ``t1`` is the mark where it was decided. Returns the record for the
+    proof's evidence (``behaviour`` overall and per side: ``drifts``, ``turns``, ``converges``
+    or ``undecided``, with the reason when undecided) and the lemma's certificate document, or
+    ``None`` when the lemma does not hold there or the checker rejects it. It never changes the
+    verdict: the claim does not state it."""
     start = time.process_time()
-    record = {"lemma": hyperplane_drift.ID, "t1": str(t1)}
-    try:
-        document, why = try_lemma(hyperplane_drift.ID, request.instance, enclosure, t1)
-    except CheckFailure as exc:
-        document, why = None, str(exc)
-    if document is not None:
-        document = {**document, "claim": request.claim.id,
-                    "instance_name": request.instance.name, "facts": [], "enclosure_facts": []}
-        check = check_certificate(document)
-        if not check.valid:
-            document, why = None, "the checker rejects it: " + "; ".join(check.reasons)
-    record["cpu_seconds"] = round(time.process_time() - start, 3)
+    mark = t1
+    document, why = _drift_at(request, enclosure, mark)
+    for _ in range(DRIFT_MARKS if document is None else 0):
+        if not enclosure.advance(mark + MARK_STEP, expired=expired):
+            why += f"; the enclosure stopped before t1 = {mark + MARK_STEP} ({enclosure.message})"
+            break
+        mark += MARK_STEP
+        document, why = _drift_at(request, enclosure, mark)
+        if document is not None:
+            break
+    else:
+        if document is None and DRIFT_MARKS:
+            why += f" (tried at t1 = {t1} and {DRIFT_MARKS} later marks)"
+    record = {"lemma": hyperplane_drift.ID, "t1": str(mark),
+              "cpu_seconds": round(time.process_time() - start, 3)}
     if document is None:
         return {**record, "behaviour": "undecided", "reason": why}, None
     conclusions = document["conclusions"]
@@ -685,11 +696,28 @@ def _drift_beside(request, enclosure, t1: Fraction) -> tuple[dict, dict | None]:
     return {**record, "behaviour": overall, "sides": sides}, document
 
 
+def _drift_at(request, enclosure, t1: Fraction) -> tuple[dict | None, str]:
+    """Lemma ``hyperplane-drift`` on the enclosure at ``t1``: its certificate document as the
+    independent checker accepted it, or ``None`` and why not."""
+    try:
+        document, why = try_lemma(hyperplane_drift.ID, request.instance, enclosure, t1)
+    except CheckFailure as exc:
+        return None, str(exc)
+    if document is None:
+        return None, why
+    document = {**document, "claim": request.claim.id,
+                "instance_name": request.instance.name, "facts": [], "enclosure_facts": []}
+    check = check_certificate(document)
+    if not check.valid:
+        return None, "the checker rejects it: " + "; ".join(check.reasons)
+    return document, why
+
+
 def _drift_sentence(drift: dict) -> str:
     """The drift record as a sentence of the proof's statement."""
     if drift["behaviour"] == "undecided" and "sides" not in drift:
-        return (f" Beside the claim, lemma {drift['lemma']} at the same t1 decides nothing "
-                f"about the followers ({drift['reason'].rstrip('.')}).")
+        return (f" Beside the claim, lemma {drift['lemma']} decides nothing about the followers "
+                f"({drift['reason'].rstrip('.')}).")
     parts = []
     for side, s in drift["sides"].items():
         how = {"drifts": "drift away along their hyperplane like e^(" + ", ".join(
@@ -700,8 +728,9 @@ def _drift_sentence(drift: dict) -> str:
             len(s["followers"])
         parts.append(f"side {side} (leader {s['leader']}): {count} of {len(s['followers'])} "
                      f"followers {how}")
-    return (f" Beside the claim (which does not state it), lemma {drift['lemma']} at the same "
-            f"t1 certifies: {'; '.join(parts)} — its certificate is written beside this one.")
+    return (f" Beside the claim (which does not state it), lemma {drift['lemma']} at t1 = "
+            f"{float(Fraction(drift['t1'])):g} certifies: {'; '.join(parts)} — its certificate "
+            "is written beside this one.")
 
 
 def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: dict):

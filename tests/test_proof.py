@@ -539,3 +539,20 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
     wider = prove._FloatMarks(fine, seen.run, allowance * prove.ALLOWANCE_STEP)
     assert allowance == prove.ALLOWANCE_MAX or \
         prove.try_lemma("leader-map", result_instance, wider, t1)[0] is None
+
+
+def test_the_good_triples_look_ahead_stays_on_the_marks():
+    # hyperplanes' symmetric-middle: the good triple first holds in floats at t1 = 2; no finer
+    # grid and no allowance (CHEAPER_SEARCH: the drift beside its proof needs that t1), so
+    # its proof encloses straight to the mark, with the fine enclosure only
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+    from verify.lemmas import good_triple
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    request = _request(claim, "symmetric-middle")
+    ahead = prove.look_ahead(request, good_triple.ID, Enclosure(request.instance),
+                             prove._marks(Fraction(6)), {})
+    assert ahead["first"] == ahead["reached"] == "2"
+    assert ahead["refined"] == [] and ahead["allowance"] is None
+    assert good_triple.ID not in prove.CHEAPER_SEARCH

@@ -381,7 +381,10 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction, runs: dict) -> dict:
     """Look ahead (:func:`look_ahead`), enclose straight to the first mark where the lemma
     holds in floats and try it there, then at the later marks in turn; escalate the digits
-    once. No enclosure is computed when the lemma holds at no mark in floats. After a failure
+    once. For the lemmas of :data:`CHEAPER_SEARCH` the first enclosure is a coarse one
+    (:data:`COARSE`), given up for the fine one when its balls outgrow the look-ahead's
+    allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's.
+    No enclosure is computed when the lemma holds at no mark in floats. After a failure
     it stops early, saying why, when the lemma's failing margins have stopped improving
     (:func:`stalled`; when they are within the enclosure's width it escalates instead). Each
     enclosure to a mark is also stopped by its measured pace (:class:`_Pace`): when even at

@@ -21,7 +21,7 @@ from verify.claim import (
 )
 from verify.cli import main
 from verify.lemmas import check_certificate, check_file
-from verify.proof import proof_budget, prove_result
+from verify.proof import MARK_STEP, proof_budget, prove_result
 from verify.run import Budget, InlineExecutor, load_conjecture, run_claims
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
@@ -179,12 +179,18 @@ def test_a_provable_instance_is_enclosed_straight_to_where_the_lemma_holds_in_fl
     result, proof = _prove_square_with_centre(60)
     assert result.basis is Basis.CERTIFICATE, proof
     assert check_certificate(result.certificate["document"]).valid
-    first = proof["look_ahead"]["first"]
-    # the lemma fails in floats before t*, so the proof tried it first at t* and nowhere before
-    assert all(failing for _, failing in proof["look_ahead"]["margins"])
-    assert [Fraction(t) for t, _ in proof["look_ahead"]["margins"]] == \
-        [Fraction(k, 2) for k in range(int(2 * Fraction(first)))]
-    assert proof["marks_tried"][0] == float(Fraction(first)) and proof["t1"] == first
+    ahead = proof["look_ahead"]
+    first, mark = Fraction(ahead["first"]), Fraction(ahead["reached"])
+    # the lemma fails in floats at the marks before the mark where it holds (1), and at the
+    # points of the finer grid between the mark before (1/2) and t*, so the proof tried it
+    # first at t* and nowhere before
+    assert all(failing for _, failing in ahead["margins"] + ahead["refined"])
+    assert [Fraction(t) for t, _ in ahead["margins"]] == \
+        [Fraction(k, 2) for k in range(int(2 * mark))]
+    assert mark - MARK_STEP < first < mark and first.denominator == 16
+    assert [Fraction(t) for t, _ in ahead["refined"]] == \
+        [t for t in (Fraction(k, 16) for k in range(16)) if mark - MARK_STEP < t < first]
+    assert proof["marks_tried"][0] == float(first) and Fraction(proof["t1"]) == first
 
 
 def test_after_a_failure_at_the_look_aheads_mark_the_later_marks_are_tried(monkeypatch):
@@ -286,10 +292,12 @@ def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_hel
         monotonic=time.monotonic))
     result, proof = _prove_square_with_centre(5)
     assert result.basis is None and proof["marks_tried"] == []
-    assert proof["look_ahead"]["first"] == "1" and proof["enclosure"]["status"] == "budget"
+    first = Fraction(proof["look_ahead"]["first"])
+    assert proof["enclosure"]["status"] == "budget"
     assert "the time budget ran out at t = " in proof["reason"]
-    assert proof["reason"].endswith("(the look-ahead saw the lemma hold in floats from t1 = 1)")
-    assert 0 < Fraction(proof["enclosure"]["t"]) < 1
+    assert proof["reason"].endswith(
+        f"(the look-ahead saw the lemma hold in floats from t1 = {float(first):g})")
+    assert 0 < Fraction(proof["enclosure"]["t"]) < first
 
 
 def test_order_fact_holds_across_long_steps():
@@ -460,7 +468,8 @@ def test_a_stopped_enclosure_leaves_the_estimate_and_the_proof_record_says_why(m
     monkeypatch.setattr(prove, "PACE_WINDOW", 0.5)
     result, proof = _prove_square_with_centre(200)  # enough without the eager rule
     assert result.basis is None and result.verdict is InstanceVerdict.INCONCLUSIVE
-    assert proof["stopped_early"]["target"] == "1" and not proof["stopped_early"]["collapsed"]
+    assert proof["stopped_early"]["target"] == proof["look_ahead"]["first"]
+    assert not proof["stopped_early"]["collapsed"]
     assert "the enclosure stopped early at t = " in proof["reason"]
     assert proof["enclosure"]["status"] == "budget"
     assert proof["enclosure"]["message"] in proof["reason"]
@@ -500,3 +509,86 @@ def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(m
     [companion] = later.certificate["companions"]
     assert companion["document"]["enclosure"]["t1"] == "3/2"
     assert check_certificate(companion["document"]).valid
+
+
+def test_a_coarse_enclosure_too_wide_for_the_lemma_gives_way_to_the_fine_one(monkeypatch):
+    # steps aiming at 2^-12 of the state, and no float balls wider than the look-ahead's
+    # measured: the coarse enclosure's balls outgrow the widest float balls on which the lemma
+    # held at t* long before t*; it is given up at once and the fine enclosure proves the
+    # instance at the same t1, the checker accepting it
+    import verify.proof._prove as prove
+
+    monkeypatch.setattr(prove, "COARSE", {"bits": 128, "tol": 2.0 ** -12})
+    monkeypatch.setattr(prove, "ALLOWANCE_MAX", prove.LOOKAHEAD_RADIUS)
+    result, proof = _prove_square_with_centre(60)
+    assert result.basis is Basis.CERTIFICATE, proof
+    assert check_certificate(result.certificate["document"]).valid
+    coarse, allowance = proof["coarse"], proof["look_ahead"]["allowance"]
+    assert "grew wider" in coarse["why"] and Fraction(coarse["t"]) < Fraction(proof["t1"])
+    assert proof["t1"] == proof["look_ahead"]["first"]
+    assert allowance == prove.LOOKAHEAD_RADIUS
+
+
+def test_a_lemma_failing_on_coarse_balls_is_tried_again_on_fine_ones(monkeypatch):
+    # the coarse enclosure reaches t* with balls wider than the look-ahead's, and the lemma
+    # fails on them (made to: on this instance it holds on balls of 1e-2): the fine enclosure,
+    # from 0, proves it at the same t1 — not at a later mark
+    import verify.proof._prove as prove
+
+    coarse_tol = 2.0 ** -12
+    monkeypatch.setattr(prove, "COARSE", {"bits": 128, "tol": coarse_tol})
+    real = prove.try_lemma
+
+    def fails_when_coarse(lemma, instance, enclosure, t1):
+        if getattr(enclosure, "tol", None) == coarse_tol:
+            return None, "g_in fails (margin -1e-3)"
+        return real(lemma, instance, enclosure, t1)
+
+    monkeypatch.setattr(prove, "try_lemma", fails_when_coarse)
+    result, proof = _prove_square_with_centre(60)
+    assert result.basis is Basis.CERTIFICATE, proof
+    assert proof["coarse"]["why"] == f"the lemma fails at t1 = {proof['t1']}: g_in fails " \
+        "(margin -1e-3)"
+    assert proof["coarse"]["radius"] > proof["enclosure"]["radius"]
+    assert proof["marks_tried"] == [float(Fraction(proof["t1"]))]
+    assert proof["t1"] == proof["look_ahead"]["first"]
+
+
+def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
+    # square-with-centre by default: the coarse enclosure (fewer steps than the fine one
+    # to the same t1) proves it; the allowance is where the lemma still holds in floats
+    # and fails on balls ALLOWANCE_STEP times wider
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+
+    result, proof = _prove_square_with_centre(60)
+    assert result.basis is Basis.CERTIFICATE and "coarse" not in proof
+    t1 = Fraction(proof["t1"])
+    fine = Enclosure(result_instance := _request(load_claim(CLAIMS / "polytope.toml"),
+                                                 "square-with-centre").instance)
+    assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
+    assert proof["enclosure"]["radius"] < proof["look_ahead"]["allowance"]
+    request = SimpleNamespace(instance=result_instance)
+    seen = prove._FloatMarks(fine, lambda: prove._float_run(request, [Fraction(0), t1], {}))
+    allowance = prove._allowance(request, "leader-map", seen, t1)
+    assert allowance == proof["look_ahead"]["allowance"]
+    wider = prove._FloatMarks(fine, seen.run, allowance * prove.ALLOWANCE_STEP)
+    assert allowance == prove.ALLOWANCE_MAX or \
+        prove.try_lemma("leader-map", result_instance, wider, t1)[0] is None
+
+
+def test_the_good_triples_look_ahead_stays_on_the_marks():
+    # hyperplanes' symmetric-middle: the good triple first holds in floats at t1 = 2; no finer
+    # grid and no allowance (CHEAPER_SEARCH: the drift beside its proof needs that t1), so
+    # its proof encloses straight to the mark, with the fine enclosure only
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+    from verify.lemmas import good_triple
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    request = _request(claim, "symmetric-middle")
+    ahead = prove.look_ahead(request, good_triple.ID, Enclosure(request.instance),
+                             prove._marks(Fraction(6)), {})
+    assert ahead["first"] == ahead["reached"] == "2"
+    assert ahead["refined"] == [] and ahead["allowance"] is None
+    assert good_triple.ID not in prove.CHEAPER_SEARCH

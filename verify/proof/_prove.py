@@ -13,18 +13,23 @@ rests on an estimate (or is undecided), it
    estimate (or the longest horizon its extensions reached) on a float64 run, in balls of
    relative radius :data:`LOOKAHEAD_RADIUS` around its states (the exact tokens at 0); when
    it holds nowhere, no enclosure is computed and the reason names the inequality and its best
-   margin; else the first such mark :math:`t^*` is where the proof starts. The look-ahead only
-   decides where the enclosure's effort goes, never a verdict;
+   margin; else the first such mark, or (the leader map) the first point of a finer grid
+   before it where it holds (:data:`LOOKAHEAD_STEP`), :math:`t^*`, is where the proof starts,
+   and (the leader map) the widest float balls on which it holds there say how wide the
+   enclosure's balls may grow. The look-ahead only decides where the enclosure's effort goes,
+   never a verdict;
 3. encloses the trajectory (:class:`verify.enclosure.Enclosure`) straight to :math:`t^*`, asks
    the lemma whether it traps the tokens there (:func:`~verify.proof._lemmas.try_lemma`) and
-   adds the facts; after a failure it tries the later marks in turn;
+   adds the facts; after a failure it tries the later marks in turn. For the leader map the
+   first enclosure is a coarse one (:data:`COARSE`: longer steps, wider balls), given up for
+   the fine one as soon as its balls are wider than the lemma allows in floats;
 4. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
    builder, decides — and on success returns the verdict **proved on this instance (for all
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
 
-Escalation before giving up: the first enclosure has 128 bits and steps whose remainder is
-about 2^-40 of the state; when it loses accuracy it is started again once with 256 bits and
-2^-56 (more digits); later marks are lemmas at a later
+Escalation before giving up: the (fine) enclosure has 128 bits and steps whose remainder is
+about 2^-40 of the state (the coarse one, 2^-32); when it loses accuracy it is started again
+once with 256 bits and 2^-56 (more digits); later marks are lemmas at a later
 :math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
 :data:`PROOF_SECONDS`: CPU seconds, so that a loaded machine proves what an idle one does) and
 the instance's own wall budget. When nothing is proved, the
@@ -376,7 +381,10 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction, runs: dict) -> dict:
     """Look ahead (:func:`look_ahead`), enclose straight to the first mark where the lemma
     holds in floats and try it there, then at the later marks in turn; escalate the digits
-    once. No enclosure is computed when the lemma holds at no mark in floats. After a failure
+    once. For the lemmas of :data:`CHEAPER_SEARCH` the first enclosure is a coarse one
+    (:data:`COARSE`), given up for the fine one when its balls outgrow the look-ahead's
+    allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's.
+    No enclosure is computed when the lemma holds at no mark in floats. After a failure
     it stops early, saying why, when the lemma's failing margins have stopped improving
     (:func:`stalled`; when they are within the enclosure's width it escalates instead). Each
     enclosure to a mark is also stopped by its measured pace (:class:`_Pace`): when even at
@@ -389,21 +397,31 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
 
     instance = request.instance
     marks = _marks(last_mark)
-    tried, history, ahead, stopped = [], [], None, None
+    tried, history, ahead, stopped, coarse = [], [], None, None, None
     why = "no mark reached"
-    settings = [{"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56}]
-    for setting in settings:
+    settings = [COARSE, *SETTINGS]
+    while settings:
+        setting = settings.pop(0)
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
         if ahead is None:
             ahead = look_ahead(request, lemma, enclosure, marks, runs)
             if ahead["first"] is None and ahead["reached"] == str(marks[-1]):
                 return {"proved": False, "reason": f"{lemma}: {ahead['reason']}",
                         "marks_tried": [], "margins": [], "look_ahead": ahead}
+        if setting is COARSE and ahead.get("allowance") is None:
+            continue  # not measured (CHEAPER_SEARCH), or t* = 0: no width to spend
         first = Fraction(ahead["first"] if ahead["first"] is not None else ahead["after"])
         margins, escalate = [], False
-        for mark in (m for m in marks if m >= first):
+        for mark in [first] + [m for m in marks if m > first]:
             pace = _Pace(expired, enclosure, mark, expired)
+            if setting is COARSE:
+                pace = _Narrow(pace, enclosure, ahead["allowance"])
             if not enclosure.advance(mark, expired=pace):
+                if setting is COARSE and pace.wide is not None:
+                    coarse = _coarse_record(enclosure, pace.wide)
+                    break  # too wide for the lemma: the fine enclosure, from 0
+                if setting is COARSE:
+                    pace = pace.pace
                 if pace.stopped is not None:  # the measured pace, not the clock, ended it
                     enclosure.message = pace.reason()
                     if pace.stopped["collapsed"]:
@@ -416,16 +434,28 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                 break
             document, why = try_lemma(lemma, instance, enclosure, mark)
             tried.append(float(mark))
+            held = document is not None
             if document is not None:
                 document, why = _with_facts(request, document, plans, enclosure, mark)
                 if document is not None:
                     found = {"proved": True, "document": document, "t1": str(mark),
                              "enclosure": enclosure.describe(), "marks_tried": tried,
                              "margins": history, "look_ahead": ahead}
+                    if coarse is not None:
+                        found["coarse"] = coarse
                     if lemma == good_triple.ID:
                         found["drift"], found["drift_document"] = _drift_beside(
                             request, enclosure, mark, expired)
                     return found
+            if setting is COARSE and not held and \
+                    _relative_radius(enclosure) > LOOKAHEAD_RADIUS:
+                # the lemma fails on balls wider than the float balls it held on: perhaps
+                # the width; the fine enclosure (when narrower, or when the lemma holds and
+                # a fact fails, the look-ahead knew nothing better: the later marks, as the
+                # fine one would)
+                coarse = _coarse_record(enclosure, f"the lemma fails at t1 = {mark}: {why}")
+                tried.pop()
+                break
             failing = failing_margins(why)
             margins.append(comparable_margins(lemma, instance, mark, failing))
             history.append([float(mark), failing])
@@ -445,10 +475,88 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                        f"enclosure's width ({width:.2g}) at t1 = {float(mark):.4g}")
                 escalate = True  # more digits may resolve it
                 break
+        if setting is COARSE and coarse is not None and not expired():
+            continue
         if not escalate and enclosure.status != "failed":
             break  # the budget or the horizon ended it: more digits would not help
-    return _failed(lemma, why, tried, history, enclosure, ahead, stopped)
+    failed = _failed(lemma, why, tried, history, enclosure, ahead, stopped)
+    if coarse is not None:
+        failed["coarse"] = coarse
+    return failed
 
+
+def _coarse_record(enclosure, why: str) -> dict:
+    """What the coarse enclosure did before the fine one took over (for the evidence)."""
+    return {"tol": enclosure.tol, "t": str(enclosure.t), "steps": len(enclosure.steps),
+            "radius": enclosure.radius(), "seconds": round(enclosure.seconds, 3),
+            "why": why}
+
+
+class _Narrow:
+    """The coarse enclosure's stop (:data:`COARSE`): its pace stop, and whether its balls
+    have grown wider than the lemma allows at the look-ahead's mark (``allowance``: the
+    relative radius of the widest float balls on which the lemma held there) — then it is
+    given up for the fine enclosure at once instead of spending its steps on balls that
+    cannot prove the lemma."""
+
+    def __init__(self, pace: _Pace, enclosure, allowance: float) -> None:
+        self.pace, self.enclosure, self.allowance = pace, enclosure, allowance
+        self.wide: str | None = None
+
+    def __call__(self) -> bool:
+        if self.pace():
+            return True
+        wide = _relative_radius(self.enclosure)
+        if wide > self.allowance:
+            self.wide = (f"its balls grew wider ({wide:.2g} of the state) than the lemma "
+                         f"allows in floats ({self.allowance:.2g}) at t = "
+                         f"{float(self.enclosure.t):.4g}")
+            return True
+        return False
+
+
+def _relative_radius(enclosure) -> float:
+    """The enclosure's largest radius at its end over its largest coordinate there."""
+    size = max((abs(float(v.mid())) for v in enclosure.x.entries()), default=0.0)
+    return enclosure.radius() / max(size, 1e-300)
+
+
+#: The enclosures a proof tries in turn: a coarse one (steps aiming at a remainder of
+#: ``COARSE["tol"]`` of the state) when the look-ahead found where the lemma holds, given up
+#: for the next as soon as its balls are wider than the lemma allows there in floats
+#: (:class:`_Narrow`) or the lemma fails there; then the fine one; then more digits
+#: (``SETTINGS``). On the leader map's 31 proved instances of ``verify run polytope
+#: order-preserved one-bounded-token escape-threshold boolean-1d`` the lemma allowed balls of
+#: 2^-26..2^-8 of the state where it first held, and the coarse enclosure stayed within that
+#: and proved every one, with 5–60 % fewer steps (23–35 % on the dearest: polytope spd-3d#0
+#: 204 → 147, uniform-scalar-positive#3 170 → 111); coarser tolerances (2^-28 at order 10,
+#: 2^-24 at order 8) collapse on spd-3d#0.
+COARSE = {"bits": 128, "tol": 2.0 ** -32}
+SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
+#: The lemmas whose search uses the coarse enclosure and the refined :math:`t^*`
+#: (:data:`LOOKAHEAD_STEP`): measured on the leader map's instances of the paper suite. Not the
+#: good triple: the followers' drift is certified beside its proof at the same :math:`t_1`,
+#: and at the refined one it is not (hyperplanes paper-2d#0: proved at 17/8 instead of 5/2,
+#: in 45 instead of 52 CPU s, but the drift undecided); the coarse enclosure alone at its
+#: usual t1 proved the four paper-suite good triples 0–15 % cheaper with the drift unchanged,
+#: but a coarse attempt given up would cost its 50–80-CPU-s enclosures twice, and the
+#: unproved ones were not measured: left for a measurement on the next enclosure.
+CHEAPER_SEARCH = (leader_map.ID,)
+#: The look-ahead measures how wide the balls may be where the lemma first holds in floats:
+#: relative radii ``LOOKAHEAD_RADIUS · ALLOWANCE_STEP^k`` up to ``ALLOWANCE_MAX``.
+ALLOWANCE_STEP = 4.0
+ALLOWANCE_MAX = 2.0 ** -4
+
+#: The look-ahead refines :math:`t^*` on this finer grid: once the lemma holds in floats at a
+#: mark, it is asked at the points of this grid between the mark before and that one, and the
+#: proof starts at the first where it holds. The enclosure's first steps are its dearest (the
+#: attention not yet saturated), its last ones before :math:`t^*` its cheapest, so little is
+#: saved on the long proofs; on the paper suite's leader-map instances (n ≤ 8, d ≤ 3) the
+#: enclosure to the refined mark costs 3 % (polytope spd-3d#0, 23/8 instead of 3) to 40 %
+#: (symmetric-odd#0, 11/16 instead of 1) less than to the mark, and the lemma holds there on
+#: every one (on order-preserved uniform#1 and #2 the order fact does not: the proof goes on to
+#: the mark).
+LOOKAHEAD_STEP = Fraction(1, 16)
 
 #: The look-ahead's balls: this share of the state's largest coordinate around each float64
 #: state. The lemma must hold on every state that close (its safety margin: the float64 run's
@@ -467,9 +575,10 @@ class _FloatMarks:
     in place of an enclosure (:func:`~verify.proof._lemmas.try_lemma` reads ``group``,
     ``bits``, ``x_at``/``z_at`` and ``describe``). Never a proof: the look-ahead only."""
 
-    def __init__(self, enclosure, run: Callable[[], dict]) -> None:
+    def __init__(self, enclosure, run: Callable[[], dict],
+                 radius: float = LOOKAHEAD_RADIUS) -> None:
         self.enclosure, self.run = enclosure, run  # the run is made when first needed
-        self.group, self.bits = enclosure.group, enclosure.bits
+        self.group, self.bits, self.radius = enclosure.group, enclosure.bits, radius
 
     def _balls(self, variable: str, t) -> arb_mat:
         if Fraction(t) == 0:
@@ -477,7 +586,7 @@ class _FloatMarks:
         values = self.run()[variable].get(Fraction(t))
         if values is None:
             raise _NotReached(f"{variable} at t = {t}")
-        radius = LOOKAHEAD_RADIUS * float(np.max(np.abs(values)))
+        radius = self.radius * float(np.max(np.abs(values)))
         return arb_mat([[arb(float(v), radius) for v in row] for row in values])
 
     def x_at(self, t) -> arb_mat:
@@ -490,17 +599,27 @@ class _FloatMarks:
         return {}
 
 
-def _float_run(request, marks: list[Fraction], runs: dict) -> dict:
+def _finer(before: Fraction, mark: Fraction) -> list[Fraction]:
+    """The points of the :data:`LOOKAHEAD_STEP` grid strictly between two marks.
+
+    >>> [str(t) for t in _finer(Fraction(1, 2), Fraction(3, 4))]
+    ['9/16', '5/8', '11/16']
+    """
+    k = math.floor(before / LOOKAHEAD_STEP) + 1
+    return [LOOKAHEAD_STEP * j for j in range(k, math.ceil(mark / LOOKAHEAD_STEP))]
+
+
+def _float_run(request, marks: list[Fraction], runs: dict, key: str = "states") -> dict:
     """The float64 states ``{"x": {t: array}, "z": {...}}`` at the marks a float64 run reached
-    (finite ones only), computed once per instance and kept in ``runs``."""
-    if "states" not in runs:
+    (finite ones only), computed once per instance and kept in ``runs[key]``."""
+    if key not in runs:
         states: dict = {"x": {}, "z": {}}
         try:
             traj = simulate(request.instance, marks[-1], checkpoints=marks,
                             error_estimate=False)
         except (VerifyError, ArithmeticError, ValueError) as exc:
-            runs["states"], runs["message"] = states, f"the float64 run failed: {exc}"
-            return runs["states"]
+            runs[key], runs[f"{key} message"] = states, f"the float64 run failed: {exc}"
+            return runs[key]
         for variable in ("x", "z"):
             try:
                 values = traj.tokens(variable)
@@ -509,9 +628,10 @@ def _float_run(request, marks: list[Fraction], runs: dict) -> dict:
             for t, state in zip(traj.times, values, strict=False):
                 if np.all(np.isfinite(state)):
                     states[variable][Fraction(t)] = np.array(state, dtype=float)
-        runs["states"] = states
-        runs["message"] = "" if traj.success else f"the float64 run stopped: {traj.message}"
-    return runs["states"]
+        runs[key] = states
+        runs[f"{key} message"] = "" if traj.success else \
+            f"the float64 run stopped: {traj.message}"
+    return runs[key]
 
 
 def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict) -> dict:
@@ -520,8 +640,10 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     only when the lemma fails at 0; ``runs`` keeps it for the next lemma) widened by
     :data:`LOOKAHEAD_RADIUS`.
 
-    Returns a dict: ``first`` (the first mark where it holds, as text, or ``None``),
-    ``reached`` (the last mark the run reached in order), ``after`` (the first mark not
+    Returns a dict: ``first`` (where it first holds, as text, or ``None``: the first mark, or
+    an earlier point of the finer grid (:data:`LOOKAHEAD_STEP`) after the mark before it;
+    ``refined``: the failing margins at the points of the grid before it), ``reached`` (the
+    last mark the run reached in order), ``after`` (the first mark not
     reached, where the proof must look on its own when ``first`` is ``None``), ``margins``
     (the failing margins by mark) and ``reason`` (when it holds nowhere: the inequality that
     fails and its best margin). Deciding where to spend the enclosure's effort is all it does:
@@ -534,18 +656,67 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
             document, why = try_lemma(lemma, request.instance, seen, mark)
         except _NotReached:
             break
-        reached = mark
         if document is not None:
-            return {"first": str(mark), "reached": str(mark), "margins": history}
+            first, refined, where = _refine(request, lemma, enclosure, runs,
+                                            reached if lemma in CHEAPER_SEARCH else None, mark)
+            where = where or seen
+            return {"first": str(first), "reached": str(mark), "margins": history,
+                    "refined": refined,
+                    "allowance": None if first == 0 or lemma not in CHEAPER_SEARCH else
+                    _allowance(request, lemma, where, first)}
+        reached = mark
         history.append([float(mark), failing_margins(why)])
     after = next((m for m in marks if reached is None or m > reached), marks[-1])
     found = {"first": None, "reached": None if reached is None else str(reached),
              "after": str(after), "margins": history}
     if reached is None or reached < marks[-1]:
-        found["reason"] = runs.get("message") or "the float64 run did not reach every mark"
+        found["reason"] = runs.get("states message") or "the float64 run did not reach every mark"
         return found
     found["reason"] = "no proof tried: " + _nowhere(lemma, history, why, marks[-1])
     return found
+
+
+def _refine(request, lemma: str, enclosure, runs: dict, before: Fraction | None,
+            mark: Fraction) -> tuple[Fraction, list, _FloatMarks | None]:
+    """The first point of the :data:`LOOKAHEAD_STEP` grid strictly between the mark ``before``
+    (where the lemma failed in floats) and ``mark`` (where it held) at which the lemma holds
+    in floats (a second float64 run, to ``mark`` only: checkpoints make the first run's
+    integrator stop at each, so the grid is not in it), else ``mark``; the failing margins
+    at the points before it; and the float balls it held on (``None``: those of the mark)."""
+    refined: list = []
+    points = [] if before is None else _finer(before, mark)
+    if not points:
+        return mark, refined, None
+    seen = _FloatMarks(enclosure, lambda: _float_run(
+        request, [Fraction(0), *points, mark], runs, key=f"refine to {mark}"))
+    for t in points:
+        try:
+            document, why = try_lemma(lemma, request.instance, seen, t)
+        except _NotReached:
+            break
+        if document is not None:
+            return t, refined, seen
+        refined.append([float(t), failing_margins(why)])
+    return mark, refined, None
+
+
+def _allowance(request, lemma: str, seen: _FloatMarks, t: Fraction) -> float:
+    """The relative radius of the widest float balls around the float64 state at ``t`` on
+    which the lemma still holds, among ``LOOKAHEAD_RADIUS · ALLOWANCE_STEP^k`` up to
+    :data:`ALLOWANCE_MAX` (where the look-ahead saw it hold with the first): how wide a coarse
+    enclosure's balls may grow (:class:`_Narrow`). Effort only, like the look-ahead."""
+    allowance = radius = LOOKAHEAD_RADIUS
+    while radius * ALLOWANCE_STEP <= ALLOWANCE_MAX:
+        radius *= ALLOWANCE_STEP
+        try:
+            document, _ = try_lemma(lemma, request.instance,
+                                    _FloatMarks(seen.enclosure, seen.run, radius), t)
+        except (CheckFailure, ArithmeticError, ValueError):
+            document = None
+        if document is None:
+            break
+        allowance = radius
+    return allowance
 
 
 def _nowhere(lemma: str, history: list, why: str, last: Fraction) -> str:

@@ -578,9 +578,9 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
 
 
 def test_the_good_triples_look_ahead_stays_on_the_marks():
-    # hyperplanes' symmetric-middle: the good triple first holds in floats at t1 = 2; no finer
-    # grid and no allowance (CHEAPER_SEARCH: the drift beside its proof needs that t1), so
-    # its proof encloses straight to the mark, with the fine enclosure only
+    # hyperplanes' symmetric-middle: the good triple first holds in floats at t1 = 3/2; no
+    # finer grid and no allowance (not in CHEAPER_SEARCH: not measured for the good triple),
+    # so its proof encloses straight to the mark, with the fine enclosure only
     import verify.proof._prove as prove
     from verify.enclosure import Enclosure
     from verify.lemmas import good_triple
@@ -589,6 +589,6 @@ def test_the_good_triples_look_ahead_stays_on_the_marks():
     request = _request(claim, "symmetric-middle")
     ahead = prove.look_ahead(request, good_triple.ID, Enclosure(request.instance),
                              prove._marks(Fraction(6)), {})
-    assert ahead["first"] == ahead["reached"] == "2"
+    assert ahead["first"] == ahead["reached"] == "3/2"
     assert ahead["refined"] == [] and ahead["allowance"] is None
     assert good_triple.ID not in prove.CHEAPER_SEARCH

@@ -535,9 +535,10 @@ COARSE = {"bits": 128, "tol": 2.0 ** -32}
 SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
 #: The lemmas whose search uses the coarse enclosure and the refined :math:`t^*`
 #: (:data:`LOOKAHEAD_STEP`): measured on the leader map's instances of the paper suite. Not the
-#: good triple: the followers' drift is certified beside its proof at the same :math:`t_1`,
-#: and at the refined one it is not (hyperplanes paper-2d#0: proved at 17/8 instead of 5/2,
-#: in 45 instead of 52 CPU s, but the drift undecided); the coarse enclosure alone at its
+#: good triple (measured with the lemma's first version): the followers' drift was certified
+#: beside its proof at the same :math:`t_1`, and at the refined one it was not (hyperplanes
+#: paper-2d#0: proved at 17/8 instead of 5/2, in 45 instead of 52 CPU s, but the drift
+#: undecided); the coarse enclosure alone at its
 #: usual t1 proved the four paper-suite good triples 0–15 % cheaper with the drift unchanged,
 #: but a coarse attempt given up would cost its 50–80-CPU-s enclosures twice, and the
 #: unproved ones were not measured: left for a measurement on the next enclosure.

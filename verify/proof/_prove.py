@@ -49,7 +49,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, arb_mat
+from flint import arb, arb_mat, ctx
 
 from verify.enclosure import MAX_SIZE, Enclosure, unsupported
 from verify.errors import VerifyError
@@ -770,9 +770,6 @@ def _with_facts(request, document: dict, plans: list, enclosure, t1: Fraction):
 
 def _offsets(document: dict) -> dict:
     """``y_j(t1) = z_j - z_leader`` as ball text, for the order fact (d = 1)."""
-    from flint import ctx
-
-
     leader_of = document["conclusions"]["leader_of"]
     with ctx.workprec(int(document["enclosure"]["bits"])):
         z = [parse_ball(row[0]) for row in document["enclosure"]["tokens"]]
@@ -908,9 +905,6 @@ def _drift_sentence(drift: dict) -> str:
 def _proved(request, result: InstanceResult, lemma: str, plans: list, outcome: dict):
     document = outcome.pop("document")
     companion = outcome.pop("drift_document", None)
-    from flint import ctx
-
-
     with ctx.workprec(int(document["enclosure"]["bits"])):
         smallest = min(float(parse_ball(q["margin"]).lower()) for q in document["inequalities"])
     t1 = float(Fraction(outcome["t1"]))

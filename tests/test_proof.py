@@ -480,7 +480,8 @@ def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(m
     (t1 = 0: both on one side, no dominance needed), but there the follower does not yet prefer
     the leader (the drift lemma's lead inequality fails). The same enclosure is carried on to
     later marks: the drift is certified at t1 = 3/2, with its own certificate, accepted; with no
-    later marks allowed it stays undecided, and the proof and its certificate are the same."""
+    later marks allowed, or no CPU for them, it stays undecided, and the proof and its
+    certificate are the same."""
     from verify.model import Instance, Model
     from verify.proof import _prove
 
@@ -491,13 +492,17 @@ def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(m
     request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
                            family.precision, dict(claim.parameters))
 
-    def proved(marks: int):
+    def proved(marks: int, share: float = 1.0):
         monkeypatch.setattr(_prove, "DRIFT_MARKS", marks)
+        monkeypatch.setattr(_prove, "DRIFT_SHARE", share)
+        monkeypatch.setattr(_prove, "DRIFT_SECONDS", 10.0 * share)
         with proof_budget(60):
             return prove_result(request, _undecided(request))
 
-    later, only_t1 = proved(4), proved(0)
-    for result in (later, only_t1):
+    later, only_t1, no_share = proved(4), proved(0), proved(4, share=0.0)
+    assert no_share.evidence["proof"]["drift"]["behaviour"] == "undecided"
+    assert "the enclosure stopped before t1 = 1/2" in no_share.evidence["proof"]["drift"]["reason"]
+    for result in (later, only_t1, no_share):
         assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
         assert result.certificate["t1"] == "0"
     assert later.certificate["document"] == only_t1.certificate["document"]

@@ -61,6 +61,10 @@ __all__ = ["Step", "StepFailure", "taylor_step", "ball_of", "dyadic_ball"]
 
 #: Step reductions allowed before a step fails.
 _HALVINGS = 40
+#: A rejected step is shrunk by at most this factor: far from the accepted size the remainder
+#: is no power of h (symmetric-middle's first try, h = 0.55, had 5e207 and the order-12 rule
+#: asked for h = 2e-19, and 50 doublings back).
+_SHRINK_FLOOR = 1.0 / 16
 #: The flow's Jacobian is a Taylor polynomial of this degree with a Lagrange remainder.
 _W_ORDER = 3
 #: The a-priori box is widened by this much of its radius beyond the accepted remainder.
@@ -231,7 +235,7 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
             shrink = 0.8 * (target / size) ** (1.0 / power) if size > 0 and math.isfinite(
                 size) else 0.5
             rejected = (float(h), size) if math.isfinite(size) else None
-            h = _dyadic_floor(float(h) * min(0.5 if shrink != shrink else shrink, 0.9))
+            h = _dyadic_floor(float(h) * min(max(shrink, _SHRINK_FLOOR), 0.9))
             continue
         tail = (remainder * s_range ** order).entries()
         if not all(b.contains_interior(p + e) for b, p, e in zip(B.entries(), polynomial, tail,

@@ -16,6 +16,7 @@ from verify.enclosure import Enclosure, dyadic_ball
 from verify.enclosure._fields import FieldSpec
 from verify.enclosure._jacobian import jacobian
 from verify.enclosure._jets import State
+from verify.enclosure._taylor import taylor_step
 from verify.errors import InvalidArgument
 from verify.model import Instance, Model
 
@@ -230,3 +231,53 @@ def test_a_saturated_cluster_takes_long_steps():
     assert enc.advance(5)
     assert len(enc.steps) < 300
     assert enc.radius() < 1e-8
+
+
+def _sum_series(coefficients: list[list[list]], s) -> list[list]:
+    """``Σ_m c_m s^m`` entry by entry (the independent route's truncated series)."""
+    n, d = len(coefficients[0]), len(coefficients[0][0])
+    return [[sum((c[i][a] * s ** m for m, c in enumerate(coefficients)), arb(0))
+             for a in range(d)] for i in range(n)]
+
+
+def test_a_step_from_a_wide_box_holds_the_solutions_through_its_points():
+    """One step from a box of radius 1e-6 (rescaled form, non-normal V, Q ≠ I): the a-priori
+    box B (the initial box's own Taylor polynomial over [0, h], module docstring of
+    ``_taylor``) and the step's enclosure ``over`` contain the solutions through corners and
+    interior points of the box at times in [0, h], computed at 256 bits by the independent
+    route (Picard iteration on FLINT's power series with the raw softmax; 30 orders, truncation
+    far below the balls). Fails if the box is built from the centre's coefficients instead of
+    the box's, or if the flow's Jacobian W is replaced by I (both checked)."""
+    model = Model(V=[["1/2", 1], ["-1/3", "1/4"]], Q=[[1, "1/2"], [0, 1]])
+    x0 = [[1, 0], ["9/10", "1/5"], ["-1/2", "3/4"]]
+    inst = Instance(model, x0)
+    enc = Enclosure(inst, bits=128)
+    assert enc.advance(1)
+    rng = np.random.default_rng(11)
+    with ctx.workprec(128):
+        centre = enc.centre
+        m = inst.n * inst.d
+        identity = arb_mat(m, m, [1 if i == j else 0 for i in range(m) for j in range(m)])
+        r = arb_mat(m, 1, [arb(0, 1e-6)] * m)
+        step = taylor_step(enc.field, enc.t, centre, identity, r, Fraction(1, 4), order=12,
+                           tol=2.0 ** -40)
+        whole = step.over(Fraction(0), step.h)
+        end = step._state(dyadic_ball(step.h, step.h), step.WA_end)
+    box = step.box.entries()
+    assert step.h > Fraction(1, 1024), step.h
+    with ctx.workprec(256):
+        for k in range(4):
+            u = rng.uniform(-1, 1, size=m) if k else np.sign(rng.uniform(-1, 1, m))
+            start = [c + arb(float(w)) * arb("0.999e-6") for c, w in zip(
+                centre.entries(), u, strict=True)]
+            Z = [start[i * inst.d:(i + 1) * inst.d] for i in range(inst.n)]
+            series = _picard_coefficients(model, arb(str(enc.t)), Z, 30)
+            for q in range(5):
+                s = arb(str(step.h * Fraction(q, 4)))
+                exact = _sum_series(series, s)
+                for i in range(inst.n):
+                    for a in range(inst.d):
+                        assert box[i * inst.d + a].contains(exact[i][a]), (k, q, i, a)
+                        assert whole[i, a].contains(exact[i][a]), (k, q, i, a)
+                        if q == 4:
+                            assert end[i, a].contains(exact[i][a]), (k, i, a)

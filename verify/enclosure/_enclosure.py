@@ -169,7 +169,8 @@ class Enclosure:
                     try:
                         step = taylor_step(self.field, self.t, self.centre, self.A, self.r,
                                            t_end - self.t, order=self.order, tol=self.tol,
-                                           h_hint=self.steps[-1].h_next if self.steps else None)
+                                           h_hint=self.steps[-1].h_next if self.steps else None,
+                                           exponent=self.steps[-1].exponent if self.steps else 0)
                     except StepFailure as exc:
                         self.status = "failed"
                         self.message = f"at t = {float(self.t):.4g}: {exc}"

@@ -2,35 +2,49 @@ r"""One validated step: the interval Taylor method in mean-value form (a C⁰ Lo
 CAPD, with boxes instead of Lohner's rotated parallelepipeds).
 
 **Theorem (the step).** Let :math:`F(t, x)` be analytic, :math:`X` a box of states at
-:math:`t_0` with centre :math:`\hat x`, :math:`h > 0`, :math:`T = [t_0, t_0 + h]`, and let
-:math:`B` be a box and :math:`J` an interval matrix with :math:`J \ni DF(t, y)` for
-:math:`t \in T, y \in B`, such that
+:math:`t_0` with centre :math:`\hat x`, :math:`h > 0`, :math:`T = [t_0, t_0 + h]`, let
+:math:`c_j(X)` (:math:`j < N`) enclose the Taylor coefficients at :math:`t_0` of the solutions
+through every point of :math:`X`, and let :math:`B` be a box such that
 
-.. math:: X + [0, h]\,\big(F(T, \hat x) + J\,(B - \hat x)\big) \subseteq \operatorname{int} B .
+.. math:: \sum_{j<N} c_j(X)\,[0, h]^j + c_N(T, B)\,[0, h]^N \subseteq \operatorname{int} B ,
 
-Then (1) every solution with :math:`x(t_0) \in X` stays in :math:`B` on :math:`T` (the
-right-hand side encloses :math:`F(T, B)` by the mean value theorem, and the Picard operator maps
-the continuous paths in :math:`B` into themselves: Schauder); (2) for :math:`s \in [0, h]`,
+where :math:`c_N(T, B)` encloses the :math:`N`-th Taylor coefficient of the solution through
+every base point in :math:`T \times B` (ball arithmetic,
+:func:`verify.enclosure._jets.taylor_coefficients`). Then (1) every solution with
+:math:`x(t_0) \in X` exists on :math:`T` and stays in :math:`B` (the *high-order enclosure* of
+Corliss & Rihm, 1996; Nedialkov, Jackson & Pryce, 2001: :math:`X \subseteq \operatorname{int}
+B`; if the solution stayed in :math:`B` exactly up to some :math:`s^* < h`, Taylor's theorem
+with the Lagrange remainder — entrywise, at base points :math:`(t_0 + \xi, x(t_0 + \xi)) \in T
+\times B` — would put :math:`x(t_0 + s^*)` in :math:`\operatorname{int} B`, and the solution
+would go on inside :math:`B`); (2) for :math:`s \in [0, h]`,
 
 .. math:: x(t_0 + s) \in \sum_{j<N} c_j(\hat x)\, s^j + c_N(T, B)\, s^N + W(s)\,(x(t_0) - \hat x),
 
 where :math:`c_j(\hat x)` are the Taylor coefficients at :math:`t_0` of the solution through
-:math:`\hat x` and :math:`c_N(T, B)` the :math:`N`-th one over every base point in
-:math:`T \times B` (ball arithmetic, :func:`verify.enclosure._jets.taylor_coefficients`; Taylor's
-theorem with the Lagrange remainder for that solution, which stays in :math:`B`), and
-:math:`W(s)` encloses the flow's Jacobian on the segment from :math:`\hat x` to
+:math:`\hat x` (Taylor's theorem with the Lagrange remainder for that solution, which stays in
+:math:`B`), and :math:`W(s)` encloses the flow's Jacobian on the segment from :math:`\hat x` to
 :math:`x(t_0)` (the mean value theorem for the flow map): :math:`W' = DF\, W`, :math:`W(0) = I`,
-so :math:`\|W(s) - I\|_\infty \le e^{Ls} - 1` with :math:`L = \| |J| \|_\infty` (Grönwall) and
-:math:`W(h) \in I + h\, J\, W([0, h])` (the integral's average lies in the convex hull). ∎
+so :math:`\|W(s) - I\|_\infty \le e^{Ls} - 1` with :math:`L = \| |J| \|_\infty` for any
+:math:`J \ni DF(t_0 + s, x(t_0 + s))` along the solutions from :math:`X` (Grönwall), and
+:math:`W` is its Taylor polynomial with the Lagrange remainder (:func:`_flow_jacobian`). ∎
+
+The a-priori box is the initial set's own Taylor polynomial over :math:`[0, h]`: it follows the
+tokens' common motion through the step, where the first-order (Picard) form
+:math:`X + [0, h]\,(F(T, \hat x) + J\,(B - \hat x)) \subseteq B` needs the Jacobian over the
+whole box :math:`B`, which in ball arithmetic loses the tokens' correlation (in a transition
+row of attention the scores' widths multiply :math:`E^\top B E`): on hyperplanes'
+random-good-triple#0 at :math:`t = 2` its :math:`\| |J| \|_\infty` over :math:`B` was 582, at
+the centre 32, and that inclusion alone held the steps to :math:`h \le 2^{-11}`.
 
 The mean-value form is what keeps the balls small: the width of the state is multiplied by
 :math:`|W(h)| \approx |I + hJ|` per step — the flow's own expansion, entry by entry — instead of
 the much larger interval overestimate of :math:`c_j(X)` over the box (the *wrapping effect*). The
-Jacobian is in closed form (:mod:`verify.enclosure._jacobian`).
+Jacobian's Taylor coefficients are in closed form (:mod:`verify.enclosure._jacobian`).
 
 Step sizes are dyadic (8 significant bits, so that times stay exact): the previous one, doubled
-at most, halved until the inclusion holds and the remainder :math:`c_N(T, B)\, h^N` is below
-``tol`` times the state.
+at most, shrunk until the remainder :math:`c_N(T, B)\, h^N` is below
+``tol`` times the state (then the inclusion holds: the box is the polynomial widened by
+four times that).
 """
 
 from __future__ import annotations
@@ -39,15 +53,22 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from flint import arb, arb_mat, ctx, fmpq
+from flint import arb, arb_mat, fmpq
 
-from verify.enclosure._jacobian import jacobian, jacobian_series
+from verify.enclosure._jacobian import jacobian_series
 
 __all__ = ["Step", "StepFailure", "taylor_step", "ball_of", "dyadic_ball"]
 
-#: Inclusion attempts (each with a wider box) before ``h`` is halved, and halvings allowed.
-_PICARD_ATTEMPTS = 3
+#: Step reductions allowed before a step fails.
 _HALVINGS = 40
+#: A rejected step is shrunk by at most this factor: far from the accepted size the remainder
+#: is no power of h (symmetric-middle's first try, h = 0.55, had 5e207 and the order-12 rule
+#: asked for h = 2e-19, and 50 doublings back).
+_SHRINK_FLOOR = 1.0 / 16
+#: The flow's Jacobian is a Taylor polynomial of this degree with a Lagrange remainder.
+_W_ORDER = 3
+#: The a-priori box is widened by this much of its radius beyond the accepted remainder.
+_RADIUS_ROUNDING = 2.0 ** -16
 
 
 class StepFailure(Exception):
@@ -88,6 +109,7 @@ class Step:
     WA_all: arb_mat
     box: arb_mat
     h_next: Fraction = Fraction(0)  # the step the remainder suggests next
+    exponent: float = 0.0  # the remainder's measured growth c_N(T, B) h^N ~ h^p (0: unknown)
 
     @property
     def t1(self) -> Fraction:
@@ -124,27 +146,39 @@ def _identity(m: int) -> arb_mat:
     return arb_mat(m, m, [1 if i == j else 0 for i in range(m) for j in range(m)])
 
 
-def _flow_jacobian(J: arb_mat, low: list, high: list, h: Fraction) -> tuple[arb_mat, arb_mat]:
-    """``(W(h), W([0, h]))`` for :math:`W' = DF\\, W`, :math:`W(0) = I`: the Taylor series
-    :math:`I + W_1 s + W_2 s^2` with the coefficients :math:`J_0, J_1` of :math:`DF` along the
-    solutions from the initial box (``low``), and the Lagrange remainder
-    :math:`\\Psi_3(\\tau) W(\\tau) s^3`, where :math:`\\Psi_3` is the third coefficient of
-    the fundamental matrix from any base point of the step (``high``: :math:`DF`'s
-    coefficients over :math:`T \\times B`) and :math:`W(\\tau) \\in I + [\\pm(e^{L h} - 1)]`
-    (Grönwall, :math:`L = \\| |J| \\|_\\infty` with ``J`` :math:`\\ni DF(T, B)`)."""
-    m = J.nrows()
+def _fundamental(J: list, length: int) -> list:
+    """The first ``length`` Taylor coefficients of the fundamental matrix :math:`W' = J W`,
+    :math:`W(0) = I`, from those of :math:`J`: :math:`W_{m+1} = \\frac{1}{m+1}
+    \\sum_{j \\le m} J_j W_{m-j}`."""
+    W = [_identity(J[0].nrows())]
+    for m in range(length - 1):
+        W.append(sum((J[j] * W[m - j] for j in range(1, m + 1)), J[0] * W[m])
+                 * (arb(1) / (m + 1)))
+    return W
+
+
+def _flow_jacobian(low: list, high: list, h: Fraction) -> tuple[arb_mat, arb_mat]:
+    """``(W(h), W([0, h]))`` for :math:`W' = DF\\, W`, :math:`W(0) = I`: the Taylor
+    polynomial :math:`\\sum_{j \\le k} W_j s^j` from the coefficients :math:`J_0, \\dots,
+    J_{k-1}` of :math:`DF` along the solutions from the initial box (``low``, :math:`k` of them),
+    and the Lagrange remainder :math:`\\Psi_{k+1}(\\tau) W(\\tau) s^{k+1}`, where
+    :math:`\\Psi_{k+1}` is the coefficient of order :math:`k + 1` of the fundamental matrix
+    from any base point of the step (``high``: :math:`DF`'s coefficients over
+    :math:`T \\times B`, :math:`k + 1` of them) and :math:`W(\\tau) \\in I + [\\pm(e^{L h} -
+    1)]` (Grönwall, :math:`L = \\| |J| \\|_\\infty` with :math:`J = \\sum_{j < k} J_j [0, h]^j
+    + \\mathrm{high}_k [0, h]^k \\ni DF` along every solution from the initial box: Taylor's
+    theorem for :math:`s \\mapsto DF(t_0 + s, x(s))`)."""
+    k = len(low)
+    m = low[0].nrows()
     identity = _identity(m)
+    s_end, s_all = ball_of(h), dyadic_ball(Fraction(0), h)
+    J = _horner(low + [high[k]], s_all)
     L = max(sum((abs(v) for v in row), arb(0)) for row in J.tolist()).upper()
     omega = ((L * ball_of(h)).exp() - 1).upper()
     gronwall = identity + arb_mat(m, m, [arb(0, omega)] * (m * m))
-    W1 = low[0]
-    W2 = (low[1] + low[0] * W1) * (arb(1) / 2)
-    P1 = high[0]
-    P2 = (high[1] + high[0] * P1) * (arb(1) / 2)
-    rest = (high[2] + high[1] * P1 + high[0] * P2) * (arb(1) / 3) * gronwall
-    s_end, s_all = ball_of(h), dyadic_ball(Fraction(0), h)
-    return (identity + W1 * s_end + W2 * (s_end * s_end) + rest * (s_end ** 3),
-            identity + W1 * s_all + W2 * (s_all * s_all) + rest * (s_all ** 3))
+    W = _fundamental(low, k + 1)
+    rest = _fundamental(high, k + 2)[k + 1] * gronwall
+    return _horner(W + [rest], s_end), _horner(W + [rest], s_all)
 
 
 def _growth_guess(sizes: list[float], scale: float) -> float:
@@ -157,17 +191,23 @@ def _growth_guess(sizes: list[float], scale: float) -> float:
 
 def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
                 h_max: Fraction, *, order: int, tol: float,
-                h_hint: Fraction | None = None) -> Step:
+                h_hint: Fraction | None = None, exponent: float = 0.0) -> Step:
     """Validate one step of length at most ``h_max`` from the set ``centre + A r`` at ``t0``
     for the field ``field`` (a :class:`~verify.enclosure._fields.FieldSpec`) with a remainder
     below ``tol`` times the state (module docstring); ``h_hint``: the step to try first (the
-    previous step's ``h_next``). Raises :class:`StepFailure`."""
+    previous step's ``h_next``); ``exponent``: the previous step's measured growth of the
+    remainder in ``h`` (:attr:`Step.exponent`; the order when 0). Raises :class:`StepFailure`.
+
+    Over the a-priori box the remainder grows much faster than :math:`h^N` (on hyperplanes'
+    random-good-triple, :math:`h^{17}` to :math:`h^{50}`: the box widens with :math:`h`), so
+    the next step is predicted with the growth measured between a rejected and the accepted
+    attempt, which saves the rejected attempt (one jets evaluation over the box) per step."""
     rows, cols = centre.nrows(), centre.ncols()
-    m = rows * cols
     X = centre + arb_mat(rows, cols, (A * r).entries())
     references = field.references(t0, centre)
     point = field.coefficients(t0, centre, order, references)
-    low = jacobian_series(field, field.jets(t0, X, 2, references, attention=2), 2)
+    initial = field.jets(t0, X, order, references, attention=_W_ORDER)
+    low = jacobian_series(field, initial, _W_ORDER)
     sizes = [_max_abs(c.entries()) for c in point]
     scale = max(1.0, sizes[0])
     target = tol * scale
@@ -175,45 +215,43 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
                                      float(h_hint) if h_hint else math.inf, 1.0)))
     if h <= 0:
         h = min(h_max, Fraction(1, 1024))
-    x_entries, c_entries = X.entries(), centre.entries()
-    eps = arb(2) ** (-ctx.prec)
+    margin = arb(4 * target)
+    power = max(float(order), exponent)
+    rejected = None  # (h, size) of the last attempt whose remainder was too large
     why = "no step validates"
     for _ in range(_HALVINGS):
         s_range, times = dyadic_ball(Fraction(0), h), dyadic_ball(t0, t0 + h)
-        F0 = field.value(times, centre, references).entries()
-        guess = _horner(point, s_range).entries()
-        box = [(g.union(x) + arb(0, abs(g - x).upper() * arb(0.1) + eps)) for g, x in
-               zip(guess, x_entries, strict=True)]
-        for _ in range(_PICARD_ATTEMPTS):
-            B = arb_mat(rows, cols, box)
-            J = jacobian(field, times, B, references)
-            shift = (J * arb_mat(m, 1, [b - c for b, c in zip(box, c_entries,
-                                                               strict=True)])).entries()
-            image = [x + s_range * (f + g) for x, f, g in zip(x_entries, F0, shift,
-                                                              strict=True)]
-            if all(b.contains_interior(v) for b, v in zip(box, image, strict=True)):
-                break
-            if not all(v.is_finite() for v in image):
-                box = None
-                break
-            box = [b.union(v) + arb(0, v.rad() + eps) for b, v in zip(box, image, strict=True)]
-        else:
-            box = None
-        if box is None:
-            why = f"the a-priori inclusion fails for h = {float(h):.3g}"
-            h = _dyadic_floor(float(h) / 2)
-            continue
-        jets = field.jets(times, B, order, references, attention=3)
+        # the a-priori box: the initial set's Taylor polynomial over [0, h], widened by more
+        # than the remainder term that the step accepts (step (1) of the module docstring) and
+        # than the rounding of the radii (30 bits in arb)
+        polynomial = _horner(initial["state"][:order], s_range).entries()
+        B = arb_mat(rows, cols, [v + arb(0, margin + v.rad() * _RADIUS_ROUNDING)
+                                 for v in polynomial])
+        jets = field.jets(times, B, order, references, attention=_W_ORDER + 1)
         remainder = jets["state"][order]
         size = _max_abs(remainder.entries()) * float(h) ** order
         if not size <= target:
             why = f"the Taylor remainder {size:.3g} exceeds {target:.3g} at h = {float(h):.3g}"
-            shrink = 0.8 * (target / size) ** (1.0 / order) if size > 0 and math.isfinite(
+            shrink = 0.8 * (target / size) ** (1.0 / power) if size > 0 and math.isfinite(
                 size) else 0.5
-            h = _dyadic_floor(float(h) * min(0.5 if shrink != shrink else shrink, 0.9))
+            rejected = (float(h), size) if math.isfinite(size) else None
+            h = _dyadic_floor(float(h) * min(max(shrink, _SHRINK_FLOOR), 0.9))
             continue
-        W_end, W_all = _flow_jacobian(J, low, jacobian_series(field, jets, 3), h)
-        grow = min(2.0, 0.9 * (target / size) ** (1.0 / order)) if size > 0 else 2.0
+        tail = (remainder * s_range ** order).entries()
+        if not all(b.contains_interior(p + e) for b, p, e in zip(B.entries(), polynomial, tail,
+                                                                  strict=True)):
+            why = f"the a-priori inclusion fails for h = {float(h):.3g}"
+            h = _dyadic_floor(float(h) / 2)
+            continue
+        W_end, W_all = _flow_jacobian(low, jacobian_series(field, jets, _W_ORDER + 1), h)
+        if not all(v.is_finite() for v in W_all.entries()):
+            why = f"the flow's Jacobian is not finite at h = {float(h):.3g}"
+            h = _dyadic_floor(float(h) / 2)
+            continue
+        if rejected is not None and 0 < size < rejected[1]:
+            power = min(max(math.log(rejected[1] / size) / math.log(rejected[0] / float(h)),
+                            float(order)), 4.0 * order)
+        grow = min(2.0, 0.9 * (target / size) ** (1.0 / power)) if size > 0 else 2.0
         return Step(t0, h, point[:order] + [remainder], r, W_end * A, W_all * A, B,
-                    _dyadic_floor(float(h) * max(grow, 0.5)))
+                    _dyadic_floor(float(h) * max(grow, 0.5)), power)
     raise StepFailure(f"no step validates ({why}).")

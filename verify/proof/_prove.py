@@ -449,9 +449,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                         found["coarse"] = coarse
                     if lemma == good_triple.ID:
                         found["drift"], found["drift_document"] = _drift_beside(
-                            request, enclosure, mark, expired,
-                            max(DRIFT_SECONDS, DRIFT_SHARE * expired.spent())
-                            if isinstance(expired, _Clock) else math.inf)
+                            request, enclosure, mark, expired)
                     return found
             if setting is COARSE and not held and \
                     _relative_radius(enclosure) > LOOKAHEAD_RADIUS:
@@ -657,22 +655,15 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     a lemma holding in floats proves nothing.
     """
     seen = _FloatMarks(enclosure, lambda: _float_run(request, marks, runs))
-    history, reached, why = [], None, ""
-    for mark in marks:
-        try:
-            document, why = try_lemma(lemma, request.instance, seen, mark)
-        except _NotReached:
-            break
-        if document is not None:
-            first, refined, where = _refine(request, lemma, enclosure, runs,
-                                            reached if lemma in CHEAPER_SEARCH else None, mark)
-            where = where or seen
-            return {"first": str(first), "reached": str(mark), "margins": history,
-                    "refined": refined,
-                    "allowance": None if first == 0 or lemma not in CHEAPER_SEARCH else
-                    _allowance(request, lemma, where, first)}
-        reached = mark
-        history.append([float(mark), failing_margins(why)])
+    mark, reached, history, why = _first_holding(request, lemma, seen, marks)
+    if mark is not None:
+        first, refined, where = _refine(request, lemma, enclosure, runs,
+                                        reached if lemma in CHEAPER_SEARCH else None, mark)
+        where = where or seen
+        return {"first": str(first), "reached": str(mark), "margins": history,
+                "refined": refined,
+                "allowance": None if first == 0 or lemma not in CHEAPER_SEARCH else
+                _allowance(request, lemma, where, first)}
     after = next((m for m in marks if reached is None or m > reached), marks[-1])
     found = {"first": None, "reached": None if reached is None else str(reached),
              "after": str(after), "margins": history}
@@ -690,21 +681,32 @@ def _refine(request, lemma: str, enclosure, runs: dict, before: Fraction | None,
     in floats (a second float64 run, to ``mark`` only: checkpoints make the first run's
     integrator stop at each, so the grid is not in it), else ``mark``; the failing margins
     at the points before it; and the float balls it held on (``None``: those of the mark)."""
-    refined: list = []
     points = [] if before is None else _finer(before, mark)
     if not points:
-        return mark, refined, None
+        return mark, [], None
     seen = _FloatMarks(enclosure, lambda: _float_run(
         request, [Fraction(0), *points, mark], runs, key=f"refine to {mark}"))
-    for t in points:
+    held, _, refined, _ = _first_holding(request, lemma, seen, points)
+    return (mark, refined, None) if held is None else (held, refined, seen)
+
+
+def _first_holding(request, lemma: str, seen: _FloatMarks,
+                   times: list[Fraction]) -> tuple[Fraction | None, Fraction | None, list, str]:
+    """``lemma`` asked on the float balls ``seen`` at each of ``times`` in order, up to the
+    first the float64 run has not reached: the first time it holds (``None``: none), the
+    last time before it where it failed (``None``: none), the failing margins there by time,
+    and the last failure's reason."""
+    history, failed, why = [], None, ""
+    for t in times:
         try:
             document, why = try_lemma(lemma, request.instance, seen, t)
         except _NotReached:
             break
         if document is not None:
-            return t, refined, seen
-        refined.append([float(t), failing_margins(why)])
-    return mark, refined, None
+            return t, failed, history, why
+        failed = t
+        history.append([float(t), failing_margins(why)])
+    return None, failed, history, why
 
 
 def _allowance(request, lemma: str, seen: _FloatMarks, t: Fraction) -> float:
@@ -831,24 +833,25 @@ DRIFT_SHARE = 1.0
 DRIFT_SECONDS = 10.0
 
 
-def _drift_beside(request, enclosure, t1: Fraction, expired: Callable[[], bool] | None = None,
-                  seconds: float = math.inf) -> tuple[dict, dict | None]:
+def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock) -> tuple[dict, dict | None]:
     """After a good-triple proof: lemma ``hyperplane-drift`` on the same enclosure at the same
     ``t1`` (milliseconds, no new enclosure) — what the followers of each trapped side do, which
     Theorem 4.2 and the hyperplanes claim leave open ("the other coordinates need not
     converge"). Where it decides nothing at ``t1`` (the good triple can hold before the followers
     prefer one leader), the same enclosure is carried on to at most :data:`DRIFT_MARKS` later
-    marks, ``MARK_STEP`` apart, within the proof's budget (``expired``) and at most ``seconds``
-    CPU seconds, and the lemma tried at each; the record's ``t1`` is the mark where it was
+    marks, ``MARK_STEP`` apart, within the proof's budget (``expired``) and at most
+    :data:`DRIFT_SHARE` of the CPU the proof took (or :data:`DRIFT_SECONDS`), and the lemma
+    tried at each; the record's ``t1`` is the mark where it was
     decided. Returns the record for the
     proof's evidence (``behaviour`` overall and per side: ``drifts``, ``turns``, ``converges``
     or ``undecided``, with the reason when undecided) and the lemma's certificate document, or
     ``None`` when the lemma does not hold there or the checker rejects it. It never changes the
     verdict: the claim does not state it."""
-    start = time.process_time()
+    start, spent = time.process_time(), expired.spent()
+    seconds = max(DRIFT_SECONDS, DRIFT_SHARE * spent)
 
     def stop() -> bool:
-        return (expired is not None and expired()) or time.process_time() - start > seconds
+        return expired() or expired.spent() - spent >= seconds
 
     mark = t1
     document, why = _drift_at(request, enclosure, mark)

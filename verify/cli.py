@@ -175,20 +175,17 @@ def _cluster_settings(args: argparse.Namespace):
     return Budget(seconds, memory, proof)
 
 
-def _workers(args: argparse.Namespace) -> int:
+def _check_workers(args: argparse.Namespace) -> None:
     """``--workers`` of ``verify run``, checked: a positive number, and not with
     ``--scheduler`` (the cluster's workers run the instances there)."""
-    from verify.run import DEFAULT_WORKERS  # start-up
-
     if args.workers is None:
-        return DEFAULT_WORKERS
+        return
     if args.workers < 1:
         raise InvalidArgument(f"--workers={args.workers} must be at least 1 (worker processes "
                               "of the local pool).")
     if args.scheduler:
         raise InvalidArgument("--workers sets the local pool; with --scheduler the cluster's "
                               "workers run the instances: drop one of the two.")
-    return args.workers
 
 
 def _executor(args: argparse.Namespace):
@@ -507,8 +504,8 @@ def _run(args: argparse.Namespace) -> int:
     _check_precision(args.precision)
     if args.horizon is not None:
         _positive_horizon(args.horizon, "--horizon", args.allow_large)
-    workers = _workers(args)
-    from verify.run import ResultStore, new_run_id, run_claims  # start-up
+    _check_workers(args)
+    from verify.run import DEFAULT_WORKERS, ResultStore, new_run_id, run_claims  # start-up
 
     claims = _load_claims(args.claims_dir)
     ids = list(args.ids)
@@ -548,7 +545,7 @@ def _run(args: argparse.Namespace) -> int:
                          side_jobs=report_side_jobs(selected, out_dir,
                                                     figures=not args.no_figures),
                          history=out_dir.parent,  # earlier runs' seconds order the work
-                         workers=workers)
+                         workers=args.workers or DEFAULT_WORKERS)
     except KeyboardInterrupt as exc:
         exc.hint = _resume_hint(out_dir, args)
         raise

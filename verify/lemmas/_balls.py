@@ -25,7 +25,7 @@ from fractions import Fraction
 from flint import arb, arb_mat, ctx, fmpq, fmpz
 
 __all__ = ["ball_text", "parse_ball", "rational", "exact", "exact_matrix", "ball_matrix",
-           "matrix_text", "CheckFailure", "Inequality", "LemmaReport"]
+           "matrix_text", "dot", "CheckFailure", "Inequality", "LemmaReport"]
 
 
 class CheckFailure(Exception):
@@ -97,6 +97,15 @@ def ball_matrix(rows) -> arb_mat:
 
 def matrix_text(matrix: arb_mat) -> list[list[str]]:
     return [[ball_text(v) for v in row] for row in matrix.tolist()]
+
+
+def dot(u: list, v: list) -> arb:
+    """The inner product of two vectors of balls.
+
+    >>> dot([arb(1), arb(2)], [arb(3), arb(4)])
+    11.0000000000000
+    """
+    return sum((a * b for a, b in zip(u, v, strict=True)), arb(0))
 
 
 @dataclass

@@ -85,6 +85,7 @@ from verify.lemmas._balls import (
     CheckFailure,
     LemmaReport,
     ball_text,
+    dot,
     exact,
     exact_matrix,
     rational,
@@ -106,10 +107,6 @@ def _allowed(inst, i: int) -> range:
     return range(i + 1) if inst.mask == "causal" else range(inst.n)
 
 
-def _dot(u, v) -> arb:
-    return sum((a * b for a, b in zip(u, v, strict=True)), arb(0))
-
-
 def _attention(inst, X: list, i: int):
     """Row ``i``: the weights ``P_ij`` (allowed ``j``), ``y_i = c m_i`` and ``m_i``."""
     d, c = inst.d, exact(inst.scalar_value())
@@ -117,7 +114,7 @@ def _attention(inst, X: list, i: int):
     cols = list(_allowed(inst, i))
     Bxj = {j: [sum((B[a][b] * X[j][b] for b in range(d)), arb(0)) for a in range(d)]
            for j in cols}
-    scores = [_dot(X[i], Bxj[j]) for j in cols]
+    scores = [dot(X[i], Bxj[j]) for j in cols]
     ref = scores[cols.index(i)]  # softmax is shift-invariant: weights are ≤ e^{score gap}
     weights = [(s - ref).exp() for s in scores]
     total = sum(weights, arb(0))
@@ -132,7 +129,7 @@ def field(inst, X: list) -> list:
     out = []
     for i in range(inst.n):
         _, y, _ = _attention(inst, X, i)
-        inner = _dot(X[i], y)
+        inner = dot(X[i], y)
         out.append([y[a] - inner * X[i][a] for a in range(inst.d)])
     return out
 
@@ -146,7 +143,7 @@ def jacobian(inst, X: list, moving: list) -> arb_mat:
     J = arb_mat(len(moving) * d, len(moving) * d)
     for i in moving:
         P, y, m = _attention(inst, X, i)
-        inner = _dot(X[i], y)
+        inner = dot(X[i], y)
         Btx = [sum((B[a][b] * X[i][a] for a in range(d)), arb(0)) for b in range(d)]
         spread = [[sum((P[j] * (X[j][a] - m[a]) * sum((B[b][e] * X[j][e] for e in range(d)),
                                                          arb(0)) for j in P), arb(0))
@@ -156,7 +153,7 @@ def jacobian(inst, X: list, moving: list) -> arb_mat:
                 continue
             G = [[c * P[k] * ((1 if a == b else 0) + (X[k][a] - m[a]) * Btx[b])
                   + (c * spread[a][b] if k == i else 0) for b in range(d)] for a in range(d)]
-            xG = [_dot(X[i], [G[a][b] for a in range(d)]) for b in range(d)]
+            xG = [dot(X[i], [G[a][b] for a in range(d)]) for b in range(d)]
             for a in range(d):
                 for b in range(d):
                     v = G[a][b] - X[i][a] * xG[b]
@@ -169,7 +166,7 @@ def jacobian(inst, X: list, moving: list) -> arb_mat:
 def initial_row(inst, i: int) -> list:
     """:math:`x_i(0) = x0_i / |x0_i|` in balls (the model's initial token on the sphere)."""
     row = [exact(v) for v in inst.x0[i]]
-    size = _dot(row, row).sqrt()
+    size = dot(row, row).sqrt()
     return [v / size for v in row]
 
 

@@ -131,7 +131,7 @@ from fractions import Fraction
 
 from flint import acb_mat, arb, arb_mat
 
-from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
+from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, dot, exact, rational
 
 __all__ = ["ID", "check", "trap", "leading_eigenpair"]
 
@@ -184,10 +184,6 @@ def _two_norm_bound(M: arb_mat) -> arb:
     """An upper bound of the spectral norm: ``sqrt(‖MᵀM‖_∞)`` (Gershgorin)."""
     G = M.transpose() * M
     return max(sum((abs(v) for v in row), arb(0)).upper() for row in G.tolist()).sqrt().upper()
-
-
-def _dot(u: list, v: list) -> arb:
-    return sum((a * b for a, b in zip(u, v, strict=True)), arb(0))
 
 
 def _vec(M: arb_mat, v: list) -> list:
@@ -264,8 +260,8 @@ def trap(inst, t1: Fraction, z: arb_mat, symmetries: list,
     # max(value at t1, (ρ/λ1) · its Cauchy-Schwarz bound)
     ratio = (rho / lam1).upper()
     a_hat = [max(a, (ratio * U0).upper()) for a in norms]
-    p_hat = [max(abs(_dot(Btphi, u)).upper(), (ratio * kappa1 * U0).upper()) for u in U]
-    q_hat = [max(abs(_dot(Bphi, u)).upper(), (ratio * kappa2 * U0).upper()) for u in U]
+    p_hat = [max(abs(dot(Btphi, u)).upper(), (ratio * kappa1 * U0).upper()) for u in U]
+    q_hat = [max(abs(dot(Bphi, u)).upper(), (ratio * kappa2 * U0).upper()) for u in U]
     grow1, grow2 = (lam1 * exact(t1)).exp(), (2 * lam1 * exact(t1)).exp()
     sides, mus = {}, {}
     bounds = {"lam1": lam1, "phi": phi, "phi_star": phi_star, "B": B, "T": T, "U0": U0,

@@ -138,16 +138,12 @@ from fractions import Fraction
 from flint import acb, acb_mat, arb, arb_mat, fmpq, fmpq_mat, fmpq_poly
 
 from verify.lemmas import good_triple
-from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, exact, rational
+from verify.lemmas._balls import CheckFailure, LemmaReport, ball_text, dot, exact, rational
 from verify.lemmas.good_triple import _norm, _two_norm_bound, _vec
 
 __all__ = ["ID", "check", "imaginary_axis_roots"]
 
 ID = "hyperplane-drift"
-
-
-def _dot(u: list, v: list):
-    return sum((a * b for a, b in zip(u, v, strict=True)), arb(0))
 
 
 def _parameters(parameters: dict) -> tuple[dict, Fraction]:
@@ -200,9 +196,9 @@ def check(inst, t1: Fraction, z: arb_mat, symmetries: list, parameters: dict) ->
             if k == lead:
                 continue
             Bc = _vec(B, region[k])
-            toward = arb((-sign * _dot(phi, Bc)).lower())
+            toward = arb((-sign * dot(phi, Bc)).lower())
             rest = bounds["a_hat"][lead] * _norm(_vec(Tt, Bc)) + max(
-                abs(_dot(region[i], Bc)).upper() for i in members)
+                abs(dot(region[i], Bc)).upper() for i in members)
             gap = grow1 * mu * toward - rest
             U = gap if U is None or gap.lower() < U.lower() else U
         report.require(f"lead-{name}", U, f"every token of T_{name} prefers its leader {lead} "

@@ -298,6 +298,8 @@ def test_a_budget_that_ends_before_the_look_aheads_mark_says_where_the_lemma_hel
     assert proof["reason"].endswith(
         f"(the look-ahead saw the lemma hold in floats from t1 = {float(first):g})")
     assert 0 < Fraction(proof["enclosure"]["t"]) < first
+    # the record counts the budget's clock (5 fake units spent), not the wall clock
+    assert proof["cpu_seconds"] >= 5 and proof["cpu_seconds"] > proof["seconds"]
 
 
 def test_order_fact_holds_across_long_steps():

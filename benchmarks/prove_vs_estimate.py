@@ -16,7 +16,9 @@ It prints one line per instance and, per claim and overall, the share proved and
 times of this process (``time.process_time``: on a shared machine the wall clock mostly
 measures the other processes; the wall times are printed too, and the load average at the
 start and the end). Each line also says where the proof's float64 look-ahead first saw the lemma
-hold (``t*``; ``none``: no enclosure was computed) and the ``t1`` it was proved at.
+hold (``t*``; ``none``: no enclosure was computed) and the ``t1`` it was proved at, and after a
+good-triple proof the CPU of lemma ``hyperplane-drift`` tried beside it (counted in **prove**:
+it tells what the followers do, which the verdict does not need).
 The issue aims at a ratio <= 3. Certificates are written to ``--out`` (default
 ``benchmarks/certificates``, not committed) and every one is re-checked.
 
@@ -91,23 +93,26 @@ def main(argv: list[str] | None = None) -> int:
                 proof = proved.evidence.get("proof", {})
                 ahead = (proof.get("look_ahead") or {}).get("first", "-") or "none"
                 why = "" if ok else f"  ({proof.get('reason', '')[:90]})"
+                t_drift = (proof.get("drift") or {}).get("cpu_seconds", 0.0)
+                drift = f"  drift beside cpu {t_drift:5.2f}s" if "drift" in proof else ""
                 print(f"{cid:18s} {instance.name:28s} n={instance.n} d={instance.d} "
                       f"estimate {estimate.verdict.value:12s} cpu {t_estimate:7.2f}s "
                       f"(wall {w_estimate:6.1f}s)  {'PROVED' if ok else 'not proved':10s} "
                       f"cpu {t_prove:7.2f}s (wall {w_prove:6.1f}s)  "
                       f"t*={ahead:>5s} t1={proof.get('t1', '-'):>5s}  check cpu {t_check:5.2f}s"
-                      f"{why}", flush=True)
-                totals.setdefault(cid, []).append((ok, t_estimate, t_prove, t_check))
+                      f"{drift}{why}", flush=True)
+                totals.setdefault(cid, []).append((ok, t_estimate, t_prove, t_check, t_drift))
     print()
     every = [row for rows in totals.values() for row in rows]
     for name, rows in [*totals.items(), ("all", every)]:
         proved = sum(r[0] for r in rows)
-        est, prv, chk = (sum(r[i] for r in rows) for i in (1, 2, 3))
+        est, prv, chk, dft = (sum(r[i] for r in rows) for i in (1, 2, 3, 4))
         ok = [r for r in rows if r[0]]
         on_proved = (sum(r[2] for r in ok) / sum(r[1] for r in ok)) if ok else math.nan
         print(f"{name:18s} proved {proved:2d}/{len(rows):2d} ({100 * proved / len(rows):5.1f}%)"
               f"  CPU: estimate {est:8.1f}s  prove {prv:8.1f}s  ratio prove/estimate "
-              f"{prv / est:5.2f} (on the proved ones {on_proved:5.2f})  check {chk:5.2f}s")
+              f"{prv / est:5.2f} (on the proved ones {on_proved:5.2f})  check {chk:5.2f}s"
+              f"  (of the proofs' CPU, the drift beside them {dft:.1f}s)")
     print("load average at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     return 0
 

@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 
 from verify.enclosure import Enclosure, dyadic_ball
 from verify.enclosure._fields import FieldSpec
-from verify.enclosure._jacobian import _series_by_entries, jacobian, jacobian_series
+from verify.enclosure._jacobian import _forms, _series_by_entries, jacobian, jacobian_series
 from verify.enclosure._jets import State
 from verify.enclosure._taylor import taylor_step
 from verify.errors import InvalidArgument
@@ -395,10 +395,7 @@ def test_jacobian_series_encloses_the_raw_derivative_at_points_of_the_step(model
         jets = spec.jets(dyadic_ball(step.t0, step.t1), step.box, length, refs,
                          attention=length)
         over = jacobian_series(spec, jets, length)
-        by_entries = _series_by_entries(spec, jets, [[
-            sum((jets["time"][a].transpose() * spec.heads[0][0] * jets["time"][m - a]
-                 for a in range(m + 1)), arb_mat(inst.d, inst.d)) for m in range(length)]],
-            length)
+        by_entries = _series_by_entries(spec, jets, _forms(spec, jets, length), length)
         centre = jacobian_series(spec, spec.jets(step.t0, step.box.mid(), length, refs,
                                                  attention=length), length)
     box = step.box.entries()
@@ -448,10 +445,7 @@ def test_jacobian_series_contains_the_entry_by_entry_series_at_twice_the_digits(
             if bits == 128:
                 values[bits] = jacobian_series(spec, jets, 4)
             else:
-                G = ([[sum((jets["time"][a].transpose() * spec.heads[0][0] * jets["time"][m - a]
-                            for a in range(m + 1)), arb_mat(2, 2)) for m in range(4)]]
-                     if spec.rescaled else [[B] for B, _ in spec.heads])
-                values[bits] = _series_by_entries(spec, jets, G, 4)
+                values[bits] = _series_by_entries(spec, jets, _forms(spec, jets, 4), 4)
     for ours, reference in zip(values[128], values[256], strict=True):
         for u, v in zip(ours.entries(), reference.entries(), strict=True):
             assert u.contains(v)

@@ -205,18 +205,10 @@ def jacobian_series(spec, jets: dict, length: int) -> list:
     The plain softmax fields (rescaled form, or token form without pre-LN and the sphere) go
     through :func:`_softmax_series` (products of coefficient matrices); the others through
     :func:`_core` on ``arb_series`` entries (same formulas, entry by entry)."""
-    X = jets["state"]
-    d = X[0].ncols()
     model = spec.model
-    if spec.rescaled:
-        B = spec.heads[0][0]
-        E = jets["time"]
-        G_heads = [[sum((E[a].transpose() * B * E[m - a] for a in range(m + 1)), arb_mat(d, d))
-                    for m in range(length)]]
-    else:
-        G_heads = [[B] for B, _ in spec.heads]
+    G_heads = _forms(spec, jets, length)
     if not (model.unnormalised_attention or model.pre_ln or model.on_sphere):
-        U = X[:length]
+        U = jets["state"][:length]
         total = None
         for (_, V), A, G, refs in zip(spec.heads, jets["attention"], G_heads,
                                       jets["references"], strict=True):
@@ -225,6 +217,18 @@ def jacobian_series(spec, jets: dict, length: int) -> list:
                                                                         strict=True)]
         return total
     return _series_by_entries(spec, jets, G_heads, length)
+
+
+def _forms(spec, jets: dict, length: int) -> list:
+    """Per head, the coefficients of the form :math:`G`: of :math:`E(t_0 + s)^\\top B\\,
+    E(t_0 + s)` for the rescaled form (``length`` of them), else the constant :math:`\\beta
+    B_h` (one)."""
+    if not spec.rescaled:
+        return [[B] for B, _ in spec.heads]
+    B, E = spec.heads[0][0], jets["time"]
+    d = B.nrows()
+    return [[sum((E[a].transpose() * B * E[m - a] for a in range(m + 1)), arb_mat(d, d))
+             for m in range(length)]]
 
 
 def _cauchy(P: list, Q: list, length: int) -> list:
@@ -271,8 +275,8 @@ def _softmax_series(U: list, A: list, G: list, refs: list[int], V, length: int,
     g = _cauchy(U, G, length)  # row i: g_i^T = u_i^T G
     Gt = [c.transpose() for c in G]
     # I + w g^T for the rows (k, a) of a row's blocks: the 1 of column a (coefficient 0)
-    identities = [arb_mat(n * d, d, [1 if b == a else 0 for k in range(n) for a in range(d)
-                                     for b in range(d)])]
+    identities = arb_mat(n * d, d, [1 if b == a else 0 for k in range(n) for a in range(d)
+                                    for b in range(d)])
     # entry (k, a·d + b) of the n × d² layout goes to (a, k·d + b) of the d × nd one
     layout = [k * d * d + a * d + b for a in range(d) for k in range(n) for b in range(d)]
     A_entries = [c.entries() for c in A]
@@ -291,7 +295,7 @@ def _softmax_series(U: list, A: list, G: list, refs: list[int], V, length: int,
         second = _cauchy(_cauchy([w.transpose() for w in W], _cauchy(scale, W, length),
                                  length), Gt, length)  # C_i G^T
         outer = _cauchy([arb_mat(n * d, 1, w.entries()) for w in W], g_i, length)
-        outer[0] = outer[0] + identities[0]  # rows (k, a): I + w_ik g_i^T
+        outer[0] = outer[0] + identities  # rows (k, a): I + w_ik g_i^T
         blocks = _cauchy(scale, [arb_mat(n, d * d, c.entries()) for c in outer], length)
         for m in range(length):
             entries = blocks[m].entries()

@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 
 from verify.enclosure import Enclosure, dyadic_ball
 from verify.enclosure._fields import FieldSpec
-from verify.enclosure._jacobian import jacobian
+from verify.enclosure._jacobian import _forms, _series_by_entries, jacobian, jacobian_series
 from verify.enclosure._jets import State
 from verify.enclosure._taylor import taylor_step
 from verify.errors import InvalidArgument
@@ -281,3 +281,172 @@ def test_a_step_from_a_wide_box_holds_the_solutions_through_its_points():
                         assert whole[i, a].contains(exact[i][a]), (k, q, i, a)
                         if q == 4:
                             assert end[i, a].contains(exact[i][a]), (k, i, a)
+
+
+class _Dual:
+    """``v + ε e`` with ``ε² = 0`` over FLINT series: forward differentiation of the raw field
+    (the independent route of the Jacobian's series)."""
+
+    def __init__(self, v, e=None):
+        self.v, self.e = v, arb_series([0]) if e is None else e
+
+    def __add__(self, other):
+        return _Dual(self.v + other.v, self.e + other.e)
+
+    def __sub__(self, other):
+        return _Dual(self.v - other.v, self.e - other.e)
+
+    def __mul__(self, other):
+        return _Dual(self.v * other.v, self.v * other.e + self.e * other.v)
+
+    def __truediv__(self, other):
+        return _Dual(self.v / other.v, (self.e * other.v - self.v * other.e) / (other.v * other.v))
+
+    def exp(self):
+        value = self.v.exp()
+        return _Dual(value, value * self.e)
+
+
+def _encloses(ours, reference) -> bool:
+    """Our ball contains the reference ball (the truth's tighter enclosure); where the
+    reference is the wider one (an entry like e^{-4000} that its cancellation cannot resolve),
+    the two must overlap (both contain the truth)."""
+    if reference.rad() > ours.rad():
+        return ours.overlaps(reference)
+    return ours.contains(reference)
+
+
+def _raw_jacobian_series(model, t, Z: list[list], length: int) -> list[list[list]]:
+    """The coefficients of orders ``< length`` of :math:`s \\mapsto DF(t + s, z(s))` along the
+    rescaled solution with ``z(t) = Z`` (entry ``(i·d + a, k·d + b)``), by an independent
+    route: :math:`z(s)` from :func:`_picard_coefficients`, and each column :math:`DF\\, e_{kb}`
+    by forward differentiation (:class:`_Dual`) of the raw field :math:`V(\\sum_j w_{ij} z_j /
+    \\sum_j w_{ij} - z_i)`, :math:`w_{ij} = \\exp\\langle E z_i, B E z_j\\rangle` (no reference
+    column, no centring, no jets, no closed form)."""
+    n, d = len(Z), len(Z[0])
+    coefficients = _picard_coefficients(model, t, Z, length)
+    V = [[arb(str(Fraction(v))) for v in row] for row in model.V]
+    B = [[arb(str(Fraction(v))) for v in row] for row in model.B]
+    Vm = arb_mat(V)
+    old = ctx.cap
+    ctx.cap = length
+    try:
+        powers, term = [], (Vm * t).exp()
+        for k in range(length):
+            powers.append(term)
+            term = term * Vm * (arb(1) / (k + 1))
+        E = [[_Dual(arb_series([powers[k][a, b] for k in range(length)])) for b in range(d)]
+             for a in range(d)]
+        const = [[_Dual(arb_series([v])) for v in row] for row in V]
+        Bc = [[_Dual(arb_series([v])) for v in row] for row in B]
+        columns = []
+        for k in range(n):
+            for b in range(d):
+                z = [[_Dual(arb_series([coefficients[m][i][a] for m in range(length)]),
+                            arb_series([1 if (i, a) == (k, b) else 0]))
+                      for a in range(d)] for i in range(n)]
+                y = [[sum((E[a][c] * row[c] for c in range(1, d)), E[a][0] * row[0])
+                      for a in range(d)] for row in z]
+                By = [[sum((Bc[a][c] * row[c] for c in range(1, d)), Bc[a][0] * row[0])
+                       for a in range(d)] for row in y]
+                column = []
+                for i in range(n):
+                    w = [sum((y[i][a] * By[j][a] for a in range(1, d)), y[i][0] * By[j][0]).exp()
+                         for j in range(n)]
+                    total = sum(w[1:], w[0])
+                    mean = [sum((w[j] * z[j][a] for j in range(1, n)), w[0] * z[0][a]) / total
+                            for a in range(d)]
+                    column.extend(sum((const[a][c] * (mean[c] - z[i][c]) for c in range(1, d)),
+                                      const[a][0] * (mean[0] - z[i][0])).e for a in range(d))
+                columns.append(column)
+    finally:
+        ctx.cap = old
+
+    def entry(series, m):
+        values = series.coeffs()
+        return values[m] if m < len(values) else arb(0)
+
+    return [[[entry(columns[col][row], m) for col in range(n * d)] for row in range(n * d)]
+            for m in range(length)]
+
+
+@pytest.mark.parametrize("model, x0, t", [
+    (Model(V=[[1]]), [["-3/4"], ["-7/10"], ["-13/20"], ["1443/1000"]], 4),
+    (Model(V=[["1/2", 1], ["-1/3", "1/4"]], Q=[[1, "1/2"], [0, 1]]),
+     [[1, 0], ["9/10", "1/5"], ["-1/2", "3/4"]], 1),
+], ids=["adversarial-pull", "non-normal-V"])
+def test_jacobian_series_encloses_the_raw_derivative_at_points_of_the_step(model, x0, t):
+    """The Jacobian's Taylor coefficients that a step uses — along the solutions from its
+    a-priori box over its time interval (products of coefficient matrices,
+    ``_softmax_series``) and along the solution through the centre — contain, entry by entry,
+    those along the solutions through sampled points of :math:`T \\times B` (corners by sign and
+    random interior points), computed at 256 bits by forward differentiation of the raw
+    softmax field along Picard series (:func:`_raw_jacobian_series`); the entry-by-entry
+    formulation (``_series_by_entries``, every other variant's) contains them too."""
+    inst = Instance(model, x0)
+    enc = Enclosure(inst, bits=128)
+    assert enc.advance(t)
+    step = enc.steps[-1]
+    length = 4
+    rng = np.random.default_rng(5)
+    with ctx.workprec(128):
+        spec = enc.field
+        refs = spec.references(step.t0, step.box.mid())
+        jets = spec.jets(dyadic_ball(step.t0, step.t1), step.box, length, refs,
+                         attention=length)
+        over = jacobian_series(spec, jets, length)
+        by_entries = _series_by_entries(spec, jets, _forms(spec, jets, length), length)
+        centre = jacobian_series(spec, spec.jets(step.t0, step.box.mid(), length, refs,
+                                                 attention=length), length)
+    box = step.box.entries()
+    nd = inst.n * inst.d
+    with ctx.workprec(256):
+        points = [(step.t0, [b.mid() for b in box])]
+        for k in range(4):
+            u = rng.uniform(-1, 1, size=len(box)) if k else np.sign(rng.uniform(-1, 1, len(box)))
+            points.append((step.t0 + step.h * Fraction(k, 3), [
+                b.mid() + arb(float(w)) * b.rad() * arb("0.99") for b, w in zip(box, u,
+                                                                                 strict=True)]))
+        resolved = 0
+        for k, (t_point, point) in enumerate(points):
+            Z = [point[i * inst.d:(i + 1) * inst.d] for i in range(inst.n)]
+            exact = _raw_jacobian_series(model, arb(str(t_point)), Z, length)
+            for m in range(length):
+                for row in range(nd):
+                    for col in range(nd):
+                        value = exact[m][row][col]
+                        assert _encloses(over[m][row, col], value), (k, m, row, col)
+                        assert _encloses(by_entries[m][row, col], value), (k, m, row, col)
+                        if k == 0:
+                            assert _encloses(centre[m][row, col], value), (m, row, col)
+                            resolved += value.rad() <= centre[m][row, col].rad()
+    assert resolved >= length * nd * nd // 2  # the reference is the tighter ball mostly
+
+
+@pytest.mark.parametrize("model", [
+    Model(V=[["1/2", 1], [0, "-1/3"]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], beta="3/2"),
+    Model(V=[[1, 0], [0, 1]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], mask="causal"),
+    Model(heads=[{"V": [[1, 0], [0, 1]]}, {"V": [[0, 1], [-1, 0]], "Q": [[1, 1], [0, 1]]}],
+          form="x"),
+], ids=["rescaled", "causal", "two-heads"])
+def test_jacobian_series_contains_the_entry_by_entry_series_at_twice_the_digits(model):
+    """At a point, the series from products of coefficient matrices (128 bits) contains the
+    entry-by-entry formulation's (``_series_by_entries``) at 256 bits — masks (a masked pair's
+    attention is an exact 0) and several heads (their blocks summed) included."""
+    X = [[1, "1/4"], ["-1/2", "3/4"], ["3/5", "4/5"], ["-1/5", "-9/10"]]
+    t0 = Fraction(1, 3)
+    values = {}
+    for bits in (128, 256):
+        with ctx.workprec(bits):
+            spec = FieldSpec(model, 4)
+            state = arb_mat([[arb(str(Fraction(v))) for v in row] for row in X])
+            refs = spec.references(t0, state)
+            jets = spec.jets(t0, state, 4, refs, attention=4)
+            if bits == 128:
+                values[bits] = jacobian_series(spec, jets, 4)
+            else:
+                values[bits] = _series_by_entries(spec, jets, _forms(spec, jets, 4), 4)
+    for ours, reference in zip(values[128], values[256], strict=True):
+        for u, v in zip(ours.entries(), reference.entries(), strict=True):
+            assert u.contains(v)
+            assert float(v.rad()) < 1e-60

@@ -186,7 +186,7 @@ class FieldSpec:
             parts.append((pick, offsets))
         if factor is not None:
             D = ScalarTimes(D, factor)
-        E = ElementExp(D, self.allowed)
+        E = ElementExp(D, self.allowed, unit=[i * n + references[i] for i in range(n)])
         inverse = ElementPower(MatMul(E, self.ones_n), -1)
         # A U = u_r(i) + A (U - 1 u_r(i)ᵀ) row by row (the rows of A sum to 1): the
         # attention's width is multiplied by the small offsets u_j - u_r, not by u_j

@@ -26,7 +26,13 @@ Masked pairs have :math:`A_{ij} = 0`. Then, per variant (blocks :math:`J_{ik} = 
   :math:`J_{ik} = \Pi_i\, Dm_{ik} - \delta_{ik}\big(x_i m_i^\top/|x_i|^2 - 2\rho_i x_i x_i^\top
   /|x_i|^2 + \rho_i I\big)`.
 
-The test-suite checks every variant against the forward-mode jets of the field.
+Along a trajectory (:func:`jacobian_series`) the plain softmax fields (rescaled form, token
+form without pre-LN or the sphere) form these blocks from products of the coefficient matrices
+(:func:`_softmax_series`: the Cauchy products of ``arb_mat`` in C); the other variants use the
+same formulas on ``arb_series`` entries (:func:`_core`), 2–3× slower for ``d = 3``.
+
+The test-suite checks every variant against the forward-mode jets of the field, and the
+series of both routes against a raw-softmax derivative along 256-bit Picard series.
 """
 
 from __future__ import annotations
@@ -194,7 +200,119 @@ def jacobian_series(spec, jets: dict, length: int) -> list:
     """The first ``length`` Taylor coefficients (``nd × nd`` ``arb_mat``) of
     :math:`s \\mapsto DF(t_0 + s, x(s))` along the solutions whose jets ``jets`` holds (from
     :meth:`verify.enclosure._fields.FieldSpec.jets`: the state's coefficients, each head's
-    attention coefficients and, for the rescaled form, :math:`E(t_0 + s)`'s)."""
+    attention coefficients and, for the rescaled form, :math:`E(t_0 + s)`'s).
+
+    The plain softmax fields (rescaled form, or token form without pre-LN and the sphere) go
+    through :func:`_softmax_series` (products of coefficient matrices); the others through
+    :func:`_core` on ``arb_series`` entries (same formulas, entry by entry)."""
+    model = spec.model
+    G_heads = _forms(spec, jets, length)
+    if not (model.unnormalised_attention or model.pre_ln or model.on_sphere):
+        U = jets["state"][:length]
+        total = None
+        for (_, V), A, G, refs in zip(spec.heads, jets["attention"], G_heads,
+                                      jets["references"], strict=True):
+            blocks = _softmax_series(U, A[:length], G, refs, V, length, spec.rescaled)
+            total = blocks if total is None else [a + b for a, b in zip(total, blocks,
+                                                                        strict=True)]
+        return total
+    return _series_by_entries(spec, jets, G_heads, length)
+
+
+def _forms(spec, jets: dict, length: int) -> list:
+    """Per head, the coefficients of the form :math:`G`: of :math:`E(t_0 + s)^\\top B\\,
+    E(t_0 + s)` for the rescaled form (``length`` of them), else the constant :math:`\\beta
+    B_h` (one)."""
+    if not spec.rescaled:
+        return [[B] for B, _ in spec.heads]
+    B, E = spec.heads[0][0], jets["time"]
+    d = B.nrows()
+    return [[sum((E[a].transpose() * B * E[m - a] for a in range(m + 1)), arb_mat(d, d))
+             for m in range(length)]]
+
+
+def _cauchy(P: list, Q: list, length: int) -> list:
+    """The first ``length`` coefficients of the product of two matrix series given by their
+    coefficient lists (a list of one: a constant)."""
+    out = []
+    for m in range(length):
+        lo, hi = max(0, m - len(Q) + 1), min(m, len(P) - 1)
+        if lo > hi:
+            out.append(arb_mat(P[0].nrows(), Q[0].ncols()))
+            continue
+        total = P[lo] * Q[m - lo]
+        for j in range(lo + 1, hi + 1):
+            total += P[j] * Q[m - j]
+        out.append(total)
+    return out
+
+
+def _softmax_series(U: list, A: list, G: list, refs: list[int], V, length: int,
+                    rescaled: bool) -> list:
+    r"""The coefficients of the blocks :math:`V M_{ik}` — :math:`V (M_{ii} - I)` on the
+    diagonal for the rescaled form — (module docstring) as ``nd × nd`` matrices, from the
+    coefficient matrices of the tokens ``U`` (``n × d``), the attention ``A`` (``n × n``), the
+    form ``G`` (``d × d``; one coefficient: a constant) and the reference columns ``refs``,
+    with products of coefficient matrices (Cauchy products in :math:`s`) instead of series
+    entry by entry. Per row :math:`i` with reference :math:`r`: the offsets :math:`o_k = u_k -
+    u_r` (row :math:`r` exactly 0), the mean :math:`\mu_i = \sum_q A_{iq} o_q`,
+    :math:`w_{ik} = o_k - \mu_i`, :math:`g_i = G^\top u_i`, :math:`C_i = \sum_q A_{iq} w_{iq}
+    w_{iq}^\top` and
+
+    .. math:: M_{ik} = A_{ik} \big(I + w_{ik}\, g_i^\top\big) + \delta_{ik}\, C_i G^\top,
+
+    each factor formed in the order of :func:`_blocks` (the attention multiplies
+    :math:`I + w g^\top`, not its two terms apart: that was measured 4–5 % wider at the end of
+    an enclosure)."""
+    n, d = U[0].nrows(), U[0].ncols()
+    ones = arb_mat(n, 1, [1] * n)
+    offsets, weighted = {}, {}
+    for r in sorted(set(refs)):
+        centre = arb_mat(n, n, [(1 if q == j else 0) - (1 if j == r else 0)
+                                for q in range(n) for j in range(n)])
+        offsets[r] = [centre * u for u in U]
+        weighted[r] = _cauchy(A, offsets[r], length)  # row i: the mean of row i
+    g = _cauchy(U, G, length)  # row i: g_i^T = u_i^T G
+    Gt = [c.transpose() for c in G]
+    # I + w g^T for the rows (k, a) of a row's blocks: the 1 of column a (coefficient 0)
+    identities = arb_mat(n * d, d, [1 if b == a else 0 for k in range(n) for a in range(d)
+                                    for b in range(d)])
+    # entry (k, a·d + b) of the n × d² layout goes to (a, k·d + b) of the d × nd one
+    layout = [k * d * d + a * d + b for a in range(d) for k in range(n) for b in range(d)]
+    A_entries = [c.entries() for c in A]
+    rows: list[list] = [[] for _ in range(length)]
+    for i in range(n):
+        r = refs[i]
+        W, scale, g_i = [], [], []
+        for m in range(length):
+            mean = arb_mat(1, d, weighted[r][m].entries()[i * d:(i + 1) * d])
+            W.append(offsets[r][m] - ones * mean)  # row k: w_ik^T
+            D = arb_mat(n, n)
+            for q in range(n):
+                D[q, q] = A_entries[m][i * n + q]
+            scale.append(D)
+            g_i.append(arb_mat(1, d, g[m].entries()[i * d:(i + 1) * d]))
+        second = _cauchy(_cauchy([w.transpose() for w in W], _cauchy(scale, W, length),
+                                 length), Gt, length)  # C_i G^T
+        outer = _cauchy([arb_mat(n * d, 1, w.entries()) for w in W], g_i, length)
+        outer[0] = outer[0] + identities  # rows (k, a): I + w_ik g_i^T
+        blocks = _cauchy(scale, [arb_mat(n, d * d, c.entries()) for c in outer], length)
+        for m in range(length):
+            entries = blocks[m].entries()
+            flat = [entries[j] for j in layout]  # d × nd: row a, column (k, b)
+            extra = second[m].entries()
+            for a in range(d):
+                for b in range(d):
+                    at = a * n * d + i * d + b
+                    flat[at] = flat[at] + extra[a * d + b]
+                    if rescaled and m == 0 and a == b:
+                        flat[at] = flat[at] - 1
+            rows[m].extend((V * arb_mat(d, n * d, flat)).entries())
+    return [arb_mat(n * d, n * d, entries) for entries in rows]
+
+
+def _series_by_entries(spec, jets: dict, G_heads: list, length: int) -> list:
+    """:func:`jacobian_series` by :func:`_core` on ``arb_series`` entries (every variant)."""
     def series(coefficients: list, i: int, j: int):
         return arb_series([c[i, j] for c in coefficients[:length]])
 
@@ -206,28 +324,21 @@ def jacobian_series(spec, jets: dict, length: int) -> list:
         rows = [[series(X, i, a) for a in range(d)] for i in range(n)]
         A_heads = [[[series(A, i, j) for j in range(n)] for i in range(n)]
                    for A in jets["attention"]]
-        if spec.rescaled:
-            B = spec.heads[0][0]
-            E = jets["time"]
-            G = [sum((E[a].transpose() * B * E[m - a] for a in range(m + 1)),
-                     arb_mat(d, d)) for m in range(length)]
-            G_heads = [[[series(G, a, b) for b in range(d)] for a in range(d)]]
-        else:
-            G_heads = [B.tolist() for B, _ in spec.heads]
+        G_heads = [[[series(G, a, b) for b in range(d)] for a in range(d)] if len(G) > 1
+                   else G[0].tolist() for G in G_heads]
         zero = 0 * rows[0][0]
         flat = _flatten(_core(spec, rows, A_heads, G_heads, jets["references"], zero), n,
                         d, zero)
     finally:
         ctx.cap = old
+    columns = [_coefficients(v, length) for row in flat for v in row]
     m = n * d
-    out = []
-    for power in range(length):
-        out.append(arb_mat(m, m, [_coefficient(v, power) for row in flat for v in row]))
-    return out
+    return [arb_mat(m, m, [c[power] for c in columns]) for power in range(length)]
 
 
-def _coefficient(value, power: int):
+def _coefficients(value, length: int) -> list:
+    """The first ``length`` coefficients of an ``arb_series`` (or of a constant)."""
     if isinstance(value, arb_series):
-        coefficients = value.coeffs()
-        return coefficients[power] if power < len(coefficients) else 0
-    return value if power == 0 else 0
+        coefficients = value.coeffs()[:length]
+        return coefficients + [0] * (length - len(coefficients))
+    return [value] + [0] * (length - 1)

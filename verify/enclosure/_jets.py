@@ -54,9 +54,12 @@ class Node:
 
     def coef(self, m: int):
         """The coefficient of order ``m`` (an ``arb_mat``), computing the missing ones."""
-        while len(self._coef) <= m:
-            self._coef.append(self._compute(len(self._coef)))
-        return self._coef[m]
+        coefficients = self._coef
+        if m < len(coefficients):
+            return coefficients[m]
+        while len(coefficients) <= m:
+            coefficients.append(self._compute(len(coefficients)))
+        return coefficients[m]
 
     def entries(self, m: int) -> list:
         """``coef(m)`` as a flat row-major list of ``arb`` (cached)."""
@@ -178,31 +181,36 @@ class MatMul(Node):
 
 class ElementExp(Node):
     """Entrywise ``exp(A)``, with structural zeros where ``allowed`` (a flat list of bools) is
-    false."""
+    false and exact ones at the flat indices ``unit``, where ``A`` is identically zero (a
+    softmax row's reference column: :math:`e^0 = 1`, its higher coefficients 0) — entries
+    that are not computed."""
 
-    def __init__(self, a: Node, allowed: list | None = None) -> None:
+    def __init__(self, a: Node, allowed: list | None = None, unit: tuple = ()) -> None:
         super().__init__(a.rows, a.cols)
         self.a = a
         self.allowed = allowed
+        self.unit = tuple(unit)
+        self.active = [k for k in range(a.rows * a.cols)
+                       if (allowed is None or allowed[k]) and k not in self.unit]
 
     def _compute(self, m: int):
-        allowed = self.allowed
-        zero = 0 * self.a.entries(0)[0]
+        a0 = self.a.entries(0)
+        zero = 0 * a0[0]
+        out = [zero] * (self.rows * self.cols)
         if m == 0:
-            return self._new([v.exp() if allowed is None or allowed[k] else zero
-                              for k, v in enumerate(self.a.entries(0))])
+            for k in self.active:
+                out[k] = a0[k].exp()
+            for k in self.unit:
+                out[k] = zero + 1
+            return self._new(out)
         jA = [self._scaled(j) for j in range(1, m + 1)]  # j · A_j, entries
         E = [self.entries(m - j) for j in range(1, m + 1)]  # E_{m-j}, same order
         inv = arb(1) / m
-        out = []
-        for k in range(self.rows * self.cols):
-            if allowed is not None and not allowed[k]:
-                out.append(zero)
-                continue
+        for k in self.active:
             total = zero
             for a, e in zip(jA, E, strict=True):
                 total += a[k] * e[k]
-            out.append(total * inv)
+            out[k] = total * inv
         return self._new(out)
 
     def _scaled(self, j: int) -> list:
@@ -234,10 +242,11 @@ class ElementPower(Node):
         A = [self.a.entries(j) for j in range(m + 1)]
         P = [self.entries(j) for j in range(m)]
         out = []
+        factors = [self.alpha * j - (m - j) for j in range(m + 1)]
         for k in range(n * c):
             total = 0 * a0[k]
             for j in range(1, m + 1):
-                total += (self.alpha * j - (m - j)) * A[j][k] * P[m - j][k]
+                total += factors[j] * A[j][k] * P[m - j][k]
             out.append(total / (m * a0[k]))
         return self._new(out)
 
@@ -301,6 +310,7 @@ class Transpose(Node):
     def __init__(self, a: Node) -> None:
         super().__init__(a.cols, a.rows)
         self.a = a
+        self.constant = a.constant  # a product with it is then one product per order
 
     def _compute(self, m: int):
         return self.a.coef(m).transpose()

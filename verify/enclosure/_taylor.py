@@ -152,8 +152,11 @@ def _fundamental(J: list, length: int) -> list:
     \\sum_{j \\le m} J_j W_{m-j}`."""
     W = [_identity(J[0].nrows())]
     for m in range(length - 1):
-        W.append(sum((J[j] * W[m - j] for j in range(1, m + 1)), J[0] * W[m])
-                 * (arb(1) / (m + 1)))
+        # J_j W_{m-j} with W_0 = I: the product by the identity is not formed
+        total = J[0] * W[m] if m else J[0]
+        for j in range(1, m + 1):
+            total += J[j] * W[m - j] if j < m else J[m]
+        W.append(total * (arb(1) / (m + 1)))
     return W
 
 
@@ -206,7 +209,8 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
     X = centre + arb_mat(rows, cols, (A * r).entries())
     references = field.references(t0, centre)
     point = field.coefficients(t0, centre, order, references)
-    initial = field.jets(t0, X, order, references, attention=_W_ORDER)
+    # orders < N of the initial set (the a-priori box's polynomial): its order N is not used
+    initial = field.jets(t0, X, order - 1, references, attention=_W_ORDER)
     low = jacobian_series(field, initial, _W_ORDER)
     sizes = [_max_abs(c.entries()) for c in point]
     scale = max(1.0, sizes[0])

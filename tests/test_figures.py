@@ -198,8 +198,11 @@ def test_heatmaps_rank_panel_and_order(traj2):
     G = hardmax_graph(traj2.scaled_scores[-1], traj2.score_radius(-1))
     assert expected[-1] == len(leaders(G)) == 3
     # the last heat map is P(T) with tokens grouped by leader: each row's 1 sits in its block
-    order = [int(label.get_text()) - 1 for label in heat[-1].get_yticklabels()]  # 1-based
+    order = [int(label.get_text()) - 1 for label in heat[0].get_yticklabels()]  # 1-based
     assert sorted(order) == list(range(traj2.n))
+    for ax in heat:  # the columns in the rows' order; the rows labelled once, on the left
+        assert [int(label.get_text()) - 1 for label in ax.get_xticklabels()] == order
+    assert all(not ax.get_yticklabels() for ax in heat[1:])
     shown = heat[-1].images[0].get_array()
     np.testing.assert_array_equal(shown, traj2.attention[-1][np.ix_(order, order)])
     png_shape(fig, 30)

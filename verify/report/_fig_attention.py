@@ -14,6 +14,7 @@ from verify.report._figstyle import (
     colour_clusters,
     describe,
     float_array,
+    inches_box,
     latex_float,
     new_figure,
     token_colours,
@@ -135,31 +136,34 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
         b + 0.5 for b in range(n - 1) if leader[order[b]] != leader[order[b + 1]]]
 
     k = len(panels)
-    fig = new_figure(max(6.4, 2.7 * k + 1.2), 6.2)
-    grid = fig.add_gridspec(2, k, height_ratios=[1.0, 0.62])
+    fig = new_figure(max(6.4, 2.7 * k + 1.2), 6.2, layout=None)
+    heat_boxes, rank_box, bar_box = _heatmap_layout(fig, k)
     step = max(1, int(np.ceil(n / 12)))
+    ticks = np.arange(0, n, step)
+    tick_text = [str(order[j] + 1) for j in ticks]  # 1-based
     image = None
     for col, index in enumerate(panels):
-        ax = fig.add_subplot(grid[0, col])
+        ax = fig.add_axes(heat_boxes[col])
         image = ax.imshow(P[index][np.ix_(order, order)], vmin=0, vmax=1, cmap="Blues",
                           interpolation="nearest")
         for b in boundaries:
             ax.axhline(b, color="0.55", lw=0.6)
             ax.axvline(b, color="0.55", lw=0.6)
-        ticks = np.arange(0, n, step)
         for setter, label_setter in ((ax.set_xticks, ax.set_xticklabels),
                                      (ax.set_yticks, ax.set_yticklabels)):
             setter(ticks)
-            labels = label_setter([str(order[j] + 1) for j in ticks], fontsize=9)  # 1-based
+            labels = label_setter(tick_text, fontsize=9)
             for lab, j in zip(labels, ticks, strict=True):
                 lab.set_color(colours[order[j]])
         ax.set_title(rf"$P(t)$ at $t = {t[index]:.3g}$", fontsize=10)
         ax.set_xlabel(r"token $j$", fontsize=9)
         if col == 0:
             ax.set_ylabel(r"token $i$", fontsize=9)
-    fig.colorbar(image, ax=fig.axes[:k], shrink=0.85, label=r"$P_{ij}(t)$")
+        else:  # the rows are in the same order in every panel: their labels are the first's
+            ax.tick_params(labelleft=False)
+    fig.colorbar(image, cax=fig.add_axes(bar_box), label=r"$P_{ij}(t)$")
 
-    ax = fig.add_subplot(grid[1, :])
+    ax = fig.add_axes(rank_box)
     ax.plot(t, ranks, "o-", color="C3", ms=3.5, lw=1.2, gid="rank",
             label=rf"$\#\{{k : \sigma_k(P(t)) > {latex_float(rank_rtol, 2)}\,\sigma_1\}}$")
     for index in panels:
@@ -174,5 +178,30 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     ax.grid(True, lw=0.3, alpha=0.5)
     ax.legend(fontsize=8, loc="best")
     order_note = "sorted by cluster at $t = T$" if leader is not None else "in index order"
-    fig.suptitle(rf"Attention $P(t)$, $n = {n}$ tokens {order_note}", fontsize=11)
+    fig.suptitle(rf"Attention $P(t)$, $n = {n}$ tokens {order_note}", fontsize=11, y=0.99,
+                 va="top")
     return fig
+
+
+# The heat maps' fixed layout, in inches: room for the titles above, for the first panel's row
+# labels and the rank panel's labels on the left, the colour bar on the right, the column labels
+# between the rows and the time axis below (tick labels of at most 3 digits, fontsize 9-10).
+_TOP, _LEFT, _RIGHT, _GAP, _MID, _BOTTOM = 0.7, 0.8, 1.2, 0.3, 0.75, 0.6
+_RANK_SHARE = 0.62  # the rank panel's height against a heat map's, when there is room
+
+
+def _heatmap_layout(fig: Figure, k: int) -> tuple[list, list, list]:
+    """Boxes (figure fractions) of ``k`` square heat maps side by side, the rank panel below
+    them across the same width, and the colour bar to their right: a fixed layout, so that
+    rendering measures no text to place the axes."""
+    width, height = fig.get_size_inches()
+    span = width - _LEFT - _RIGHT  # the heat maps' row and the rank panel
+    pitch = (span + _GAP) / k
+    rows = height - _TOP - _MID - _BOTTOM
+    side = min(pitch - _GAP, rows / (1 + _RANK_SHARE))
+    top = height - _TOP
+    heat = [inches_box(fig, _LEFT + col * pitch + (pitch - _GAP - side) / 2, top - side, side,
+                       side) for col in range(k)]
+    rank = inches_box(fig, _LEFT, _BOTTOM, span, rows - side)
+    bar = inches_box(fig, width - _RIGHT + 0.25, top - 0.925 * side, 0.16, 0.85 * side)
+    return heat, rank, bar

@@ -24,9 +24,9 @@ from matplotlib.figure import Figure
 from verify.errors import InvalidArgument
 
 __all__ = [
-    "new_figure", "palette", "colour_clusters", "token_colours", "figure_to_png_bytes",
-    "figure_to_data_uri", "describe", "float_array", "latex_float", "PNG_SIGNATURE",
-    "DEFAULT_DPI",
+    "new_figure", "inches_box", "palette", "colour_clusters", "token_colours",
+    "figure_to_png_bytes", "figure_to_data_uri", "describe", "float_array", "latex_float",
+    "PNG_SIGNATURE", "DEFAULT_DPI",
 ]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -83,11 +83,35 @@ def latex_float(x: float, digits: int = 3) -> str:
     return power if mantissa == "1" else f"{mantissa} \\cdot {power}"
 
 
-def new_figure(width: float, height: float) -> Figure:
-    """A :class:`Figure` of ``width × height`` inches on the Agg canvas, constrained layout."""
-    fig = Figure(figsize=(width, height), layout="constrained")
+def new_figure(width: float, height: float, *, layout: str | None = "constrained") -> Figure:
+    """A :class:`Figure` of ``width × height`` inches on the Agg canvas.
+
+    ``layout="constrained"`` (default) lets matplotlib place the axes around their labels when
+    the figure is saved; ``layout=None`` is for a figure that places its axes itself (a fixed
+    layout, in inches: :func:`inches_box`). Constrained layout measures every text of the
+    figure in two passes and makes ``savefig`` draw the figure once more before rendering it:
+    about a third of the CPU of rendering a figure with many tick labels such as the
+    :math:`P(t)` heat maps.
+
+    >>> fixed = new_figure(2, 1, layout=None)
+    >>> new_figure(2, 1).get_layout_engine() is not None, fixed.get_layout_engine()
+    (True, None)
+    """
+    fig = Figure(figsize=(width, height), layout=layout)
     FigureCanvasAgg(fig)
     return fig
+
+
+def inches_box(fig: Figure, left: float, bottom: float, width: float,
+               height: float) -> list[float]:
+    """``[left, bottom, width, height]`` in figure fractions of a box given in inches from the
+    figure's lower left corner (for :meth:`Figure.add_axes` in a fixed layout).
+
+    >>> inches_box(new_figure(4, 2, layout=None), 1, 0.5, 2, 1)
+    [0.25, 0.25, 0.5, 0.5]
+    """
+    w, h = (float(v) for v in fig.get_size_inches())
+    return [left / w, bottom / h, width / w, height / h]
 
 
 def palette(k: int) -> list[tuple[float, float, float, float]]:

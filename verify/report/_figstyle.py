@@ -25,7 +25,7 @@ from matplotlib.mathtext import MathTextParser
 from verify.errors import InvalidArgument
 
 __all__ = [
-    "new_figure", "inches_box", "palette", "colour_clusters", "token_colours",
+    "new_figure", "inches_box", "beside_legend", "palette", "colour_clusters", "token_colours",
     "figure_to_png_bytes", "figure_to_data_uri", "describe", "float_array", "latex_float",
     "PNG_SIGNATURE", "DEFAULT_DPI",
 ]
@@ -132,6 +132,27 @@ def inches_box(fig: Figure, left: float, bottom: float, width: float,
     """
     w, h = (float(v) for v in fig.get_size_inches())
     return [left / w, bottom / h, width / w, height / h]
+
+
+def beside_legend(fig: Figure, ax: Any, legend: Any, *, left: float = 0.8,
+                  bottom: float = 0.55, top: float = 0.6, gap: float = 0.15) -> None:
+    """Place ``ax`` in the figure's ``left`` to (right edge − ``legend``'s width − ``gap``),
+    ``bottom`` to (height − ``top``) (inches), with ``legend`` (a figure legend) in the upper
+    right corner: a fixed layout for one axes and a legend to its right, which measures only
+    the legend's texts (:func:`new_figure` with ``layout=None``).
+
+    >>> fig = new_figure(4, 3, layout=None)
+    >>> ax = fig.add_subplot()
+    >>> beside_legend(fig, ax, fig.legend(handles=ax.plot([0, 1], label="a line")))
+    >>> bool(0 < ax.get_position().x1 < 1 - 0.15 / 4)
+    True
+    """
+    width, height = (float(v) for v in fig.get_size_inches())
+    legend.set_loc("upper right")
+    legend.set_bbox_to_anchor((1 - 0.05 / width, 1 - 0.05 / height), transform=fig.transFigure)
+    room = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    ax.set_position(inches_box(fig, left, bottom, max(width - left - room - gap, 0.5 * width),
+                               height - bottom - top))
 
 
 def palette(k: int) -> list[tuple[float, float, float, float]]:

@@ -44,7 +44,7 @@ from verify.digits import trusted, upper
 from verify.exact import eigenpair, hull_vertices
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
-from verify.report._figstyle import colour_clusters
+from verify.report._figstyle import beside_legend, colour_clusters
 from verify.report.figures import (
     Predicted,
     plot_attention_graph,
@@ -204,8 +204,8 @@ def _mark_leaders(fig: Figure, points: np.ndarray, unsure: np.ndarray | None = N
                    edgecolors="k", linewidths=0.9, zorder=6, gid="uncertified-leaders")
         handles.append(Line2D([], [], ls="none", marker="*", ms=14, mfc="none", mec="k"))
         labels.append(f"float-read leaders ({len(unsure)})")
-    fig.legend(handles, labels, title=title, fontsize=8, title_fontsize=8,
-               loc="outside right upper", frameon=False)
+    beside_legend(fig, ax, fig.legend(handles, labels, title=title, fontsize=8,
+                                      title_fontsize=8, frameon=False))
 
 
 def _convergence(run: PaperRun) -> float:

@@ -25,9 +25,9 @@ from matplotlib.mathtext import MathTextParser
 from verify.errors import InvalidArgument
 
 __all__ = [
-    "new_figure", "inches_box", "beside_legend", "palette", "colour_clusters", "token_colours",
-    "figure_to_png_bytes", "figure_to_data_uri", "describe", "float_array", "latex_float",
-    "PNG_SIGNATURE", "DEFAULT_DPI",
+    "new_figure", "inches_box", "beside_legend", "title_room", "palette", "colour_clusters",
+    "token_colours", "figure_to_png_bytes", "figure_to_data_uri", "describe", "float_array",
+    "latex_float", "PNG_SIGNATURE", "DEFAULT_DPI",
 ]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -135,11 +135,14 @@ def inches_box(fig: Figure, left: float, bottom: float, width: float,
 
 
 def beside_legend(fig: Figure, ax: Any, legend: Any, *, left: float = 0.8,
-                  bottom: float = 0.55, top: float = 0.6, gap: float = 0.15) -> None:
-    """Place ``ax`` in the figure's ``left`` to (right edge − ``legend``'s width − ``gap``),
-    ``bottom`` to (height − ``top``) (inches), with ``legend`` (a figure legend) in the upper
-    right corner: a fixed layout for one axes and a legend to its right, which measures only
-    the legend's texts (:func:`new_figure` with ``layout=None``).
+                  bottom: float = 0.55, top: float = 0.6, gap: float = 0.15,
+                  below: bool = False) -> None:
+    """Place ``ax`` beside ``legend`` (a figure legend): ``ax`` from ``left`` to the right edge
+    less the legend's width and ``gap``, from ``bottom`` to the height less ``top`` (inches),
+    the legend in the upper right corner; with ``below=True`` the legend at the bottom centre
+    and ``ax`` from the legend's height, ``gap`` and ``bottom`` up, to the right edge less
+    ``gap``. A fixed layout for one axes and a legend, which measures only the legend's texts
+    (:func:`new_figure` with ``layout=None``).
 
     >>> fig = new_figure(4, 3, layout=None)
     >>> ax = fig.add_subplot()
@@ -148,11 +151,26 @@ def beside_legend(fig: Figure, ax: Any, legend: Any, *, left: float = 0.8,
     True
     """
     width, height = (float(v) for v in fig.get_size_inches())
-    legend.set_loc("upper right")
-    legend.set_bbox_to_anchor((1 - 0.05 / width, 1 - 0.05 / height), transform=fig.transFigure)
-    room = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
-    ax.set_position(inches_box(fig, left, bottom, max(width - left - room - gap, 0.5 * width),
-                               height - bottom - top))
+    pad = 0.05  # the legend's distance to the figure's edge, inches
+    legend.set_loc("lower center" if below else "upper right")
+    anchor = (0.5, pad / height) if below else (1 - pad / width, 1 - pad / height)
+    legend.set_bbox_to_anchor(anchor, transform=fig.transFigure)
+    box = legend.get_window_extent(fig.canvas.get_renderer())
+    if below:
+        bottom += box.height / fig.dpi + pad
+        right = width - gap
+    else:
+        right = max(width - box.width / fig.dpi - pad - gap, left + 0.5 * width)
+    ax.set_position(inches_box(fig, left, bottom, right - left, height - bottom - top))
+
+
+def title_room(title: str, fontsize: float = 10) -> float:
+    """Inches above an axes for its ``title`` of one or more lines at ``fontsize`` points.
+
+    >>> round(title_room("one line"), 3), round(title_room("two\\nlines"), 3)
+    (0.344, 0.539)
+    """
+    return 0.15 + 1.4 * fontsize / 72 * (title.count("\n") + 1)
 
 
 def palette(k: int) -> list[tuple[float, float, float, float]]:

@@ -408,3 +408,24 @@ def test_figures_share_parsed_formulas_and_render_the_same_pixels(traj2):
     assert second.canvas.get_renderer().mathtext_parser is not \
         first.canvas.get_renderer().mathtext_parser
     assert figure_to_png_bytes(second) == ours
+
+
+def test_fixed_layouts_keep_axes_labels_and_legends_apart(traj1, traj2, traj3):
+    """The figures placed without constrained layout: every axes with its tick labels, axis
+    labels and title inside the figure, and clear of the figure legend (right of the token
+    paths, below the convergence plot)."""
+    figures = [plot_trajectories(traj, predicted=Predicted(points=traj.z[-1][:1]))
+               for traj in (traj1, traj2, traj3)]
+    figures.append(plot_convergence(traj2.t, np.exp(-traj2.t), fit=(1.0, 0.0), label=(
+        "D(t): every token approaches a union of hyperplanes, a long sentence that wraps")))
+    figures.append(plot_attention_heatmaps(traj2))
+    for fig in figures:
+        renderer = fig.canvas.get_renderer()
+        page = fig.bbox
+        for ax in fig.axes:
+            box = ax.get_tightbbox(renderer)
+            assert page.x0 <= box.x0 and box.x1 <= page.x1 + 1, box
+            assert page.y0 <= box.y0 and box.y1 <= page.y1 + 1, box
+            for legend in fig.legends:
+                drawn = legend.get_window_extent(renderer)
+                assert not drawn.overlaps(box), (drawn, box)

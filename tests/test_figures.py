@@ -186,9 +186,9 @@ def test_trajectories_bad_input(traj2):
 # ------------------------------------------------------------------------------ attention
 def test_heatmaps_rank_panel_and_order(traj2):
     fig = plot_attention_heatmaps(traj2, max_panels=3)
-    assert len(fig.axes) == 3 + 2                        # heat maps, rank panel, colour bar
-    heat = [ax for ax in fig.axes if ax.images]
-    assert len(heat) == 3
+    assert len(fig.axes) == 1 + 2                        # heat maps, colour bar, rank panel
+    heat = fig.axes[0]
+    assert [image.get_gid() for image in heat.images] == ["heat-0", "heat-1", "heat-2"]
     (rank_line,) = [line for ax in fig.axes for line in ax.lines if line.get_gid() == "rank"]
     expected = [np.linalg.matrix_rank(P, tol=1e-8 * np.linalg.svd(P, compute_uv=False)[0])
                 for P in traj2.attention]
@@ -198,16 +198,26 @@ def test_heatmaps_rank_panel_and_order(traj2):
     G = hardmax_graph(traj2.scaled_scores[-1], traj2.score_radius(-1))
     assert expected[-1] == len(leaders(G)) == 3
     # the last heat map is P(T) with tokens grouped by leader: each row's 1 sits in its block
-    order = [int(label.get_text()) - 1 for label in heat[-1].get_yticklabels()]  # 1-based
+    order = [int(label.get_text()) - 1 for label in heat.get_yticklabels()]  # 1-based
     assert sorted(order) == list(range(traj2.n))
-    shown = heat[-1].images[0].get_array()
+    # the columns under every panel, in the rows' order
+    assert [int(label.get_text()) - 1 for label in heat.get_xticklabels()] == order * 3
+    shown = heat.images[-1].get_array()
     np.testing.assert_array_equal(shown, traj2.attention[-1][np.ix_(order, order)])
+    for k, index in enumerate((0, 4, 8)):                # panels at 0, T/2, T: P at those times
+        np.testing.assert_array_equal(heat.images[k].get_array(),
+                                      traj2.attention[index][np.ix_(order, order)])
+    # the panels do not overlap, each one n cells wide and high
+    extents = [image.get_extent() for image in heat.images]
+    assert all(right - left == traj2.n and bottom - top == traj2.n
+               for left, right, bottom, top in extents)
+    assert all(a[1] < b[0] for a, b in zip(extents, extents[1:], strict=False))
     png_shape(fig, 30)
 
 
 def test_heatmaps_times_and_bad_input(traj2):
     fig = plot_attention_heatmaps(traj2, times=[0.1, 3.9])
-    titles = [ax.get_title() for ax in fig.axes if ax.images]
+    titles = [text.get_text() for text in fig.axes[0].texts if text.get_gid() == "heat-title"]
     assert titles == [r"$P(t)$ at $t = 0$", r"$P(t)$ at $t = 4$"]
     with pytest.raises(InvalidArgument, match="outside"):
         plot_attention_heatmaps(traj2, times=[5])
@@ -383,3 +393,39 @@ def test_no_pyplot_figures_left_open(traj2):
     plot_attention_graph(attention_graph(traj2.attention[-1]))
     plot_trajectories(traj2)
     assert plt.get_fignums() == []
+
+
+def test_figures_share_parsed_formulas_and_render_the_same_pixels(traj2):
+    """The renderers of every figure share one mathtext parser (its cache of parsed formulas):
+    the PNG is byte for byte the one matplotlib's own Agg canvas renders."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    first, second = plot_attention_heatmaps(traj2), plot_attention_heatmaps(traj2)
+    assert first.canvas.get_renderer().mathtext_parser is \
+        second.canvas.get_renderer().mathtext_parser
+    ours = figure_to_png_bytes(first)
+    FigureCanvasAgg(second)  # matplotlib's canvas: a parser of its own, an empty cache
+    assert second.canvas.get_renderer().mathtext_parser is not \
+        first.canvas.get_renderer().mathtext_parser
+    assert figure_to_png_bytes(second) == ours
+
+
+def test_fixed_layouts_keep_axes_labels_and_legends_apart(traj1, traj2, traj3):
+    """The figures placed without constrained layout: every axes with its tick labels, axis
+    labels and title inside the figure, and clear of the figure legend (right of the token
+    paths, below the convergence plot)."""
+    figures = [plot_trajectories(traj, predicted=Predicted(points=traj.z[-1][:1]))
+               for traj in (traj1, traj2, traj3)]
+    figures.append(plot_convergence(traj2.t, np.exp(-traj2.t), fit=(1.0, 0.0), label=(
+        "D(t): every token approaches a union of hyperplanes, a long sentence that wraps")))
+    figures.append(plot_attention_heatmaps(traj2))
+    for fig in figures:
+        renderer = fig.canvas.get_renderer()
+        page = fig.bbox
+        for ax in fig.axes:
+            box = ax.get_tightbbox(renderer)
+            assert page.x0 <= box.x0 and box.x1 <= page.x1 + 1, box
+            assert page.y0 <= box.y0 and box.y1 <= page.y1 + 1, box
+            for legend in fig.legends:
+                drawn = legend.get_window_extent(renderer)
+                assert not drawn.overlaps(box), (drawn, box)

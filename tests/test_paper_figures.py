@@ -41,6 +41,20 @@ def test_runs_are_accurate_and_reproducible():
     assert (again.x0 == pf.paper_run("polytope").instance.x0).all()  # exact, seeded
 
 
+def test_float_reference_measures_the_error_an_arb_reference_measures():
+    """Where a figure states only the drawn run's error, a float64 re-run at rtol 1e-13 stands
+    for the arb reference: both measure the rtol-1e-10 run's deviation (the re-run's own error
+    is ~1000 times smaller), on the same order; the certified leaders need arb (their figures
+    keep it)."""
+    for name in ("polytope-subspace", "hyperplanes"):
+        assert name not in pf.CERTIFIED_LEADERS
+        by_float, by_arb = pf.paper_run(name), pf.paper_run(name, arb=True)
+        assert "rtol $10^{-13}$" in by_float.precision and "arb" in by_arb.precision
+        np.testing.assert_array_equal(by_float.traj.state, by_arb.traj.state)  # the drawn run
+        assert by_arb.error / 3 <= by_float.error <= 10 * by_arb.error, name
+    assert all("arb" in pf.paper_run(name).precision for name in pf.CERTIFIED_LEADERS)
+
+
 def test_polytope_hull_matches_an_independent_hull(figures):
     (_, fig), = figures["polytope_figures"]
     run = pf.paper_run("polytope")

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from verify.errors import InvalidArgument
@@ -14,6 +15,7 @@ from verify.report._figstyle import (
     colour_clusters,
     describe,
     float_array,
+    inches_box,
     latex_float,
     new_figure,
     token_colours,
@@ -94,7 +96,10 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     Returns
     -------
     fig : matplotlib.figure.Figure
-        Axes: the heat maps, the rank panel (its line has ``gid="rank"``), the colour bar.
+        Axes: the heat maps (one axes: the panels side by side, images with
+        ``gid="heat-<panel>"``, their titles ``gid="heat-title"``; the rows labelled on the
+        left, the columns under every panel), the colour bar, the rank panel (its line has
+        ``gid="rank"``). The layout is fixed (no text measured to place the axes).
 
     Raises
     ------
@@ -109,8 +114,8 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     >>> traj = simulate(Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1], [-1, -1]]), 2,
     ...                 checkpoints=5, error_estimate=False)
     >>> fig = plot_attention_heatmaps(traj, max_panels=2)
-    >>> len(fig.axes)
-    4
+    >>> len(fig.axes), len(fig.axes[0].images)
+    (3, 2)
     """
     if not isinstance(traj, Trajectory):
         raise InvalidArgument(f"traj=<{describe(traj)}> ({type(traj).__name__}) is not a "
@@ -135,31 +140,45 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
         b + 0.5 for b in range(n - 1) if leader[order[b]] != leader[order[b + 1]]]
 
     k = len(panels)
-    fig = new_figure(max(6.4, 2.7 * k + 1.2), 6.2)
-    grid = fig.add_gridspec(2, k, height_ratios=[1.0, 0.62])
+    fig = new_figure(max(6.4, 2.7 * k + 1.2), 6.2, layout=None)
+    heat_box, rank_box, bar_box, gap = _heatmap_layout(fig, k)
+    ax = fig.add_axes(heat_box)
+    pitch = n + gap * n  # the panels' spacing in cells: a panel and the gap after it
     step = max(1, int(np.ceil(n / 12)))
+    ticks = np.arange(0, n, step)
+    tick_text = [str(order[j] + 1) for j in ticks]  # 1-based
     image = None
     for col, index in enumerate(panels):
-        ax = fig.add_subplot(grid[0, col])
+        x0 = col * pitch
         image = ax.imshow(P[index][np.ix_(order, order)], vmin=0, vmax=1, cmap="Blues",
-                          interpolation="nearest")
-        for b in boundaries:
-            ax.axhline(b, color="0.55", lw=0.6)
-            ax.axvline(b, color="0.55", lw=0.6)
-        ticks = np.arange(0, n, step)
-        for setter, label_setter in ((ax.set_xticks, ax.set_xticklabels),
-                                     (ax.set_yticks, ax.set_yticklabels)):
-            setter(ticks)
-            labels = label_setter([str(order[j] + 1) for j in ticks], fontsize=9)  # 1-based
-            for lab, j in zip(labels, ticks, strict=True):
-                lab.set_color(colours[order[j]])
-        ax.set_title(rf"$P(t)$ at $t = {t[index]:.3g}$", fontsize=10)
-        ax.set_xlabel(r"token $j$", fontsize=9)
-        if col == 0:
-            ax.set_ylabel(r"token $i$", fontsize=9)
-    fig.colorbar(image, ax=fig.axes[:k], shrink=0.85, label=r"$P_{ij}(t)$")
+                          interpolation="nearest", gid=f"heat-{col}",
+                          extent=(x0 - 0.5, x0 + n - 0.5, n - 0.5, -0.5))
+        ax.add_patch(Rectangle((x0 - 0.5, -0.5), n, n, fill=False, lw=0.8, ec="k", zorder=3))
+        middle = x0 + (n - 1) / 2
+        ax.annotate(rf"$P(t)$ at $t = {t[index]:.3g}$", (middle, 1), xytext=(0, 5),
+                    xycoords=("data", "axes fraction"), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=10, gid="heat-title")
+        ax.annotate(r"token $j$", (middle, 0), xytext=(0, -19), xycoords=("data", "axes fraction"),
+                    textcoords="offset points", ha="center", va="top", fontsize=9)
+    starts = pitch * np.arange(k)
+    if boundaries:  # the clusters' blocks, in every panel
+        lines = np.array(boundaries)
+        ax.hlines(np.tile(lines, k), np.repeat(starts - 0.5, len(lines)),
+                  np.repeat(starts + n - 0.5, len(lines)), color="0.55", lw=0.6)
+        ax.vlines((starts[:, None] + lines[None, :]).ravel(), -0.5, n - 0.5, color="0.55", lw=0.6)
+    ax.set_xlim(-0.5, starts[-1] + n - 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xticks((starts[:, None] + ticks[None, :]).ravel(), tick_text * k, fontsize=9)
+    ax.set_yticks(ticks, tick_text, fontsize=9)  # the rows: the same order in every panel
+    for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+        for lab, j in zip(labels, np.tile(ticks, len(labels) // len(ticks)), strict=True):
+            lab.set_color(colours[order[j]])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_ylabel(r"token $i$", fontsize=9)
+    fig.colorbar(image, cax=fig.add_axes(bar_box), label=r"$P_{ij}(t)$")
 
-    ax = fig.add_subplot(grid[1, :])
+    ax = fig.add_axes(rank_box)
     ax.plot(t, ranks, "o-", color="C3", ms=3.5, lw=1.2, gid="rank",
             label=rf"$\#\{{k : \sigma_k(P(t)) > {latex_float(rank_rtol, 2)}\,\sigma_1\}}$")
     for index in panels:
@@ -174,5 +193,30 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     ax.grid(True, lw=0.3, alpha=0.5)
     ax.legend(fontsize=8, loc="best")
     order_note = "sorted by cluster at $t = T$" if leader is not None else "in index order"
-    fig.suptitle(rf"Attention $P(t)$, $n = {n}$ tokens {order_note}", fontsize=11)
+    fig.suptitle(rf"Attention $P(t)$, $n = {n}$ tokens {order_note}", fontsize=11, y=0.99,
+                 va="top")
     return fig
+
+
+# The heat maps' fixed layout, in inches: room for the titles above, for the first panel's row
+# labels and the rank panel's labels on the left, the colour bar on the right, the column labels
+# between the rows and the time axis below (tick labels of at most 3 digits, fontsize 9-10).
+_TOP, _LEFT, _RIGHT, _GAP, _MID, _BOTTOM = 0.7, 0.8, 1.2, 0.3, 0.75, 0.6
+_RANK_SHARE = 0.62  # the rank panel's height against a heat map's, when there is room
+
+
+def _heatmap_layout(fig: Figure, k: int) -> tuple[list, list, list, float]:
+    """Boxes (figure fractions) of the row of ``k`` square heat maps (one axes), the rank panel
+    below them across the same width and the colour bar to their right, and the gap between
+    two heat maps as a fraction of a heat map's side: a fixed layout, so that rendering
+    measures no text to place the axes."""
+    width, height = fig.get_size_inches()
+    span = width - _LEFT - _RIGHT  # the heat maps' row and the rank panel
+    rows = height - _TOP - _MID - _BOTTOM
+    side = min((span - (k - 1) * _GAP) / k, rows / (1 + _RANK_SHARE))
+    row = k * side + (k - 1) * _GAP
+    top = height - _TOP
+    heat = inches_box(fig, _LEFT + (span - row) / 2, top - side, row, side)
+    rank = inches_box(fig, _LEFT, _BOTTOM, span, rows - side)
+    bar = inches_box(fig, width - _RIGHT + 0.25, top - 0.925 * side, 0.16, 0.85 * side)
+    return heat, rank, bar, _GAP / side

@@ -11,7 +11,15 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from verify.errors import InvalidArgument
-from verify.report._figstyle import describe, float_array, latex_float, new_figure, palette
+from verify.report._figstyle import (
+    beside_legend,
+    describe,
+    float_array,
+    latex_float,
+    new_figure,
+    palette,
+    title_room,
+)
 
 __all__ = ["plot_convergence", "plot_doubly_exponential"]
 
@@ -144,7 +152,7 @@ def plot_convergence(times: Any, distances: Any, errors: Any = None, *, fit: Any
     elif len(colours) != k:
         raise InvalidArgument(f"colours has {len(colours)} entries; give one colour per curve "
                               f"(k = {k}), or colours=None.")
-    fig = new_figure(6.8, 5.0)
+    fig = new_figure(6.8, 5.0, layout=None)
     ax = fig.add_subplot()
     ax.set_yscale("log")
     for j in range(k):
@@ -191,15 +199,15 @@ def plot_convergence(times: Any, distances: Any, errors: Any = None, *, fit: Any
             s = np.linspace(start, t[-1], 50)
             ax.plot(s, np.exp(intercept - rate * s), color="k", lw=1.6, alpha=0.8, gid="fit")
             handles.append(Line2D([], [], color="k", lw=1.6, alpha=0.8, label=fit_label))
-    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=2,
-               frameon=False)
     ax.set_xlabel(r"$t$")
     short, what = _short_label(label)
     ax.set_ylabel(short)
     curves = "" if flat or k == 1 else f" ({k} curves)"
-    ax.set_title(f"Distance to the limit against time{curves}" + (f"\n{what}" if what else ""),
-                 fontsize=10)
+    title = f"Distance to the limit against time{curves}" + (f"\n{what}" if what else "")
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", lw=0.3, alpha=0.5)
+    beside_legend(fig, ax, fig.legend(handles=handles, fontsize=8, ncols=2, frameon=False),
+                  left=0.95, bottom=0.5, top=title_room(title), gap=0.25, below=True)
     return fig
 
 

@@ -14,6 +14,7 @@ from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 from verify.errors import InvalidArgument
 from verify.flow.trajectory import Trajectory
 from verify.report._figstyle import (
+    beside_legend,
     colour_clusters,
     describe,
     float_array,
@@ -134,15 +135,15 @@ def _series(traj: Any, variable: str) -> np.ndarray:
     return values
 
 
-def _legend(fig: Figure, token_handle: str, extra: list) -> None:
+def _legend(fig: Figure, token_handle: str, extra: list):
     handles = [
         Line2D([], [], ls="none", marker="o", ms=4, color="0.4", label="start, $t = 0$"),
         Line2D([], [], ls="none", marker="o", ms=8, color="0.4", mec="k",
                label="end, $t = T$"),
         *extra,
     ]
-    fig.legend(handles=handles, title=token_handle, fontsize=8, title_fontsize=8,
-               loc="outside right upper", frameon=False)
+    return fig.legend(handles=handles, title=token_handle, fontsize=8, title_fontsize=8,
+                      frameon=False)
 
 
 def _plot_1d(ax, t, values, colours, pred, sym) -> list:
@@ -311,7 +312,7 @@ def plot_trajectories(traj: Trajectory, *, variable: str = "z",
     leader = colour_clusters(traj.attention[-1]) if traj.attention.shape[-2:] == (n, n) else None
     colours = token_colours(n, leader)
     three_d = d == 3
-    fig = new_figure(8.4, 5.8 if d >= 2 else 4.4)
+    fig = new_figure(8.4, 5.8 if d >= 2 else 4.4, layout=None)
     ax = fig.add_subplot(projection="3d" if three_d else None)
     t = traj.t
     if d == 1:
@@ -328,5 +329,5 @@ def plot_trajectories(traj: Trajectory, *, variable: str = "z",
     ax.set_title(title[0].upper() + title[1:] + "\n" + ", ".join(notes), fontsize=10)
     ax.grid(True, lw=0.3, alpha=0.5)
     colour_note = "colour: cluster at $t = T$" if leader is not None else "colour: token"
-    _legend(fig, colour_note, extra)
+    beside_legend(fig, ax, _legend(fig, colour_note, extra))
     return fig

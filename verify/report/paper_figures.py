@@ -5,9 +5,15 @@ Importing this module appends its figure makers to :data:`verify.report.paper_fi
 scripts (``n = 20`` tokens, ``Q = K = A``), but the numerics are ours: SciPy's DOP853 in
 float64 with error control (``rtol = 1e-10``), never the scripts' fixed-step Euler.  Every
 caption states the precision and an error estimate: the largest deviation, over all tokens and
-checkpoints, from an independent reference run (``arb`` at :func:`verify.flow.simulate.choose_bits`
-bits and ``rtol = 1e-15`` when cheap, otherwise float64 at ``rtol = 1e-13``).  Inputs are
-seeded draws rounded to 3 decimals, so every instance is exact and reproducible.
+checkpoints, from a reference run.  Where a figure stars the *certified* leaders (polytope,
+leaders: :data:`CERTIFIED_LEADERS`) the reference is ``arb`` at
+:func:`verify.flow.simulate.choose_bits` bits and ``rtol = 1e-15``: its score radius decides
+the hardmax graph beyond float64's resolution.  Where a figure states only the drawn run's
+error (polytope × subspace, hyperplanes, low rank) the reference is a float64 re-run at
+``rtol = 1e-13``: a thousand times tighter than the drawn run, so the deviation measures the
+drawn run's error (an ``arb`` reference costs more than ten times as much and measures the
+same order: ``tests/test_paper_figures.py`` compares the two).  Inputs are seeded draws rounded to 3
+decimals, so every instance is exact and reproducible.
 
 * :func:`polytope_figures`: ``A = V = I``; tokens, the exact hull of the leaders' limits;
 * :func:`polytope_subspace_figures`: ``V = diag(1, −1/2)``; the lines ``{z_1 = c}``;
@@ -38,7 +44,7 @@ from verify.digits import trusted, upper
 from verify.exact import eigenpair, hull_vertices
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
-from verify.report._figstyle import colour_clusters
+from verify.report._figstyle import beside_legend, colour_clusters
 from verify.report.figures import (
     Predicted,
     plot_attention_graph,
@@ -47,12 +53,15 @@ from verify.report.figures import (
 )
 from verify.report.figures import token_colours as colours_of
 
-__all__ = ["PaperRun", "paper_run", "SETUPS", "polytope_figures", "polytope_subspace_figures",
-           "hyperplane_figures", "leaders_figures", "low_rank_figures", "PAPER_FIGURES"]
+__all__ = ["PaperRun", "paper_run", "SETUPS", "CERTIFIED_LEADERS", "polytope_figures",
+           "polytope_subspace_figures", "hyperplane_figures", "leaders_figures",
+           "low_rank_figures", "PAPER_FIGURES"]
 
 DENSE_CHECKPOINTS = 101  # checkpoints of the drawn paths
 FLOAT_RTOL, TIGHT_RTOL = 1e-10, 1e-13
 ARB_REFERENCE_MAX = 2_000  # n·n·d up to which the reference run is in arb
+#: The setups whose figures star certified leaders: their reference run is in arb.
+CERTIFIED_LEADERS = ("polytope", "leaders")
 LEADERS_MIN_LAMBDA = 1
 HYPERPLANE_V = [["0.64709742", "0.81911926"], ["0.61210449", "0.63263484"]]
 
@@ -143,13 +152,20 @@ SETUPS = ("polytope", "polytope-subspace", "hyperplanes", "leaders", "low-rank")
 
 
 @functools.cache
-def paper_run(name: str) -> PaperRun:
-    """Simulate setup ``name`` (one of :data:`SETUPS`) with an error estimate (cached)."""
+def paper_run(name: str, arb: bool | None = None) -> PaperRun:
+    """Simulate setup ``name`` (one of :data:`SETUPS`) with an error estimate (cached).
+
+    ``arb``: the reference run is in arb (``True``) or a float64 re-run at ``rtol = 1e-13``
+    (``False``); by default arb for :data:`CERTIFIED_LEADERS` when ``n²d`` is at most
+    :data:`ARB_REFERENCE_MAX`.
+    """
 
     instance, T, note = _instances(name)
     traj = simulate(instance, T, checkpoints=DENSE_CHECKPOINTS, error_estimate=False,
                     rtol=FLOAT_RTOL, throw=True)
-    if instance.n ** 2 * instance.d <= ARB_REFERENCE_MAX:
+    if arb is None:
+        arb = name in CERTIFIED_LEADERS and instance.n ** 2 * instance.d <= ARB_REFERENCE_MAX
+    if arb:
         checked = simulate(instance, T, checkpoints=T + 1, rtol=FLOAT_RTOL, throw=True)
         if checked.error is None:
             raise RuntimeError(f"{name}: reference run failed: {checked.reference}")
@@ -188,8 +204,8 @@ def _mark_leaders(fig: Figure, points: np.ndarray, unsure: np.ndarray | None = N
                    edgecolors="k", linewidths=0.9, zorder=6, gid="uncertified-leaders")
         handles.append(Line2D([], [], ls="none", marker="*", ms=14, mfc="none", mec="k"))
         labels.append(f"float-read leaders ({len(unsure)})")
-    fig.legend(handles, labels, title=title, fontsize=8, title_fontsize=8,
-               loc="outside right upper", frameon=False)
+    beside_legend(fig, ax, fig.legend(handles, labels, title=title, fontsize=8,
+                                      title_fontsize=8, frameon=False))
 
 
 def _convergence(run: PaperRun) -> float:

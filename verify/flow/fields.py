@@ -213,14 +213,19 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     per needed weight. The decisions (which entry leads its row, which weights are needed) are
     read off the midpoints in float64, vectorised.
 
-    ``symmetric`` (the caller knows the exact scores are symmetric): where every row's largest
-    midpoint is within ``e^{-L}`` of the largest of all, ``c``, every row is shifted by the one
-    exact number ``c`` instead (``shared`` is then True): ``w_ij = e^{e^L (S̃_ij − c)} = w_ji``,
-    so the exponential of the pair ``(i, j)`` serves both rows — one ball ``exp`` per pair instead
-    of two. The ball of ``S̃_ij`` contains the true ``S̃_ij = S̃_ji``, and a shift cancels in the
-    ratio, so every weight still contains the truth; the rounding of ``e^L (S̃_ij − c)`` is that of
-    ``e^L (S̃_ij − m_i)`` plus at most one unit of the working precision (on the sphere every
-    ``m_i = |x_i|² = 1``).
+    ``symmetric`` (the caller knows the exact scores are symmetric): every row is shifted by one
+    exact number ``c``, the largest midpoint of all, instead (``shared`` is then True):
+    ``w_ij = e^{e^L (S̃_ij − c)} = w_ji``, so the exponential of the pair ``(i, j)`` serves both
+    rows — one ball ``exp`` per pair instead of two. The ball of ``S̃_ij`` contains the true
+    ``S̃_ij = S̃_ji``, and any shift cancels in the ratio (a row's weights may all be tiny: ``arb``
+    has unbounded exponents), so every weight still contains the truth. Its rounding: the
+    exponent ``e^L (S̃_ij − c)`` has ``|·| ≤ 2 max|S|`` (``S = e^L S̃``), as ``e^L (S̃_ij − m_i)``
+    has, so its absolute rounding is at most a few ``2^{-prec} max|S|`` — the rounding the scores
+    ``S̃_ij`` themselves already carry into every weight, and what the working precision's
+    ``log₂ max|S|`` bits (:func:`~verify.flow.precision_policy.working_bits`) pay for. (This
+    sharing was once kept to rows whose largest midpoints lie within ``e^{-L}`` of ``c``; the
+    rescaled runs of the paper suite's symmetric ``QᵀK`` then paid ``n²`` exponentials instead
+    of ``n(n+1)/2`` at almost every evaluation.)
 
     ``approx`` (only where ``L = 0``, the token form): float64 values of the scores within
     ``2^{-10}`` of them (the caller bounds the error), read instead of the midpoints for the
@@ -263,8 +268,7 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
         with np.errstate(divide="ignore"):
             needed = allowed & ((gap <= 0) | (log_factor + np.log(gap) < log_cutoff))
     evaluated = np.flatnonzero(needed).tolist()  # row by row, left to right
-    if symmetric and log_factor <= 700 and float(tops.max() - tops.min()) * math.exp(
-            log_factor) <= 1.0:
+    if symmetric:
         top = int(np.argmax(tops))
         upper, position, pairs = _pairs(n)
         if len(evaluated) < n * n:                         # a mask, or weights below precision

@@ -44,7 +44,7 @@ from verify.exact.inputs import as_float_array
 from verify.flow import compiled
 from verify.flow.exponential import ValueExponential
 from verify.model import Model
-from verify.numerics import SUM_ULPS, Arb, Backend, ulps
+from verify.numerics import DIFFERENCE_ULPS, SUM_ULPS, Arb, Backend, ulps
 
 __all__ = [
     "attention_weights",
@@ -137,6 +137,9 @@ _APPROX_ERROR = 2.0 ** -10  # largest error of the float64 scores the arb softma
 # largest score |x_i|² = 1 ± (the run's error) would otherwise be shifted at most evaluations.
 _UNSHIFTED = 2.0
 _ZERO, _ONE = arb(0), arb(1)
+# Up to this log-scale L the symmetric softmax reads its decisions off the float64 midpoints of
+# the exponents e^L (S̃ − c) (_shared_terms_arb); beyond, they could overflow float64.
+_SHARED_LOG_SCALE = 600.0
 
 
 def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
@@ -202,6 +205,55 @@ def _pairs(n: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
     return upper.tolist(), position.ravel().tolist(), [divmod(k, n) for k in upper.tolist()]
 
 
+@functools.lru_cache(maxsize=8)
+def _pair_layout(n: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """:func:`_pairs` with the positions as an ``n×n`` array: for every entry of an ``n×n``
+    matrix the position of its pair ``i ≤ j`` in the list of pairs."""
+    _, position, pairs = _pairs(n)
+    return np.array(position, dtype=np.intp).reshape(n, n), pairs
+
+
+def _shared_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
+                      ) -> tuple[list, list[int], bool]:
+    r"""The ``symmetric`` case of :func:`softmax_terms_arb`, read pair by pair.
+
+    Only the ``n(n+1)/2`` pairs ``i ≤ j`` of ``S̃`` are read, as exponents
+    ``E_ij = e^L (S̃_ij − c)`` with ``c`` the largest diagonal midpoint (an exact number;
+    ``|E| ≤ 2 max|S|`` as in :func:`softmax_terms_arb`, so the same rounding). Their midpoints
+    decide in float64, in units of the exponent: a weight is needed unless
+    ``max_l E_il − E_ij ≥ (prec + 20) ln 2 + 1 + δ``, ``δ`` the rounding of those float64
+    midpoints (:func:`~verify.numerics.ulps`, ``DIFFERENCE_ULPS`` of ``max|E|``); a weight left
+    out is then below ``2^{-(prec+20)}`` of its row's largest, as the general route's (whose
+    estimate ``L + log(gap)`` needs a factor 2 on the cutoff instead). One ball ``exp`` per
+    needed pair. Reading ``n(n+1)/2`` balls instead of ``n²``, and fewer exponentials of weights
+    far below the working precision, are what this saves."""
+    n = scaled_scores.nrows()
+    position, pairs = _pair_layout(n)
+    c = arb(max(float(scaled_scores[i, i].mid()) for i in range(n)))
+    if unscaled:
+        exponents = [scaled_scores[i, j] - c for i, j in pairs]
+    else:
+        factor = log_scale.exp()
+        exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
+    mids = np.fromiter(map(float, exponents), dtype=float, count=len(pairs))[position]
+    allowed = None if mask is None else np.asarray(mask, dtype=bool)
+    if allowed is not None:
+        mids[~allowed] = -np.inf
+    finite = np.abs(mids[np.isfinite(mids)])
+    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(
+        ulps(DIFFERENCE_ULPS, finite.max() if finite.size else 0.0))
+    needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
+    if needed.all():
+        values = [x.exp() for x in exponents]
+        return [values[p] for p in position.ravel().tolist()], list(range(n * n)), True
+    pair_needed = np.zeros(len(pairs), dtype=bool)
+    pair_needed[position[needed]] = True
+    values = [x.exp() if ok else _ZERO for x, ok in zip(exponents, pair_needed.tolist(),
+                                                          strict=True)]
+    flat = np.where(needed, position, -1).ravel().tolist()
+    return [values[p] if p >= 0 else _ZERO for p in flat], np.flatnonzero(needed).tolist(), True
+
+
 def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                       symmetric: bool = False, approx: np.ndarray | None = None,
                       ) -> tuple[list, list[int], bool]:
@@ -249,6 +301,8 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                 exponents = [x - shift for x in exponents]
             values = [x.exp() for x in exponents]
             return [values[p] for p in position], list(range(n * n)), True
+    if symmetric and approx is None and (unscaled or float(log_scale.mid()) <= _SHARED_LOG_SCALE):
+        return _shared_terms_arb(scaled_scores, log_scale, mask, unscaled)
     factor = _ONE if unscaled else log_scale.exp()
     entries = None
     if approx is not None and unscaled:

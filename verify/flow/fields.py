@@ -213,20 +213,23 @@ def _pair_layout(n: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
     return np.array(position, dtype=np.intp).reshape(n, n), pairs
 
 
-def _shared_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
-                      ) -> tuple[list, list[int], bool]:
-    r"""The ``symmetric`` case of :func:`softmax_terms_arb`, read pair by pair.
+def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
+                      ) -> tuple[list, list[tuple[int, int]], np.ndarray]:
+    r"""The ``symmetric`` case of :func:`softmax_terms_arb`, pair by pair: ``(values, pairs,
+    needed)``, ``values[p]`` the weight ``w_ij = w_ji`` of the pair ``pairs[p] = (i, j)``,
+    ``i ≤ j`` (exact 0 where neither ``(i, j)`` nor ``(j, i)`` is needed), ``needed`` the
+    ``n×n`` Boolean array of the weights needed.
 
-    Only the ``n(n+1)/2`` pairs ``i ≤ j`` of ``S̃`` are read, as exponents
-    ``E_ij = e^L (S̃_ij − c)`` with ``c`` the largest diagonal midpoint (an exact number;
-    ``|E| ≤ 2 max|S|`` as in :func:`softmax_terms_arb`, so the same rounding). Their midpoints
-    decide in float64, in units of the exponent: a weight is needed unless
-    ``max_l E_il − E_ij ≥ (prec + 20) ln 2 + 1 + δ``, ``δ`` the rounding of those float64
-    midpoints (:func:`~verify.numerics.ulps`, ``DIFFERENCE_ULPS`` of ``max|E|``); a weight left
-    out is then below ``2^{-(prec+20)}`` of its row's largest, as the general route's (whose
-    estimate ``L + log(gap)`` needs a factor 2 on the cutoff instead). One ball ``exp`` per
-    needed pair. Reading ``n(n+1)/2`` balls instead of ``n²``, and fewer exponentials of weights
-    far below the working precision, are what this saves."""
+    Only the ``n(n+1)/2`` pairs of ``S̃`` are read, as exponents ``E_ij = e^L (S̃_ij − c)`` with
+    ``c`` the largest diagonal midpoint (an exact number; ``|E| ≤ 2 max|S|`` as in
+    :func:`softmax_terms_arb`, so the same rounding). Their midpoints decide in float64, in units
+    of the exponent: a weight is needed unless ``max_l E_il − E_ij ≥ (prec + 20) ln 2 + 1 + δ``,
+    ``δ`` the rounding of those float64 midpoints (:func:`~verify.numerics.ulps`,
+    ``DIFFERENCE_ULPS`` of ``max|E|``); a weight left out is then below ``2^{-(prec+20)}`` of
+    its row's largest, as the general route's (whose estimate ``L + log(gap)`` needs a factor 2
+    on the cutoff instead). One ball ``exp`` per needed pair. Reading ``n(n+1)/2`` balls instead
+    of ``n²``, and fewer exponentials of weights far below the working precision, are what this
+    saves."""
     n = scaled_scores.nrows()
     position, pairs = _pair_layout(n)
     c = arb(max(float(scaled_scores[i, i].mid()) for i in range(n)))
@@ -236,22 +239,35 @@ def _shared_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
         factor = log_scale.exp()
         exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
     mids = np.fromiter(map(float, exponents), dtype=float, count=len(pairs))[position]
-    allowed = None if mask is None else np.asarray(mask, dtype=bool)
-    if allowed is not None:
-        mids[~allowed] = -np.inf
+    if mask is not None:
+        mids[~np.asarray(mask, dtype=bool)] = -np.inf
     finite = np.abs(mids[np.isfinite(mids)])
     cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(
         ulps(DIFFERENCE_ULPS, finite.max() if finite.size else 0.0))
     needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
     if needed.all():
-        values = [x.exp() for x in exponents]
-        return [values[p] for p in position.ravel().tolist()], list(range(n * n)), True
+        return [x.exp() for x in exponents], pairs, needed
     pair_needed = np.zeros(len(pairs), dtype=bool)
     pair_needed[position[needed]] = True
-    values = [x.exp() if ok else _ZERO for x, ok in zip(exponents, pair_needed.tolist(),
-                                                          strict=True)]
+    return [x.exp() if ok else _ZERO for x, ok in zip(exponents, pair_needed.tolist(),
+                                                        strict=True)], pairs, needed
+
+
+def _shared_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
+                      ) -> tuple[list, list[int], bool]:
+    """:func:`_shared_pairs_arb` as :func:`softmax_terms_arb`'s row-major weights."""
+    values, pairs, needed = _shared_pairs_arb(scaled_scores, log_scale, mask, unscaled)
+    position, _ = _pair_layout(len(needed))
     flat = np.where(needed, position, -1).ravel().tolist()
     return [values[p] if p >= 0 else _ZERO for p in flat], np.flatnonzero(needed).tolist(), True
+
+
+def _shares_pairs(symmetric: bool, log_scale, approx) -> bool:
+    """Whether :func:`softmax_terms_arb` goes through :func:`_shared_pairs_arb`: exactly
+    symmetric scores, no float64 scores given, and ``L`` small enough for the exponents'
+    midpoints to stay within the float64 range."""
+    return symmetric and approx is None and (
+        _unscaled(log_scale) or float(log_scale.mid()) <= _SHARED_LOG_SCALE)
 
 
 def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
@@ -301,7 +317,7 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                 exponents = [x - shift for x in exponents]
             values = [x.exp() for x in exponents]
             return [values[p] for p in position], list(range(n * n)), True
-    if symmetric and approx is None and (unscaled or float(log_scale.mid()) <= _SHARED_LOG_SCALE):
+    if _shares_pairs(symmetric, log_scale, approx):
         return _shared_terms_arb(scaled_scores, log_scale, mask, unscaled)
     factor = _ONE if unscaled else log_scale.exp()
     entries = None
@@ -538,16 +554,27 @@ class VectorField:
         if not self.model.softmax:
             return self.attention(t, state, head) * Y
         scaled, log_scale = self.scores(t, state, head)
-        weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
-                                                    self._symmetric[head],
-                                                    self._float_scores(state, head))
         n = scaled.nrows()
-        if not shared:
-            return _normalised(weights, needed, n) * Y
-        W = arb_mat(n, n, weights)
+        approx = self._float_scores(state, head)
+        if _shares_pairs(self._symmetric[head], log_scale, approx):
+            # both entries of every evaluated pair: a weight of (j, i) below the working
+            # precision of its row is kept where the row of (i, j) needed it (it is exact)
+            values, pairs, _ = _shared_pairs_arb(scaled, log_scale, self.mask,
+                                                 _unscaled(log_scale))
+            W = arb_mat(n, n)
+            for (i, j), value in zip(pairs, values, strict=True):
+                W[i, j] = W[j, i] = value
+        else:
+            weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
+                                                        self._symmetric[head], approx)
+            if not shared:
+                return _normalised(weights, needed, n) * Y
+            W = arb_mat(n, n, weights)
         totals = (W * self._ones).entries()
-        d = Y.ncols()
-        return arb_mat(n, d, [v / totals[k // d] for k, v in enumerate((W * Y).entries())])
+        scale = arb_mat(n, n)
+        for i in range(n):
+            scale[i, i] = 1 / totals[i]
+        return scale * (W * Y)
 
     def _float_scores(self, state, head: int, entries: list | None = None):
         """The token form's scores in float64 for the softmax's decisions

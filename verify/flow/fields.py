@@ -270,6 +270,57 @@ def _shares_pairs(symmetric: bool, log_scale, approx) -> bool:
         _unscaled(log_scale) or float(log_scale.mid()) <= _SHARED_LOG_SCALE)
 
 
+def _row_weights_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool):
+    r"""The softmax weights of :func:`softmax_terms_arb`'s general route as an ``arb_mat``
+    ``w`` (``P_ij = w_ij / Σ_l w_il``), each row shifted by its largest midpoint ``c_i`` (an
+    exact number): ``w_ij = e^{e^L (S̃_ij − c_i)}``. The decisions read the float64 midpoints of
+    the exponents themselves, with the cutoff and rounding of :func:`_shared_pairs_arb` (a
+    weight left out is below ``2^{-(prec+20)}`` of its row's largest), and the weights are
+    written into the matrix where needed (0 elsewhere): no row-major list of ``n²`` balls."""
+    n = scaled_scores.nrows()
+    entries = scaled_scores.entries()
+    mids = np.fromiter(map(float, entries), dtype=float, count=n * n).reshape(n, n)
+    if mask is not None:
+        mids[~np.asarray(mask, dtype=bool)] = -np.inf
+    shifts = [arb(c) for c in mids.max(axis=1).tolist()]
+    factor = None if unscaled else log_scale.exp()
+    allowed = np.isfinite(mids).ravel().tolist()
+    exponents = [(x - shifts[k // n]) if ok else None
+                 for k, (x, ok) in enumerate(zip(entries, allowed, strict=True))]
+    if factor is not None:
+        exponents = [None if x is None else x * factor for x in exponents]
+    values = np.array([-np.inf if x is None else float(x) for x in exponents]).reshape(n, n)
+    finite = np.abs(values[np.isfinite(values)])
+    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(
+        ulps(DIFFERENCE_ULPS, finite.max() if finite.size else 0.0))
+    needed = values.max(axis=1, keepdims=True) - values < cutoff   # False where masked out
+    W = arb_mat(n, n)
+    for k in np.flatnonzero(needed).tolist():
+        W[k // n, k % n] = exponents[k].exp()
+    return W
+
+
+def _weight_matrix_arb(scaled_scores, log_scale, mask: np.ndarray | None, symmetric: bool,
+                       approx: np.ndarray | None):
+    """The softmax weights ``w`` before their row normalisation as an ``arb_mat``, from pairs
+    (:func:`_shared_pairs_arb`: both entries of every pair evaluated — a weight below the
+    working precision of its row is kept where the other row needed it; it is exact) or rows
+    (:func:`_row_weights_arb`); ``None`` where the float64 midpoints of the exponents could
+    overflow (``L`` beyond :data:`_SHARED_LOG_SCALE`) or float64 scores decide
+    (``approx``): then :func:`softmax_terms_arb`."""
+    unscaled = _unscaled(log_scale)
+    if approx is not None or not (unscaled or float(log_scale.mid()) <= _SHARED_LOG_SCALE):
+        return None
+    if not symmetric:
+        return _row_weights_arb(scaled_scores, log_scale, mask, unscaled)
+    n = scaled_scores.nrows()
+    values, pairs, _ = _shared_pairs_arb(scaled_scores, log_scale, mask, unscaled)
+    W = arb_mat(n, n)
+    for (i, j), value in zip(pairs, values, strict=True):
+        W[i, j] = W[j, i] = value
+    return W
+
+
 def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                       symmetric: bool = False, approx: np.ndarray | None = None,
                       ) -> tuple[list, list[int], bool]:
@@ -282,7 +333,8 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     read off the midpoints in float64, vectorised.
 
     ``symmetric`` (the caller knows the exact scores are symmetric): every row is shifted by one
-    exact number ``c``, the largest midpoint of all, instead (``shared`` is then True):
+    exact number ``c`` instead — the largest midpoint of all, or of the diagonal
+    (:func:`_shared_pairs_arb`) — (``shared`` is then True):
     ``w_ij = e^{e^L (S̃_ij − c)} = w_ji``, so the exponential of the pair ``(i, j)`` serves both
     rows — one ball ``exp`` per pair instead of two. The ball of ``S̃_ij`` contains the true
     ``S̃_ij = S̃_ji``, and any shift cancels in the ratio (a row's weights may all be tiny: ``arb``
@@ -546,9 +598,10 @@ class VectorField:
         return attention_weights(scaled, log_scale, self.model.attention, self.mask)
 
     def _attend(self, t, state, Y, head: int = 0):
-        """``A Y`` for the attention matrix ``A`` of ``head`` at ``t``. In arb, where the softmax
-        shares the exponential of a pair between its rows (:func:`softmax_terms_arb`), the row
-        normalisation is applied to the ``n×d`` product: ``(w Y)_i / Σ_l w_il``."""
+        """``A Y`` for the attention matrix ``A`` of ``head`` at ``t``. In arb the softmax weights
+        come as a matrix ``w`` before their row normalisation (:func:`_weight_matrix_arb`, else
+        :func:`softmax_terms_arb`), which is applied to the ``n×d`` product by one diagonal
+        product: ``(w Y)_i / Σ_l w_il``."""
         if not self.arb:
             return self.attention(t, state, head) @ Y
         if not self.model.softmax:
@@ -556,15 +609,8 @@ class VectorField:
         scaled, log_scale = self.scores(t, state, head)
         n = scaled.nrows()
         approx = self._float_scores(state, head)
-        if _shares_pairs(self._symmetric[head], log_scale, approx):
-            # both entries of every evaluated pair: a weight of (j, i) below the working
-            # precision of its row is kept where the row of (i, j) needed it (it is exact)
-            values, pairs, _ = _shared_pairs_arb(scaled, log_scale, self.mask,
-                                                 _unscaled(log_scale))
-            W = arb_mat(n, n)
-            for (i, j), value in zip(pairs, values, strict=True):
-                W[i, j] = W[j, i] = value
-        else:
+        W = _weight_matrix_arb(scaled, log_scale, self.mask, self._symmetric[head], approx)
+        if W is None:
             weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
                                                         self._symmetric[head], approx)
             if not shared:

@@ -273,30 +273,30 @@ def _shares_pairs(symmetric: bool, log_scale, approx) -> bool:
 def _row_weights_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool):
     r"""The softmax weights of :func:`softmax_terms_arb`'s general route as an ``arb_mat``
     ``w`` (``P_ij = w_ij / Σ_l w_il``), each row shifted by its largest midpoint ``c_i`` (an
-    exact number): ``w_ij = e^{e^L (S̃_ij − c_i)}``. The decisions read the float64 midpoints of
-    the exponents themselves, with the cutoff and rounding of :func:`_shared_pairs_arb` (a
-    weight left out is below ``2^{-(prec+20)}`` of its row's largest), and the weights are
-    written into the matrix where needed (0 elsewhere): no row-major list of ``n²`` balls."""
+    exact number): ``w_ij = e^{e^L (S̃_ij − c_i)}``, written into the matrix where needed (0
+    elsewhere; no row-major list of ``n²`` balls). A weight is needed unless
+    ``e^L (c_i − S̃_ij) ≥ (prec + 20) ln 2 + 1 + δ`` in float64, ``δ`` the rounding of that
+    estimate (:func:`~verify.numerics.ulps`, ``DIFFERENCE_ULPS`` of ``e^L max|S̃|``, and of
+    ``e^L`` itself): a weight left out is below ``2^{-(prec+20)}`` of its row's largest."""
     n = scaled_scores.nrows()
     entries = scaled_scores.entries()
     mids = np.fromiter(map(float, entries), dtype=float, count=n * n).reshape(n, n)
     if mask is not None:
         mids[~np.asarray(mask, dtype=bool)] = -np.inf
-    shifts = [arb(c) for c in mids.max(axis=1).tolist()]
+    tops = mids.max(axis=1, keepdims=True)
+    scale = 1.0 if unscaled else math.exp(float(log_scale.mid()))
+    gap = (tops - mids) * scale                                 # +inf where masked out
+    finite = np.abs(mids[np.isfinite(mids)])
+    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(ulps(
+        DIFFERENCE_ULPS, scale * (finite.max() if finite.size else 0.0)))
+    needed = np.flatnonzero(gap < cutoff * (1 + ulps(DIFFERENCE_ULPS))).tolist()
+    shifts = [arb(c) for c in tops.ravel().tolist()]
     factor = None if unscaled else log_scale.exp()
-    allowed = np.isfinite(mids).ravel().tolist()
-    exponents = [(x - shifts[k // n]) if ok else None
-                 for k, (x, ok) in enumerate(zip(entries, allowed, strict=True))]
-    if factor is not None:
-        exponents = [None if x is None else x * factor for x in exponents]
-    values = np.array([-np.inf if x is None else float(x) for x in exponents]).reshape(n, n)
-    finite = np.abs(values[np.isfinite(values)])
-    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(
-        ulps(DIFFERENCE_ULPS, finite.max() if finite.size else 0.0))
-    needed = values.max(axis=1, keepdims=True) - values < cutoff   # False where masked out
     W = arb_mat(n, n)
-    for k in np.flatnonzero(needed).tolist():
-        W[k // n, k % n] = exponents[k].exp()
+    for k in needed:
+        i = k // n
+        exponent = entries[k] - shifts[i]
+        W[i, k - i * n] = (exponent if factor is None else exponent * factor).exp()
     return W
 
 

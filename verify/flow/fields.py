@@ -137,8 +137,8 @@ _APPROX_ERROR = 2.0 ** -10  # largest error of the float64 scores the arb softma
 # largest score |x_i|² = 1 ± (the run's error) would otherwise be shifted at most evaluations.
 _UNSHIFTED = 2.0
 _ZERO, _ONE = arb(0), arb(1)
-# Up to this log-scale L the symmetric softmax reads its decisions off the float64 midpoints of
-# the exponents e^L (S̃ − c) (_shared_terms_arb); beyond, they could overflow float64.
+# Up to this log-scale L the arb softmax of the field reads its decisions off e^L times float64
+# midpoints (_shared_pairs_arb, _row_weights_arb); beyond, they could overflow float64.
 _SHARED_LOG_SCALE = 600.0
 
 
@@ -262,12 +262,12 @@ def _shared_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
     return [values[p] if p >= 0 else _ZERO for p in flat], np.flatnonzero(needed).tolist(), True
 
 
-def _shares_pairs(symmetric: bool, log_scale, approx) -> bool:
-    """Whether :func:`softmax_terms_arb` goes through :func:`_shared_pairs_arb`: exactly
-    symmetric scores, no float64 scores given, and ``L`` small enough for the exponents'
-    midpoints to stay within the float64 range."""
-    return symmetric and approx is None and (
-        _unscaled(log_scale) or float(log_scale.mid()) <= _SHARED_LOG_SCALE)
+def _midpoints_decide(log_scale, approx) -> bool:
+    """Whether :func:`_shared_pairs_arb` and :func:`_row_weights_arb` decide: no float64 scores
+    given (``approx``), and ``L`` small enough for ``e^L`` times the scores' midpoints to stay
+    within the float64 range (:data:`_SHARED_LOG_SCALE`)."""
+    return approx is None and (_unscaled(log_scale)
+                               or float(log_scale.mid()) <= _SHARED_LOG_SCALE)
 
 
 def _row_weights_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool):
@@ -308,9 +308,9 @@ def _weight_matrix_arb(scaled_scores, log_scale, mask: np.ndarray | None, symmet
     (:func:`_row_weights_arb`); ``None`` where the float64 midpoints of the exponents could
     overflow (``L`` beyond :data:`_SHARED_LOG_SCALE`) or float64 scores decide
     (``approx``): then :func:`softmax_terms_arb`."""
-    unscaled = _unscaled(log_scale)
-    if approx is not None or not (unscaled or float(log_scale.mid()) <= _SHARED_LOG_SCALE):
+    if not _midpoints_decide(log_scale, approx):
         return None
+    unscaled = _unscaled(log_scale)
     if not symmetric:
         return _row_weights_arb(scaled_scores, log_scale, mask, unscaled)
     n = scaled_scores.nrows()
@@ -369,7 +369,7 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                 exponents = [x - shift for x in exponents]
             values = [x.exp() for x in exponents]
             return [values[p] for p in position], list(range(n * n)), True
-    if _shares_pairs(symmetric, log_scale, approx):
+    if symmetric and _midpoints_decide(log_scale, approx):
         return _shared_terms_arb(scaled_scores, log_scale, mask, unscaled)
     factor = _ONE if unscaled else log_scale.exp()
     entries = None

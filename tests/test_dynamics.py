@@ -234,6 +234,93 @@ def test_arb_softmax_balls_contain_the_exact_weights(sphere, log_scale, symmetri
             ctx.prec = saved
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_shared_softmax_far_apart_rows_and_dropped_weights(masked):
+    """The symmetric softmax shares every pair's exponential even where the rows' largest
+    scores lie far apart (a rescaled run's ``e^L`` large): every ball contains the exact weight
+    (mpmath at 200 digits), and a weight set to 0 is below ``2^{-(prec+20)}`` — while some of
+    those set to 0 lie above ``2^{-2(prec+20)}``, which the general route's factor-2 cutoff
+    would have evaluated."""
+    rng = np.random.default_rng(7 + masked)
+    dropped_above = 0
+    for trial in range(5):
+        n = int(rng.integers(5, 10))
+        X = rng.standard_normal((n, 2)) * (1 + trial)
+        log_scale = 3.0 + trial
+        mask = np.tril(np.ones((n, n), dtype=bool)) if masked else None
+        if mask is not None:
+            mask = mask | mask.T | np.eye(n, dtype=bool)
+            mask[0, n - 1] = mask[n - 1, 0] = False
+        exact = _exact_softmax(X, log_scale, mask)
+        saved = ctx.prec
+        ctx.prec = 99
+        try:
+            Xa = arb_mat([[arb(float(v)) for v in row] for row in X])
+            w, needed, shared = softmax_terms_arb(Xa * Xa.transpose(), arb(log_scale), mask, True)
+            assert shared
+            for i in range(n):
+                total = sum(w[i * n:(i + 1) * n], arb(0))
+                for j in range(n):
+                    truth = exact[i][j]
+                    if w[i * n + j] == 0:
+                        assert i * n + j not in needed
+                        assert truth < mpmath.mpf(2) ** -(ctx.prec + 20), (trial, i, j)
+                        dropped_above += truth > mpmath.mpf(2) ** -(2 * (ctx.prec + 20))
+                        continue
+                    ball = w[i * n + j] / total
+                    assert ball.overlaps(arb(mpmath.nstr(truth, 60), 1e-55)), (trial, i, j)
+        finally:
+            ctx.prec = saved
+    assert dropped_above > 0
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_weight_matrix_arb_against_mpmath(symmetric, masked):
+    """The softmax weight matrix of the rescaled arb field (``_weight_matrix_arb``: by pairs for
+    symmetric scores, by rows otherwise), row-normalised, contains the exact softmax of the
+    same scores (mpmath at 200 digits from the exact float entries); a weight left out is below
+    ``2^{-(prec+20)}``, and some are left out at these large ``e^L``."""
+    from verify.flow.fields import _weight_matrix_arb
+
+    rng = np.random.default_rng(11 + 2 * symmetric + masked)
+    zeros = 0
+    for trial in range(4):
+        n = int(rng.integers(4, 11))
+        S = rng.standard_normal((n, n)) * (1 + trial)
+        if symmetric:
+            S = S + S.T
+        log_scale = 2.0 + trial
+        mask = None
+        if masked:
+            mask = np.tril(np.ones((n, n), dtype=bool))
+            mask = mask | mask.T if symmetric else mask
+        with mpmath.workdps(200):
+            factor = mpmath.exp(mpmath.mpf(log_scale))
+            exact = []
+            for i in range(n):
+                row = [mpmath.exp(factor * mpmath.mpf(float(S[i, j])))
+                       if mask is None or mask[i, j] else mpmath.mpf(0) for j in range(n)]
+                exact.append([w / sum(row) for w in row])
+        saved = ctx.prec
+        ctx.prec = 120
+        try:
+            W = _weight_matrix_arb(arb_mat([[arb(float(v)) for v in row] for row in S]),
+                                   arb(log_scale), mask, symmetric, None)
+            for i in range(n):
+                total = sum((W[i, j] for j in range(n)), arb(0))
+                for j in range(n):
+                    truth = exact[i][j]
+                    if W[i, j] == 0:
+                        assert truth < mpmath.mpf(2) ** -(ctx.prec + 20), (trial, i, j)
+                        zeros += truth > 0
+                        continue
+                    assert (W[i, j] / total).overlaps(arb(mpmath.nstr(truth, 70), 1e-65))
+        finally:
+            ctx.prec = saved
+    assert zeros > 0
+
+
 def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask, pre_ln: bool = False) -> list:
     """``ẋ_i = P_{x_i}(Σ_j P_ij V x_j)`` with ``P = softmax(<x_i, B x_j>)`` and ``P_x`` the
     projection on the tangent space at ``x`` (pre-LN: ``ẋ_i = Σ_j P_ij V x̂_j`` with the scores of

@@ -44,7 +44,7 @@ from verify.exact.inputs import as_float_array
 from verify.flow import compiled
 from verify.flow.exponential import ValueExponential
 from verify.model import Model
-from verify.numerics import SUM_ULPS, Arb, Backend, ulps
+from verify.numerics import DIFFERENCE_ULPS, SUM_ULPS, Arb, Backend, ulps
 
 __all__ = [
     "attention_weights",
@@ -137,6 +137,9 @@ _APPROX_ERROR = 2.0 ** -10  # largest error of the float64 scores the arb softma
 # largest score |x_i|² = 1 ± (the run's error) would otherwise be shifted at most evaluations.
 _UNSHIFTED = 2.0
 _ZERO, _ONE = arb(0), arb(1)
+# Up to this log-scale L the arb softmax of the field reads its decisions off e^L times float64
+# midpoints (_shared_pairs_arb, _row_weights_arb); beyond, they could overflow float64.
+_SHARED_LOG_SCALE = 600.0
 
 
 def attention_weights_arb(scaled_scores, log_scale, kind: str = "softmax",
@@ -202,6 +205,122 @@ def _pairs(n: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
     return upper.tolist(), position.ravel().tolist(), [divmod(k, n) for k in upper.tolist()]
 
 
+@functools.lru_cache(maxsize=8)
+def _pair_layout(n: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """:func:`_pairs` with the positions as an ``n×n`` array: for every entry of an ``n×n``
+    matrix the position of its pair ``i ≤ j`` in the list of pairs."""
+    _, position, pairs = _pairs(n)
+    return np.array(position, dtype=np.intp).reshape(n, n), pairs
+
+
+def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
+                      ) -> tuple[list, list[tuple[int, int]], np.ndarray]:
+    r"""The ``symmetric`` case of :func:`softmax_terms_arb`, pair by pair: ``(values, pairs,
+    needed)``, ``values[p]`` the weight ``w_ij = w_ji`` of the pair ``pairs[p] = (i, j)``,
+    ``i ≤ j`` (exact 0 where neither ``(i, j)`` nor ``(j, i)`` is needed), ``needed`` the
+    ``n×n`` Boolean array of the weights needed.
+
+    Only the ``n(n+1)/2`` pairs of ``S̃`` are read, as exponents ``E_ij = e^L (S̃_ij − c)`` with
+    ``c`` the largest diagonal midpoint (an exact number; ``|E| ≤ 2 max|S|`` as in
+    :func:`softmax_terms_arb`, so the same rounding). Their midpoints decide in float64, in units
+    of the exponent: a weight is needed unless ``max_l E_il − E_ij ≥ (prec + 20) ln 2 + 1 + δ``,
+    ``δ`` the rounding of those float64 midpoints (:func:`~verify.numerics.ulps`,
+    ``DIFFERENCE_ULPS`` of ``max|E|``); a weight left out is then below ``2^{-(prec+20)}`` of
+    its row's largest, as the general route's (whose estimate ``L + log(gap)`` needs a factor 2
+    on the cutoff instead). One ball ``exp`` per needed pair. Reading ``n(n+1)/2`` balls instead
+    of ``n²``, and fewer exponentials of weights far below the working precision, are what this
+    saves."""
+    n = scaled_scores.nrows()
+    position, pairs = _pair_layout(n)
+    c = arb(max(float(scaled_scores[i, i].mid()) for i in range(n)))
+    if unscaled:
+        exponents = [scaled_scores[i, j] - c for i, j in pairs]
+    else:
+        factor = log_scale.exp()
+        exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
+    mids = np.fromiter(map(float, exponents), dtype=float, count=len(pairs))[position]
+    if mask is not None:
+        mids[~np.asarray(mask, dtype=bool)] = -np.inf
+    finite = np.abs(mids[np.isfinite(mids)])
+    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(
+        ulps(DIFFERENCE_ULPS, finite.max() if finite.size else 0.0))
+    needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
+    if needed.all():
+        return [x.exp() for x in exponents], pairs, needed
+    pair_needed = np.zeros(len(pairs), dtype=bool)
+    pair_needed[position[needed]] = True
+    return [x.exp() if ok else _ZERO for x, ok in zip(exponents, pair_needed.tolist(),
+                                                        strict=True)], pairs, needed
+
+
+def _shared_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
+                      ) -> tuple[list, list[int], bool]:
+    """:func:`_shared_pairs_arb` as :func:`softmax_terms_arb`'s row-major weights."""
+    values, pairs, needed = _shared_pairs_arb(scaled_scores, log_scale, mask, unscaled)
+    position, _ = _pair_layout(len(needed))
+    flat = np.where(needed, position, -1).ravel().tolist()
+    return [values[p] if p >= 0 else _ZERO for p in flat], np.flatnonzero(needed).tolist(), True
+
+
+def _midpoints_decide(log_scale, approx) -> bool:
+    """Whether :func:`_shared_pairs_arb` and :func:`_row_weights_arb` decide: no float64 scores
+    given (``approx``), and ``L`` small enough for ``e^L`` times the scores' midpoints to stay
+    within the float64 range (:data:`_SHARED_LOG_SCALE`)."""
+    return approx is None and (_unscaled(log_scale)
+                               or float(log_scale.mid()) <= _SHARED_LOG_SCALE)
+
+
+def _row_weights_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool):
+    r"""The softmax weights of :func:`softmax_terms_arb`'s general route as an ``arb_mat``
+    ``w`` (``P_ij = w_ij / Σ_l w_il``), each row shifted by its largest midpoint ``c_i`` (an
+    exact number): ``w_ij = e^{e^L (S̃_ij − c_i)}``, written into the matrix where needed (0
+    elsewhere; no row-major list of ``n²`` balls). A weight is needed unless
+    ``e^L (c_i − S̃_ij) ≥ (prec + 20) ln 2 + 1 + δ`` in float64, ``δ`` the rounding of that
+    estimate (:func:`~verify.numerics.ulps`, ``DIFFERENCE_ULPS`` of ``e^L max|S̃|``, and of
+    ``e^L`` itself): a weight left out is below ``2^{-(prec+20)}`` of its row's largest."""
+    n = scaled_scores.nrows()
+    entries = scaled_scores.entries()
+    mids = np.fromiter(map(float, entries), dtype=float, count=n * n).reshape(n, n)
+    if mask is not None:
+        mids[~np.asarray(mask, dtype=bool)] = -np.inf
+    tops = mids.max(axis=1, keepdims=True)
+    scale = 1.0 if unscaled else math.exp(float(log_scale.mid()))
+    gap = (tops - mids) * scale                                 # +inf where masked out
+    finite = np.abs(mids[np.isfinite(mids)])
+    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(ulps(
+        DIFFERENCE_ULPS, scale * (finite.max() if finite.size else 0.0)))
+    needed = np.flatnonzero(gap < cutoff * (1 + ulps(DIFFERENCE_ULPS))).tolist()
+    shifts = [arb(c) for c in tops.ravel().tolist()]
+    factor = None if unscaled else log_scale.exp()
+    W = arb_mat(n, n)
+    for k in needed:
+        i = k // n
+        exponent = entries[k] - shifts[i]
+        W[i, k - i * n] = (exponent if factor is None else exponent * factor).exp()
+    return W
+
+
+def _weight_matrix_arb(scaled_scores, log_scale, mask: np.ndarray | None, symmetric: bool,
+                       approx: np.ndarray | None):
+    """The softmax weights ``w`` before their row normalisation as an ``arb_mat``, from pairs
+    (:func:`_shared_pairs_arb`: both entries of every pair evaluated — a weight below the
+    working precision of its row is kept where the other row needed it; it is exact) or rows
+    (:func:`_row_weights_arb`); ``None`` where the float64 midpoints of the exponents could
+    overflow (``L`` beyond :data:`_SHARED_LOG_SCALE`) or float64 scores decide
+    (``approx``): then :func:`softmax_terms_arb`."""
+    if not _midpoints_decide(log_scale, approx):
+        return None
+    unscaled = _unscaled(log_scale)
+    if not symmetric:
+        return _row_weights_arb(scaled_scores, log_scale, mask, unscaled)
+    n = scaled_scores.nrows()
+    values, pairs, _ = _shared_pairs_arb(scaled_scores, log_scale, mask, unscaled)
+    W = arb_mat(n, n)
+    for (i, j), value in zip(pairs, values, strict=True):
+        W[i, j] = W[j, i] = value
+    return W
+
+
 def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                       symmetric: bool = False, approx: np.ndarray | None = None,
                       ) -> tuple[list, list[int], bool]:
@@ -213,14 +332,20 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
     per needed weight. The decisions (which entry leads its row, which weights are needed) are
     read off the midpoints in float64, vectorised.
 
-    ``symmetric`` (the caller knows the exact scores are symmetric): where every row's largest
-    midpoint is within ``e^{-L}`` of the largest of all, ``c``, every row is shifted by the one
-    exact number ``c`` instead (``shared`` is then True): ``w_ij = e^{e^L (S̃_ij − c)} = w_ji``,
-    so the exponential of the pair ``(i, j)`` serves both rows — one ball ``exp`` per pair instead
-    of two. The ball of ``S̃_ij`` contains the true ``S̃_ij = S̃_ji``, and a shift cancels in the
-    ratio, so every weight still contains the truth; the rounding of ``e^L (S̃_ij − c)`` is that of
-    ``e^L (S̃_ij − m_i)`` plus at most one unit of the working precision (on the sphere every
-    ``m_i = |x_i|² = 1``).
+    ``symmetric`` (the caller knows the exact scores are symmetric): every row is shifted by one
+    exact number ``c`` instead — the largest midpoint of all, or of the diagonal
+    (:func:`_shared_pairs_arb`) — (``shared`` is then True):
+    ``w_ij = e^{e^L (S̃_ij − c)} = w_ji``, so the exponential of the pair ``(i, j)`` serves both
+    rows — one ball ``exp`` per pair instead of two. The ball of ``S̃_ij`` contains the true
+    ``S̃_ij = S̃_ji``, and any shift cancels in the ratio (a row's weights may all be tiny: ``arb``
+    has unbounded exponents), so every weight still contains the truth. Its rounding: the
+    exponent ``e^L (S̃_ij − c)`` has ``|·| ≤ 2 max|S|`` (``S = e^L S̃``), as ``e^L (S̃_ij − m_i)``
+    has, so its absolute rounding is at most a few ``2^{-prec} max|S|`` — the rounding the scores
+    ``S̃_ij`` themselves already carry into every weight, and what the working precision's
+    ``log₂ max|S|`` bits (:func:`~verify.flow.precision_policy.working_bits`) pay for. (This
+    sharing was once kept to rows whose largest midpoints lie within ``e^{-L}`` of ``c``; the
+    rescaled runs of the paper suite's symmetric ``QᵀK`` then paid ``n²`` exponentials instead
+    of ``n(n+1)/2`` at almost every evaluation.)
 
     ``approx`` (only where ``L = 0``, the token form): float64 values of the scores within
     ``2^{-10}`` of them (the caller bounds the error), read instead of the midpoints for the
@@ -244,6 +369,8 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
                 exponents = [x - shift for x in exponents]
             values = [x.exp() for x in exponents]
             return [values[p] for p in position], list(range(n * n)), True
+    if symmetric and _midpoints_decide(log_scale, approx):
+        return _shared_terms_arb(scaled_scores, log_scale, mask, unscaled)
     factor = _ONE if unscaled else log_scale.exp()
     entries = None
     if approx is not None and unscaled:
@@ -263,8 +390,7 @@ def softmax_terms_arb(scaled_scores, log_scale, mask: np.ndarray | None = None,
         with np.errstate(divide="ignore"):
             needed = allowed & ((gap <= 0) | (log_factor + np.log(gap) < log_cutoff))
     evaluated = np.flatnonzero(needed).tolist()  # row by row, left to right
-    if symmetric and log_factor <= 700 and float(tops.max() - tops.min()) * math.exp(
-            log_factor) <= 1.0:
+    if symmetric:
         top = int(np.argmax(tops))
         upper, position, pairs = _pairs(n)
         if len(evaluated) < n * n:                         # a mask, or weights below precision
@@ -472,24 +598,29 @@ class VectorField:
         return attention_weights(scaled, log_scale, self.model.attention, self.mask)
 
     def _attend(self, t, state, Y, head: int = 0):
-        """``A Y`` for the attention matrix ``A`` of ``head`` at ``t``. In arb, where the softmax
-        shares the exponential of a pair between its rows (:func:`softmax_terms_arb`), the row
-        normalisation is applied to the ``n×d`` product: ``(w Y)_i / Σ_l w_il``."""
+        """``A Y`` for the attention matrix ``A`` of ``head`` at ``t``. In arb the softmax weights
+        come as a matrix ``w`` before their row normalisation (:func:`_weight_matrix_arb`, else
+        :func:`softmax_terms_arb`), which is applied to the ``n×d`` product by one diagonal
+        product: ``(w Y)_i / Σ_l w_il``."""
         if not self.arb:
             return self.attention(t, state, head) @ Y
         if not self.model.softmax:
             return self.attention(t, state, head) * Y
         scaled, log_scale = self.scores(t, state, head)
-        weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
-                                                    self._symmetric[head],
-                                                    self._float_scores(state, head))
         n = scaled.nrows()
-        if not shared:
-            return _normalised(weights, needed, n) * Y
-        W = arb_mat(n, n, weights)
+        approx = self._float_scores(state, head)
+        W = _weight_matrix_arb(scaled, log_scale, self.mask, self._symmetric[head], approx)
+        if W is None:
+            weights, needed, shared = softmax_terms_arb(scaled, log_scale, self.mask,
+                                                        self._symmetric[head], approx)
+            if not shared:
+                return _normalised(weights, needed, n) * Y
+            W = arb_mat(n, n, weights)
         totals = (W * self._ones).entries()
-        d = Y.ncols()
-        return arb_mat(n, d, [v / totals[k // d] for k, v in enumerate((W * Y).entries())])
+        scale = arb_mat(n, n)
+        for i in range(n):
+            scale[i, i] = 1 / totals[i]
+        return scale * (W * Y)
 
     def _float_scores(self, state, head: int, entries: list | None = None):
         """The token form's scores in float64 for the softmax's decisions

@@ -63,6 +63,14 @@ class Backend:
     def scalar(self, value: Fraction | int | float | str):  # pragma: no cover - interface
         raise NotImplementedError
 
+    def substep_times(self, t: Fraction, h: Fraction, count: int) -> list:
+        """``scalar(t + m·h)`` for ``m = 1, …, count``: the exact times of a step's substeps.
+
+        >>> Float64().substep_times(Fraction(1), Fraction(1, 4), 2)
+        [1.25, 1.5]
+        """
+        return [self.scalar(t + m * h) for m in range(1, count + 1)]
+
     def from_exact(self, array) -> object:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -140,6 +148,14 @@ class Arb(Backend):
             return arb(value)
         q = value if type(value) is Fraction else Fraction(value)
         return arb(fmpq(q.numerator, q.denominator))
+
+    def substep_times(self, t: Fraction, h: Fraction, count: int) -> list:
+        """The same balls as :meth:`Backend.substep_times`, from FLINT's exact rationals (one
+        import and no Python ``Fraction`` arithmetic per substep)."""
+        from flint import arb, fmpq
+
+        start, step = fmpq(t.numerator, t.denominator), fmpq(h.numerator, h.denominator)
+        return [arb(start + m * step) for m in range(1, count + 1)]
 
     def from_exact(self, array):
         from flint import arb_mat

@@ -584,10 +584,10 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
         prove.try_lemma("leader-map", result_instance, wider, t1)[0] is None
 
 
-def test_the_good_triples_look_ahead_stays_on_the_marks():
-    # hyperplanes' symmetric-middle: the good triple first holds in floats at t1 = 3/2; no
-    # finer grid and no allowance (not in CHEAPER_SEARCH: not measured for the good triple),
-    # so its proof encloses straight to the mark, with the fine enclosure only
+def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
+    # hyperplanes' symmetric-middle: the good triple first holds in floats at the mark 3/2;
+    # it is then asked on the finer grid between 1 and 3/2 (REFINED_SEARCH) and starts where it
+    # first holds there; no allowance is measured (not in COARSE_SEARCH: the fine enclosure)
     import verify.proof._prove as prove
     from verify.enclosure import Enclosure
     from verify.lemmas import good_triple
@@ -596,6 +596,32 @@ def test_the_good_triples_look_ahead_stays_on_the_marks():
     request = _request(claim, "symmetric-middle")
     ahead = prove.look_ahead(request, good_triple.ID, Enclosure(request.instance),
                              prove._marks(Fraction(6)), {})
-    assert ahead["first"] == ahead["reached"] == "3/2"
-    assert ahead["refined"] == [] and ahead["allowance"] is None
-    assert good_triple.ID not in prove.CHEAPER_SEARCH
+    first, mark = Fraction(ahead["first"]), Fraction(ahead["reached"])
+    assert mark == Fraction(3, 2) and mark - MARK_STEP < first <= mark
+    assert (first * 16).denominator == 1
+    assert [Fraction(t) for t, _ in ahead["refined"]] == \
+        [t for t in (Fraction(k, 16) for k in range(17, 24)) if t < first]
+    assert all(failing for _, failing in ahead["refined"])
+    assert ahead["allowance"] is None
+
+
+def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
+    # the drift test's instance further up, proved at t1 = 1/4 (off the marks' grid): the drift is
+    # tried there and then at the marks 1/2, 1, 3/2, where it is certified as from t1 = 0 (a
+    # step of MARK_STEP from t1 would have tried 3/4, 5/4, 7/4)
+    from verify.enclosure import Enclosure
+    from verify.model import Instance, Model
+    from verify.proof import _prove
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("symmetric-middle")
+    instance = Instance(Model(V=[[1, 0], [0, Fraction(-1, 2)]]), [[2, 0], [1, 1]],
+                        name="drift#1")
+    request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
+                           family.precision, dict(claim.parameters))
+    enclosure = Enclosure(instance)
+    assert enclosure.advance(Fraction(1, 4))
+    record, document = _prove._drift_beside(request, enclosure, Fraction(1, 4),
+                                             _prove._Clock(60.0))
+    assert record["behaviour"] == "drifts" and record["t1"] == "3/2"
+    assert document is not None and check_certificate(document).valid

@@ -387,7 +387,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction, runs: dict) -> dict:
     """Look ahead (:func:`look_ahead`), enclose straight to the first mark where the lemma
     holds in floats and try it there, then at the later marks in turn; escalate the digits
-    once. For the lemmas of :data:`CHEAPER_SEARCH` the first enclosure is a coarse one
+    once. For the lemmas of :data:`COARSE_SEARCH` the first enclosure is a coarse one
     (:data:`COARSE`), given up for the fine one when its balls outgrow the look-ahead's
     allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's.
     No enclosure is computed when the lemma holds at no mark in floats. After a failure
@@ -415,7 +415,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                 return {"proved": False, "reason": f"{lemma}: {ahead['reason']}",
                         "marks_tried": [], "margins": [], "look_ahead": ahead}
         if setting is COARSE and ahead.get("allowance") is None:
-            continue  # not measured (CHEAPER_SEARCH), or t* = 0: no width to spend
+            continue  # not measured (COARSE_SEARCH), or t* = 0: no width to spend
         first = Fraction(ahead["first"] if ahead["first"] is not None else ahead["after"])
         margins, escalate = [], False
         for mark in [first] + [m for m in marks if m > first]:
@@ -539,16 +539,17 @@ def _relative_radius(enclosure) -> float:
 #: 2^-24 at order 8) collapse on spd-3d#0.
 COARSE = {"bits": 128, "tol": 2.0 ** -32}
 SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
-#: The lemmas whose search uses the coarse enclosure and the refined :math:`t^*`
-#: (:data:`LOOKAHEAD_STEP`): measured on the leader map's instances of the paper suite. Not the
-#: good triple (measured with the lemma's first version): the followers' drift was certified
-#: beside its proof at the same :math:`t_1`, and at the refined one it was not (hyperplanes
-#: paper-2d#0: proved at 17/8 instead of 5/2, in 45 instead of 52 CPU s, but the drift
-#: undecided); the coarse enclosure alone at its
-#: usual t1 proved the four paper-suite good triples 0–15 % cheaper with the drift unchanged,
-#: but a coarse attempt given up would cost its 50–80-CPU-s enclosures twice, and the
-#: unproved ones were not measured: left for a measurement on the next enclosure.
-CHEAPER_SEARCH = (leader_map.ID,)
+#: The lemmas whose look-ahead refines :math:`t^*` on the finer grid (:data:`LOOKAHEAD_STEP`):
+#: measured on the leader map's instances of the paper suite and on the good triple's (the six
+#: hyperplanes instances, ``verify run hyperplanes``: every t1 earlier, e.g. paper-2d#0 3/2 ->
+#: 21/16, random-good-triple#1 1 -> 5/8; the followers' drift beside the proof is then carried
+#: on to the next marks of the grid).
+REFINED_SEARCH = (leader_map.ID, good_triple.ID)
+#: The lemmas whose first enclosure is the coarse one (:data:`COARSE`): the leader map's. Not
+#: the good triple's: on hyperplanes paper-3d-negative-pair#0 the coarse enclosure, carried on
+#: beside the proof for the followers' drift, fails at t = 2.47 (a remainder of NaN: its balls
+#: too wide for the softmax) before the mark 5/2 where the fine one certifies the drift.
+COARSE_SEARCH = (leader_map.ID,)
 #: The look-ahead measures how wide the balls may be where the lemma first holds in floats:
 #: relative radii ``LOOKAHEAD_RADIUS · ALLOWANCE_STEP^k`` up to ``ALLOWANCE_MAX``.
 ALLOWANCE_STEP = 4.0
@@ -660,11 +661,11 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     mark, reached, history, why = _first_holding(request, lemma, seen, marks)
     if mark is not None:
         first, refined, where = _refine(request, lemma, enclosure, runs,
-                                        reached if lemma in CHEAPER_SEARCH else None, mark)
+                                        reached if lemma in REFINED_SEARCH else None, mark)
         where = where or seen
         return {"first": str(first), "reached": str(mark), "margins": history,
                 "refined": refined,
-                "allowance": None if first == 0 or lemma not in CHEAPER_SEARCH else
+                "allowance": None if first == 0 or lemma not in COARSE_SEARCH else
                 _allowance(request, lemma, where, first)}
     after = next((m for m in marks if reached is None or m > reached), marks[-1])
     found = {"first": None, "reached": None if reached is None else str(reached),
@@ -826,14 +827,15 @@ def _order_before(enclosure, t1: Fraction, pieces: int = 4) -> dict | None:
 
 
 #: When lemma ``hyperplane-drift`` decides nothing at a good-triple proof's t1, it is tried at
-#: up to ``DRIFT_MARKS`` later marks of the same enclosure, carried on with at most
-#: ``DRIFT_SHARE`` times the CPU the proof took, or ``DRIFT_SECONDS`` if more: effort beside
-#: the verdict, never the verdict. Measured on the hyperplanes claim: the paper's figures are
-#: decided at 5/2 for 0.04–0.13 of their proof's CPU (2–5 of 35–57 CPU s); the two
+#: up to ``DRIFT_MARKS`` later marks (multiples of ``MARK_STEP``) of the same enclosure,
+#: carried on with at most ``DRIFT_SHARE`` times the CPU the proof took, or ``DRIFT_SECONDS``
+#: if more: effort beside the verdict, never the verdict. Measured on the hyperplanes claim:
+#: the paper's figures are decided at 5/2 for 0.04–0.13 of their proof's CPU (proved at
+#: t1 = 21/16 … 15/8, or at 3/2 … 2 before the refined look-ahead); the two
 #: random-good-triples stayed undecided after 10 CPU s (the floor before, 20 of the 33 CPU s
 #: spent on them) and after 76 without a limit.
 DRIFT_MARKS = 4
-DRIFT_SHARE = 0.25
+DRIFT_SHARE = 0.5
 DRIFT_SECONDS = 2.0
 
 
@@ -843,7 +845,7 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock) -> tuple[di
     Theorem 4.2 and the hyperplanes claim leave open ("the other coordinates need not
     converge"). Where it decides nothing at ``t1`` (the good triple can hold before the followers
     prefer one leader), the same enclosure is carried on to at most :data:`DRIFT_MARKS` later
-    marks, ``MARK_STEP`` apart, within the proof's budget (``expired``) and at most
+    marks (multiples of ``MARK_STEP``), within the proof's budget (``expired``) and at most
     :data:`DRIFT_SHARE` of the CPU the proof took (or :data:`DRIFT_SECONDS`), and the lemma
     tried at each; the record's ``t1`` is the mark where it was
     decided. Returns the record for the
@@ -860,11 +862,12 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock) -> tuple[di
     mark = t1
     document, why = _drift_at(request, enclosure, mark)
     for _ in range(DRIFT_MARKS if document is None else 0):
-        if not enclosure.advance(mark + MARK_STEP, expired=stop):
+        later = (mark // MARK_STEP + 1) * MARK_STEP  # the marks' grid, wherever t1 lies
+        if not enclosure.advance(later, expired=stop):
             why += (f"; carried on with at most {seconds:.3g} CPU s beside the proof, the "
-                    f"enclosure stopped before t1 = {mark + MARK_STEP} ({enclosure.message})")
+                    f"enclosure stopped before t1 = {later} ({enclosure.message})")
             break
-        mark += MARK_STEP
+        mark = later
         document, why = _drift_at(request, enclosure, mark)
         if document is not None:
             break

@@ -477,15 +477,9 @@ def test_a_stopped_enclosure_leaves_the_estimate_and_the_proof_record_says_why(m
     assert proof["enclosure"]["message"] in proof["reason"]
 
 
-def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(monkeypatch):
-    """V = diag(1, -1/2), tokens (2, 0) and (1, 1): the good triple holds on the exact tokens
-    (t1 = 0: both on one side, no dominance needed), but there the follower does not yet prefer
-    the leader (the drift lemma's lead inequality fails). The same enclosure is carried on to
-    later marks: the drift is certified at t1 = 3/2, with its own certificate, accepted; with no
-    later marks allowed, or no CPU for them, it stays undecided, and the proof and its
-    certificate are the same."""
+def _drift_request() -> CheckRequest:
+    """V = diag(1, -1/2), tokens (2, 0) and (1, 1), as an instance of the hyperplanes claim."""
     from verify.model import Instance, Model
-    from verify.proof import _prove
 
     claim = load_claim(CLAIMS / "hyperplanes.toml")
     family = claim.family("symmetric-middle")
@@ -493,6 +487,19 @@ def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(m
                         name="drift#1")
     request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
                            family.precision, dict(claim.parameters))
+    return request
+
+
+def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(monkeypatch):
+    """V = diag(1, -1/2), tokens (2, 0) and (1, 1): the good triple holds on the exact tokens
+    (t1 = 0: both on one side, no dominance needed), but there the follower does not yet prefer
+    the leader (the drift lemma's lead inequality fails). The same enclosure is carried on to
+    later marks: the drift is certified at t1 = 3/2, with its own certificate, accepted; with no
+    later marks allowed, or no CPU for them, it stays undecided, and the proof and its
+    certificate are the same."""
+    from verify.proof import _prove
+
+    request = _drift_request()
 
     def proved(marks: int, share: float = 1.0):
         monkeypatch.setattr(_prove, "DRIFT_MARKS", marks)
@@ -610,16 +617,10 @@ def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
     # tried there and then at the marks 1/2, 1, 3/2, where it is certified as from t1 = 0 (a
     # step of MARK_STEP from t1 would have tried 3/4, 5/4, 7/4)
     from verify.enclosure import Enclosure
-    from verify.model import Instance, Model
     from verify.proof import _prove
 
-    claim = load_claim(CLAIMS / "hyperplanes.toml")
-    family = claim.family("symmetric-middle")
-    instance = Instance(Model(V=[[1, 0], [0, Fraction(-1, 2)]]), [[2, 0], [1, 1]],
-                        name="drift#1")
-    request = CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
-                           family.precision, dict(claim.parameters))
-    enclosure = Enclosure(instance)
+    request = _drift_request()
+    enclosure = Enclosure(request.instance)
     assert enclosure.advance(Fraction(1, 4))
     record, document = _prove._drift_beside(request, enclosure, Fraction(1, 4),
                                              _prove._Clock(60.0))

@@ -395,21 +395,6 @@ def test_no_pyplot_figures_left_open(traj2):
     assert plt.get_fignums() == []
 
 
-def test_figures_share_parsed_formulas_and_render_the_same_pixels(traj2):
-    """The renderers of every figure share one mathtext parser (its cache of parsed formulas):
-    the PNG is byte for byte the one matplotlib's own Agg canvas renders."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    first, second = plot_attention_heatmaps(traj2), plot_attention_heatmaps(traj2)
-    assert first.canvas.get_renderer().mathtext_parser is \
-        second.canvas.get_renderer().mathtext_parser
-    ours = figure_to_png_bytes(first)
-    FigureCanvasAgg(second)  # matplotlib's canvas: a parser of its own, an empty cache
-    assert second.canvas.get_renderer().mathtext_parser is not \
-        first.canvas.get_renderer().mathtext_parser
-    assert figure_to_png_bytes(second) == ours
-
-
 def test_fixed_layouts_keep_axes_labels_and_legends_apart(traj1, traj2, traj3):
     """The figures placed without constrained layout: every axes with its tick labels, axis
     labels and title inside the figure, and clear of the figure legend (right of the token

@@ -88,7 +88,8 @@ class EigenLinearisation:
     def _at(self, t: float, w: np.ndarray) -> tuple:
         """``(s, Y, Y B_Pᵀ, Y B_P, A, e^L)`` at ``(t, w)``, from the last call if it was the
         same point."""
-        if self._point is not None and self._point[0] == t and self._point[1] is w:
+        if self._point is not None and self._point[0] == t \
+                and np.array_equal(self._point[1], w):
             return self._parts
         field = self.field
         L = 2.0 * field.mu * t
@@ -99,7 +100,7 @@ class EigenLinearisation:
         Y = w * s
         YB, YBt = (Y, Y) if field.B is None else (Y @ field.B, Y @ field.B.T)
         A = field.attention(t, w)
-        self._point, self._parts = (t, w), (s, Y, YBt, YB, A, math.exp(L))
+        self._point, self._parts = (t, w.copy()), (s, Y, YBt, YB, A, math.exp(L))
         return self._parts
 
     def apply(self, t: float, w: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -130,7 +131,7 @@ class LinearisedGlobalError:
     ``y_k`` and ``y_{k+1}``, two products per step, one new point) or ``"rk4"`` (the midpoint
     state from the cubic Hermite interpolant of ``y_k, f_k, y_{k+1}, f_{k+1}``: four products,
     two new points). ``times[k]``, ``norms[k]`` (``max|e_k|``) and, at the times in ``keep``
-    (float, first step end at or after each), ``kept`` — the whole ``e`` there.
+    (the first step end at or after each), ``kept``: ``(t_k, y_k, e_k)``.
 
     Parameters
     ----------
@@ -150,7 +151,7 @@ class LinearisedGlobalError:
         self.times: list[float] = []
         self.norms: list[float] = []
         self.keep = sorted(keep or [])
-        self.kept: list[tuple[float, np.ndarray]] = []
+        self.kept: list[tuple[float, np.ndarray, np.ndarray]] = []
 
     def __call__(self, t0: float, y0: np.ndarray, t1: float, y1: np.ndarray, f0: np.ndarray,
                  f1: np.ndarray, local_error: np.ndarray) -> None:
@@ -171,5 +172,5 @@ class LinearisedGlobalError:
         self.times.append(float(t1))
         self.norms.append(float(np.max(np.abs(self.error))))
         while self.keep and self.keep[0] <= t1:
-            self.kept.append((float(t1), self.error.copy()))
+            self.kept.append((float(t1), y1.copy(), self.error.copy()))
             self.keep.pop(0)

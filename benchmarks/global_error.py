@@ -27,6 +27,7 @@ No wall-clock assertion; this is not a test.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -38,6 +39,7 @@ if __name__ == "__main__":
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")  # see benchmarks/README.md, "BLAS threads"
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
@@ -61,6 +63,14 @@ def switch_time(inst, T: float) -> float:
     return float(legs[0]["t0"])
 
 
+class Unpropagated:
+    """``J = 0``: the local error estimates summed without their propagation (what the
+    linearisation adds is the difference)."""
+
+    def apply(self, t, y, v):
+        return 0.0 * v
+
+
 class Steps:
     """An observer that only records the step ends (the run's mesh and states)."""
 
@@ -82,11 +92,55 @@ def cpu(fn, repeat: int):
     return best, out
 
 
+def small_systems(count: int) -> None:
+    """The z-form float64 draws of ``benchmarks/error_coverage.py`` (its first ``count``
+    instances) whose field has eigen-coordinates: the linearised estimate (RK4) at the step ends
+    at or after the 6 checkpoints against the truth at 32 digits (arb extrapolation, as there),
+    ``max`` over tokens and coordinates in ``w``."""
+    from error_coverage import build, draw
+
+    print(f"\nsmall systems (error_coverage.py's z-form float64 draws among its first {count}):")
+    worst, least = 0.0, math.inf
+    for data in map(draw, range(count)):
+        if data["precision"] != "float64" or data["model"]["form"] != "z":
+            continue
+        instance = build(data)
+        if not EigenRescaledField.applies(instance.model):
+            continue
+        field = EigenRescaledField(instance.model, instance.n)
+        T = float(data["horizon"])
+        estimate = LinearisedGlobalError(EigenLinearisation(field), "rk4",
+                                         keep=[T * k / 6 for k in range(1, 7)])
+        segment = DOP853(observer=estimate).segment(
+            field, None, [0.0, T], 1, 0.0, field.to_w(np.asarray(instance.x0, dtype=float)),
+            StepController(RTOL, ATOL))
+        times = [t for t, _, _ in estimate.kept]
+        truth = simulate(instance, times[-1], checkpoints=[0, *times], precision=32,
+                         error_estimate=False, continuation=False, symmetry="off")
+        if segment.status != "success" or not truth.success:
+            print(f"  #{data['k']} skipped: {segment.status} / {truth.status}")
+            continue
+        ratios = []
+        for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+            true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+            ratios.append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
+        worst, least = max(worst, *ratios), min(least, *ratios)
+        print(f"  #{data['k']:<4}{data['variant']:32} n={instance.n:<3} d={instance.d} "
+              f"{segment.steps:4d} steps; true/estimate per checkpoint "
+              + " ".join(f"{r:.2g}" for r in ratios))
+    print(f"  worst true/estimate {worst:.3g}, smallest {least:.3g}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--T", type=float, default=4.0)
+    parser.add_argument("--small", type=int, default=0, metavar="COUNT",
+                        help="also the small z-form systems among error_coverage.py's first "
+                        "COUNT draws")
     args = parser.parse_args(argv)
+    if args.small:
+        small_systems(args.small)
 
     inst = load_instance_file(INSTANCE).instance
     t_switch = switch_time(inst, args.T)
@@ -107,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         costs[method], estimates[method] = cpu(
             lambda m=method: run(LinearisedGlobalError(EigenLinearisation(field), m)),
             args.repeat)
+    unpropagated = run(LinearisedGlobalError(Unpropagated(), "heun"))
     t_eval = np.array(mesh.times)
     shape = w0.shape
 
@@ -127,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     floor = 4 * U * np.abs(run_states).max(axis=(1, 2))
     columns = {"reference rtol·1e-3":
                np.abs(run_states - ref.y.T.reshape(run_states.shape)).max(axis=(1, 2)),
-               **{f"linearised {m}": np.array(estimates[m].norms) for m in estimates}}
+               **{f"linearised {m}": np.array(estimates[m].norms) for m in estimates},
+               "δ summed, J = 0": np.array(unpropagated.norms)}
     print(f"hd 128×128, run to its hardmax switch at t = {t_switch:.4g}: {len(t_eval)} steps "
           f"(truth: DOP853 rtol 3e-14, {truth.nfev} evaluations); load {load:.1f}")
     print(f"CPU s (min of {args.repeat}): run {run_s:.2f}; with the linearised estimate: heun "

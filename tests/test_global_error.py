@@ -60,6 +60,9 @@ def test_jvp_is_the_derivative_of_the_field_at_50_digits(Q, K):
                        rtol=0, atol=1e-14)
     jv_w = EigenLinearisation(field).apply(t, field.to_w(z), field.to_w(dz))
     assert np.allclose(field.to_z(jv_w), fd, rtol=0, atol=1e-13 * np.abs(fd).max())
+    jv_32 = EigenLinearisation(field, np.float32).apply(t, field.to_w(z), field.to_w(dz))
+    assert jv_32.dtype == np.float64
+    assert np.allclose(field.to_z(jv_32), fd, rtol=0, atol=1e-5 * np.abs(fd).max())
 
 
 def test_propagation_of_given_local_errors_matches_the_linear_flow():

@@ -13,7 +13,7 @@ from scipy.linalg import expm
 from verify.flow.fields import EigenRescaledField, VectorField
 from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError
 from verify.flow.simulate import simulate
-from verify.flow.solvers import DOP853, StepController
+from verify.flow.solvers import DOP853, StepController, dop853_local_error
 from verify.model import Instance, Model
 from verify.numerics import Float64
 
@@ -131,3 +131,15 @@ def test_two_token_estimate_against_a_30_digit_run():
         true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
         assert true > 1e-13  # far above round-off: the run's own error
         assert true <= np.abs(e).max()
+
+
+def test_dop853_local_error_is_scipys_estimate():
+    from scipy.integrate import DOP853 as SciPyDOP853
+
+    M = np.array([[0.3, 2.0], [-2.0, -0.1]])
+    solver = SciPyDOP853(lambda t, y: M @ y, 0.0, np.array([1.0, -0.5]), 3.0, rtol=1e-6)
+    for _ in range(5):
+        solver.step()
+        h = solver.t - solver.t_old
+        assert np.allclose(dop853_local_error(solver, h), solver._estimate_error(solver.K, h),
+                           rtol=1e-12, atol=0)

@@ -54,6 +54,8 @@ import numpy as np
 
 __all__ = ["EigenLinearisation", "LinearisedGlobalError"]
 
+_NEGLIGIBLE_WEIGHT = 1e-20  # attention weights set to 0 in the float32 products
+
 
 class EigenLinearisation:
     r"""``v ↦ J(t, w) v`` of an :class:`~verify.flow.fields.EigenRescaledField` with softmax
@@ -103,6 +105,8 @@ class EigenLinearisation:
         Y = w * s
         YB, YBt = (Y, Y) if field.B is None else (Y @ field.B, Y @ field.B.T)
         A = field.attention(t, w)
+        if self.dtype != np.float64:  # no subnormal weights (slow arithmetic): J v moves < 1e-20
+            A = np.where(A < _NEGLIGIBLE_WEIGHT, 0.0, A)
         parts = (s, Y, YBt, YB, A, w)
         self._point = (t, w.copy())
         self._parts = (*(part.astype(self.dtype, copy=False) for part in parts), math.exp(L))
@@ -112,7 +116,10 @@ class EigenLinearisation:
         """``J(t, w) v`` (same shape as ``w``)."""
         field = self.field
         s, Y, YBt, YB, A, w, scale = self._at(t, w)
-        v = v.astype(self.dtype, copy=False)
+        size = float(np.max(np.abs(v)))
+        if size == 0.0:
+            return np.zeros(v.shape)
+        v = (v / size).astype(self.dtype, copy=False)  # J is linear: J v = |v| J(v/|v|)
         dY = v * s
         if field.B is None:  # dS̃ = dY Yᵀ + Y dYᵀ
             M = dY @ Y.T
@@ -124,7 +131,7 @@ class EigenLinearisation:
         dA = AG - A * AG.sum(axis=1, keepdims=True)
         out = dA @ w + A @ v - v
         out *= field.lam
-        return out.astype(np.float64, copy=False)
+        return size * out.astype(np.float64, copy=False)
 
 
 class LinearisedGlobalError:

@@ -41,7 +41,7 @@ from verify.numerics import Arb, Backend, integrate_extrapolation
 from verify.numerics._monitor import RunMonitor
 
 __all__ = ["StepController", "Segment", "Solver", "DOP853", "Extrapolation", "ResidualLayers",
-           "REFERENCE_STEPS"]
+           "REFERENCE_STEPS", "dop853_local_error"]
 
 REFERENCE_STEPS = 4  # a reference run may take this many times the run's max_steps
 
@@ -229,12 +229,11 @@ class DOP853(Solver):
 
     def _observe(self, solver, shape) -> None:
         """Hand the accepted step to the observer (``K[0]``, ``K[-1]``: the field at both
-        ends; ``_estimate_error``: SciPy's DOP853 estimate, private but stable since 1.4)."""
-        h = solver.t - solver.t_old
+        ends) with its error estimate (:func:`dop853_local_error`)."""
         self.observer(solver.t_old, solver.y_old.reshape(shape), solver.t,
                       solver.y.reshape(shape), solver.K[0].reshape(shape),
                       solver.K[-1].reshape(shape),
-                      solver._estimate_error(solver.K, h).reshape(shape))
+                      dop853_local_error(solver, solver.t - solver.t_old).reshape(shape))
 
     def totals(self) -> dict:
         return {"steps": 0, "rhs_evals": 0}
@@ -248,6 +247,20 @@ class DOP853(Solver):
         if self.eigen is not None:
             stats["coordinates"] = "eigen"
         return stats
+
+
+def dop853_local_error(solver, h: float) -> np.ndarray:
+    r"""The error estimate of SciPy's DOP853 for its last step of size ``h`` (Hairer's: with
+    ``e₅ = h Σ E5_j K_j`` and ``e₃ = h Σ E3_j K_j`` the differences to the embedded orders 5
+    and 3, ``e₅ |e₅| / \sqrt{e₅² + (e₃/10)²}`` per entry) — the value of SciPy's private
+    ``DOP853._estimate_error``, formed with contiguous products (``K.T @ E5`` costs ~1 ms on a
+    128×128 state, ``E5 @ K`` a tenth)."""
+    K = solver.K
+    err5, err3 = solver.E5 @ K, solver.E3 @ K
+    denominator = np.hypot(err5, 0.1 * err3)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        correction = np.where(denominator > 0, np.abs(err5) / denominator, 1.0)
+    return h * err5 * correction
 
 
 class Extrapolation(Solver):

@@ -28,7 +28,9 @@ three ``n×n×d`` products (two when ``B_P = I``) once ``A`` is known at the poi
 It is an **estimate**: ``δ_k`` is DOP853's heuristic error estimate (of order 8 in ``h`` for a
 method of local order 9: it over-estimates the local error, and need not have its sign or
 direction), and the propagation drops ``O(|e|²)``. Its coverage is what
-``benchmarks/global_error.py`` measures; nothing in the library decides on it yet.
+``benchmarks/global_error.py`` measures (session 7: it never fell below the true error, and
+over-estimated it ×6–×137 on the 128×128 run before its hardmax switch and ×11–×900 on small
+systems); nothing in the library decides on it yet.
 
 Examples
 --------

@@ -143,3 +143,15 @@ def test_dop853_local_error_is_scipys_estimate():
         h = solver.t - solver.t_old
         assert np.allclose(dop853_local_error(solver, h), solver._estimate_error(solver.K, h),
                            rtol=1e-12, atol=0)
+
+
+def test_an_observer_changes_nothing_in_the_run():
+    # the observer only reads the accepted steps: the same states, bit for bit, and the same
+    # counts as the run without it (one code path, one process)
+    field = EigenRescaledField(Model(V=[[1, 0.5], [0.5, -1]]), 3)
+    w0 = field.to_w(np.array([[0.6, -0.2], [-0.1, 0.5], [0.3, 0.3]]))
+    runs = [DOP853(observer=observer).segment(field, None, [0.0, 1.0, 2.0], 1, 0.0, w0,
+                                              StepController(1e-9, 1e-11))
+            for observer in (None, LinearisedGlobalError(EigenLinearisation(field)))]
+    assert runs[0].stats == runs[1].stats
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0].states, runs[1].states, strict=True))

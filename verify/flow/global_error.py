@@ -22,7 +22,7 @@ For the rescaled field (3.1) in eigen-coordinates (:class:`~verify.flow.fields.E
           \dot A = A ∘ \big(G − (A ∘ G)\mathbf 1\,\mathbf 1ᵀ\big),\quad
           G = e^{L}\big(\dot Y B_P Yᵀ + Y B_P \dot Yᵀ\big),\quad \dot Y = v ∘ s,
 
-three ``n×n×d`` products (two when ``B_P = I``) once ``A`` is known at the point
+four ``n×n×d`` products (three when ``B_P = I``) once ``A`` is known at the point
 (:class:`EigenLinearisation`).
 
 It is an **estimate**: ``δ_k`` is DOP853's heuristic error estimate (of order 8 in ``h`` for a

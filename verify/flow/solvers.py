@@ -252,15 +252,17 @@ class DOP853(Solver):
 def dop853_local_error(solver, h: float) -> np.ndarray:
     r"""The error estimate of SciPy's DOP853 for its last step of size ``h`` (Hairer's: with
     ``e₅ = h Σ E5_j K_j`` and ``e₃ = h Σ E3_j K_j`` the differences to the embedded orders 5
-    and 3, ``e₅ |e₅| / \sqrt{e₅² + (e₃/10)²}`` per entry) — the value of SciPy's private
-    ``DOP853._estimate_error``, formed with contiguous products (``K.T @ E5`` costs ~1 ms on a
-    128×128 state, ``E5 @ K`` a tenth)."""
+    and 3, ``e₅ |e₅| / \sqrt{e₅² + (e₃/10)²}`` per entry): the value of SciPy's private
+    ``DOP853._estimate_error`` to a few ulps, with a square root of squares instead of
+    ``hypot`` (~⅔ of its CPU on a 128×128 state; entries below ~1e-154, whose squares
+    underflow, get the uncorrected ``h e₅``)."""
     K = solver.K
     err5, err3 = solver.E5 @ K, solver.E3 @ K
-    denominator = np.hypot(err5, 0.1 * err3)
+    denominator = err5 * err5
+    denominator += 0.01 * (err3 * err3)
+    np.sqrt(denominator, out=denominator)
     with np.errstate(invalid="ignore", divide="ignore"):
-        correction = np.where(denominator > 0, np.abs(err5) / denominator, 1.0)
-    return h * err5 * correction
+        return np.where(denominator > 0, h * err5 * (np.abs(err5) / denominator), h * err5)
 
 
 class Extrapolation(Solver):

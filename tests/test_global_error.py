@@ -65,6 +65,17 @@ def test_jvp_is_the_derivative_of_the_field_at_50_digits(Q, K):
     assert np.allclose(field.to_z(jv_32), fd, rtol=0, atol=1e-5 * np.abs(fd).max())
 
 
+def test_float32_products_fall_back_where_the_scale_leaves_float32():
+    # e^L with L = 2 μ t = 100 is beyond float32 (max ~e^88): the point is done in float64
+    field = EigenRescaledField(Model(V=[[1, 0.25], [0.25, -0.5]]), 3)
+    w = np.array([[0.9, -0.3], [0.1, 0.7], [-0.6, 0.2]])
+    v = np.array([[0.3, 0.1], [-0.2, 0.5], [0.4, -0.1]])
+    t = 50.0 / field.mu
+    exact = EigenLinearisation(field).apply(t, w, v)
+    single = EigenLinearisation(field, np.float32).apply(t, w, v)
+    assert np.all(np.isfinite(single)) and np.array_equal(single, exact)
+
+
 def test_propagation_of_given_local_errors_matches_the_linear_flow():
     # ė = M e on a uniform grid with local errors δ_k added: e_N = Σ_k exp((t_N − t_k) M) δ_k
     M = np.array([[1.0, 2.0], [-1.5, -2.0]])

@@ -183,8 +183,11 @@ def windows(field, w0, t_switch: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--T", type=float, default=4.0)
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="timed calls of each part; the minimum CPU is printed (default 2)")
+    parser.add_argument("--T", type=float, default=4.0,
+                        help="the horizon of simulate's run that gives the switch time "
+                        "(default 4; 15 switches at the same time)")
     parser.add_argument("--small", type=int, default=0, metavar="COUNT",
                         help="also the small z-form systems among error_coverage.py's first "
                         "COUNT draws")

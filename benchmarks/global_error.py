@@ -1,0 +1,279 @@
+#!/usr/bin/env python
+r"""Benchmark (a measured prototype): the linearised global error estimate
+(:mod:`verify.flow.global_error`) against the reference-run estimate, on the 128×128 run.
+
+The run: ``claims/examples/high-dimension.toml`` (``n = d = 128``), :class:`DOP853` of
+:mod:`verify.flow.solvers` in eigen-coordinates at the library's default ``rtol = 1e-10``,
+``atol = 1e-12``, from ``t = 0`` to the time of its certified hardmax switch (read from
+``simulate``'s run to ``T = 4``; after it the continuation's certificate carries the state, and
+the steps before it are the same for ``T = 4`` and ``T = 15``). In one process it times (CPU
+seconds of this process, the minimum of ``--repeat``):
+
+* the run alone;
+* the run with the linearised estimate propagated alongside (``heun`` and ``rk4``): its cost
+  is the difference;
+* the reference run of today's estimate (float64 DOP853 at ``rtol·1e-3``, ``atol`` the same,
+  as ``precision_policy.reference_settings`` gives it, here from the same start: no twin);
+
+and the truth: DOP853 at ``rtol = 3e-14``, ``atol = 1e-16`` evaluated at the run's step ends.
+It prints, at a selection of step ends, the true error ``max|w − w_true|`` and each estimate,
+and the worst coverage ratio ``true / (estimate + 4u·max|w|)`` over all step ends (the ratio of
+``benchmarks/error_coverage.py``; κ = 4 needs it below ~2).
+
+Run from the repository root: ``nice python benchmarks/global_error.py [--repeat 2]``.
+No wall-clock assertion; this is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCE = ROOT / "claims" / "examples" / "high-dimension.toml"
+if __name__ == "__main__":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")  # see benchmarks/README.md, "BLAS threads"
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+from scipy.integrate import solve_ivp  # noqa: E402
+
+from verify.flow.fields import EigenRescaledField  # noqa: E402
+from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError  # noqa: E402
+from verify.flow.simulate import simulate  # noqa: E402
+from verify.flow.solvers import DOP853, StepController  # noqa: E402
+from verify.model.instance_file import load_instance_file  # noqa: E402
+
+RTOL, ATOL = 1e-10, 1e-12
+U = 2.0 ** -53
+
+
+def switch_time(inst, T: float) -> float:
+    """When ``simulate``'s run to ``T`` hands over to its certified hardmax leg."""
+    traj = simulate(inst, T, checkpoints=int(T) + 1, error_estimate=False)
+    legs = (traj.stats.get("continuation") or {}).get("legs", [])
+    if not legs:
+        raise SystemExit("no hardmax switch in the run: nothing to compare before it")
+    return float(legs[0]["t0"])
+
+
+class Unpropagated:
+    """``J = 0``: the local error estimates summed without their propagation (what the
+    linearisation adds is the difference)."""
+
+    def apply(self, t, y, v):
+        return 0.0 * v
+
+
+class ExactLocalErrors:
+    """An observer that hands ``inner`` the true local error of each step instead of DOP853's
+    estimate: ``y_{k+1} − φ(t_{k+1}; t_k, y_k)``, ``φ`` by DOP853 at rtol 3e-14 over the step
+    (what the linearised route gives when ``δ_k`` is right: the remaining error is ``Φ``'s)."""
+
+    def __init__(self, inner, field) -> None:
+        self.inner, self.field = inner, field
+
+    def __call__(self, t0, y0, t1, y1, f0, f1, local_error) -> None:
+        shape = y0.shape
+        exact = solve_ivp(lambda t, y: self.field(t, y.reshape(shape)).ravel(), (t0, t1),
+                          y0.ravel(), method="DOP853", rtol=3e-14, atol=1e-18).y[:, -1]
+        self.inner(t0, y0, t1, y1, f0, f1, y1 - exact.reshape(shape))
+
+
+class Steps:
+    """An observer that only records the step ends (the run's mesh and states)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.states: list[np.ndarray] = []
+
+    def __call__(self, t0, y0, t1, y1, f0, f1, local_error) -> None:
+        self.times.append(float(t1))
+        self.states.append(y1.copy())
+
+
+def cpu(fn, repeat: int):
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - start)
+    return best, out
+
+
+def small_systems(count: int) -> None:
+    """The z-form float64 draws of ``benchmarks/error_coverage.py`` (its first ``count``
+    instances) whose field has eigen-coordinates: the linearised estimate (RK4) at the step ends
+    at or after the 6 checkpoints against the truth at 32 digits (arb extrapolation, as there),
+    ``max`` over tokens and coordinates in ``w``."""
+    from error_coverage import build, draw
+
+    print(f"\nsmall systems (error_coverage.py's z-form float64 draws among its first {count}):")
+    worst, least = 0.0, math.inf
+    for data in map(draw, range(count)):
+        if data["precision"] != "float64" or data["model"]["form"] != "z":
+            continue
+        instance = build(data)
+        if not EigenRescaledField.applies(instance.model):
+            continue
+        field = EigenRescaledField(instance.model, instance.n)
+        T = float(data["horizon"])
+        estimate = LinearisedGlobalError(EigenLinearisation(field), "rk4",
+                                         keep=[T * k / 6 for k in range(1, 7)])
+        segment = DOP853(observer=estimate).segment(
+            field, None, [0.0, T], 1, 0.0, field.to_w(np.asarray(instance.x0, dtype=float)),
+            StepController(RTOL, ATOL))
+        times = [t for t, _, _ in estimate.kept]
+        truth = simulate(instance, times[-1], checkpoints=[0, *times], precision=32,
+                         error_estimate=False, continuation=False, symmetry="off")
+        if segment.status != "success" or not truth.success:
+            print(f"  #{data['k']} skipped: {segment.status} / {truth.status}")
+            continue
+        ratios = []
+        for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+            true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+            ratios.append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
+        worst, least = max(worst, *ratios), min(least, *ratios)
+        print(f"  #{data['k']:<4}{data['variant']:32} n={instance.n:<3} d={instance.d} "
+              f"{segment.steps:4d} steps; true/estimate per checkpoint "
+              + " ".join(f"{r:.2g}" for r in ratios))
+    print(f"  worst true/estimate {worst:.3g}, smallest {least:.3g}")
+
+
+#: time windows of the 128×128 run for --windows (the error at its switch is made in a few)
+WINDOWS = [0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.815, 0.82, 0.9, 1.1]
+
+
+def windows(field, w0, t_switch: float) -> None:
+    """Where the error at the switch is made: ``e`` is linear in the ``δ_k``, so propagating
+    only the steps of one time window gives that window's share — with the true local errors
+    (each step re-integrated at rtol 3e-14) and with DOP853's estimates."""
+    steps = []
+
+    def record(t0, y0, t1, y1, f0, f1, local_error):
+        shape = y0.shape
+        exact = solve_ivp(lambda t, y: field(t, y.reshape(shape)).ravel(), (t0, t1),
+                          y0.ravel(), method="DOP853", rtol=3e-14, atol=1e-18).y[:, -1]
+        steps.append((t0, y0.copy(), t1, y1.copy(), f0.copy(), f1.copy(), local_error.copy(),
+                      y1 - exact.reshape(shape)))
+
+    DOP853(observer=record).segment(field, None, [0.0, t_switch], 1, 0.0, w0,
+                                    StepController(RTOL, ATOL))
+
+    def share(true: bool, lo: float, hi: float) -> float:
+        estimate = LinearisedGlobalError(EigenLinearisation(field), "rk4")
+        for t0, y0, t1, y1, f0, f1, local_error, true_error in steps:
+            delta = true_error if true else local_error
+            estimate(t0, y0, t1, y1, f0, f1, delta if lo <= t0 < hi else 0.0 * delta)
+        return float(np.abs(estimate.error).max())
+
+    print(f"\nwhere the error at the switch is made (window: steps, from the true δ_k, from "
+          f"DOP853's): all {len(steps)}: {share(True, 0, 2):.2e}, {share(False, 0, 2):.2e}")
+    for lo, hi in zip(WINDOWS[:-1], WINDOWS[1:], strict=True):
+        count = sum(lo <= step[0] < hi for step in steps)
+        true, dop = share(True, lo, hi), share(False, lo, hi)
+        print(f"  [{lo:.3f}, {hi:.3f}) {count:4d} steps: {true:.2e}, {dop:.2e} (×{dop / true:.1f})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="timed calls of each part; the minimum CPU is printed (default 2)")
+    parser.add_argument("--T", type=float, default=4.0,
+                        help="the horizon of simulate's run that gives the switch time "
+                        "(default 4; 15 switches at the same time)")
+    parser.add_argument("--small", type=int, default=0, metavar="COUNT",
+                        help="also the small z-form systems among error_coverage.py's first "
+                        "COUNT draws")
+    parser.add_argument("--exact-local", action="store_true",
+                        help="also the linearised estimate fed with the true local errors "
+                        "(each step re-integrated at rtol 3e-14: a measurement, not a method)")
+    parser.add_argument("--windows", action="store_true",
+                        help="also where the error at the switch is made, window by window")
+    args = parser.parse_args(argv)
+    if args.small:
+        small_systems(args.small)
+
+    inst = load_instance_file(INSTANCE).instance
+    t_switch = switch_time(inst, args.T)
+    field = EigenRescaledField(inst.model, inst.n)
+    w0 = field.to_w(np.asarray(inst.x0, dtype=float))
+    times = [0.0, t_switch]
+    controller = StepController(RTOL, ATOL)
+
+    def run(observer=None):
+        DOP853(observer=observer).segment(field, None, times, 1, 0.0, w0, controller)
+        return observer
+
+    load = os.getloadavg()[0]
+    run_s, _ = cpu(run, args.repeat)
+    mesh = run(Steps())
+    estimates, costs = {}, {}
+    for method in ("heun", "rk4"):
+        costs[method], estimates[method] = cpu(
+            lambda m=method: run(LinearisedGlobalError(EigenLinearisation(field), m)),
+            args.repeat)
+    costs["rk4, float32"], estimates["rk4, float32"] = cpu(
+        lambda: run(LinearisedGlobalError(EigenLinearisation(field, np.float32), "rk4")),
+        args.repeat)
+    unpropagated = run(LinearisedGlobalError(Unpropagated(), "heun"))
+    exact = run(ExactLocalErrors(LinearisedGlobalError(EigenLinearisation(field), "rk4"),
+                                 field)).inner if args.exact_local else None
+    t_eval = np.array(mesh.times)
+    shape = w0.shape
+
+    def f(t, y):
+        return field(t, y.reshape(shape)).ravel()
+
+    def reference(rtol, atol):
+        return solve_ivp(f, (0.0, t_switch), w0.ravel(), method="DOP853", rtol=rtol,
+                         atol=atol, t_eval=t_eval)
+
+    ref_rtol = RTOL * 1e-3
+    ref_s, ref = cpu(lambda: reference(ref_rtol, min(ATOL, ref_rtol)), args.repeat)
+    truth = reference(3e-14, 1e-16)
+    load = max(load, os.getloadavg()[0])
+
+    run_states = np.array(mesh.states)
+    true = np.abs(run_states - truth.y.T.reshape(run_states.shape)).max(axis=(1, 2))
+    floor = 4 * U * np.abs(run_states).max(axis=(1, 2))
+    columns = {"reference rtol·1e-3":
+               np.abs(run_states - ref.y.T.reshape(run_states.shape)).max(axis=(1, 2)),
+               **{f"linearised {m}": np.array(estimates[m].norms) for m in estimates},
+               "δ summed, J = 0": np.array(unpropagated.norms),
+               **({"rk4, true δ_k": np.array(exact.norms)} if exact is not None else {})}
+    print(f"hd 128×128, run to its hardmax switch at t = {t_switch:.4g}: {len(t_eval)} steps "
+          f"(truth: DOP853 rtol 3e-14, {truth.nfev} evaluations); load {load:.1f}")
+    print(f"CPU s (min of {args.repeat}): run {run_s:.2f}; with the linearised estimate: heun "
+          f"{costs['heun']:.2f} (estimate ×{(costs['heun'] - run_s) / run_s:.2f} the run), rk4 "
+          f"{costs['rk4']:.2f} (×{(costs['rk4'] - run_s) / run_s:.2f}), rk4 with float32 products "
+          f"{costs['rk4, float32']:.2f} (×{(costs['rk4, float32'] - run_s) / run_s:.2f}); the "
+          "reference run at "
+          f"rtol {ref_rtol:g} {ref_s:.2f} (×{ref_s / run_s:.2f}, {ref.nfev} evaluations)")
+    picks = sorted(set(np.linspace(0, len(t_eval) - 1, 12).astype(int))
+                   | set(np.flatnonzero((t_eval > 0.79) & (t_eval < 0.83))[::3]))
+    print(f"{'t':>8}{'true':>10}" + "".join(f"{name:>22}" for name in columns)
+          + "   (true / estimate)")
+    for k in picks:
+        print(f"{t_eval[k]:8.4f}{true[k]:10.2e}" + "".join(
+            f"{col[k]:10.2e} ({true[k] / (col[k] + floor[k]):6.2f})" + " " * 3
+            for col in columns.values()))
+    for name, col in columns.items():
+        ratio = true / (col + floor)
+        late = t_eval > 0.1
+        print(f"  {name}: worst true/estimate {ratio.max():.2f} (at t = "
+              f"{t_eval[ratio.argmax()]:.3f}); for t > 0.1 min {ratio[late].min():.3g}, max "
+              f"{ratio[late].max():.2f}; at the switch {ratio[-1]:.3g}")
+    if args.windows:
+        windows(field, w0, t_switch)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,168 @@
+"""The linearised global error estimate (verify.flow.global_error), against independent routes:
+the field's derivative against a 50-digit central difference of the z-form field (3.1) written
+here with mpmath (its own ``e^{tV}``), the propagation against the closed form of a linear flow,
+and the whole estimate against the true error of a two-token run (a 30-digit arb run)."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from verify.flow.fields import EigenRescaledField, VectorField
+from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError
+from verify.flow.simulate import simulate
+from verify.flow.solvers import DOP853, StepController, dop853_local_error
+from verify.model import Instance, Model
+from verify.numerics import Float64
+
+pytestmark = pytest.mark.numerics
+
+
+def mp_rescaled_field(V, Q, K, t, z):
+    """``ż_i = Σ_j P_ij V (z_j − z_i)``, ``P_i· = softmax_j ⟨Q e^{tV} z_i, K e^{tV} z_j⟩``
+    (the rescaled form (3.1), β = 1) in mpmath at the current precision."""
+    E = mpmath.expm(t * V)
+    n = z.rows
+    x = [E * z[i, :].T for i in range(n)]
+    out = mpmath.matrix(n, z.cols)
+    for i in range(n):
+        scores = [((Q * x[i]).T * (K * x[j]))[0] for j in range(n)]
+        top = max(scores)
+        weights = [mpmath.exp(s - top) for s in scores]
+        total = mpmath.fsum(weights)
+        row = sum(((w / total) * (V * (z[j, :] - z[i, :]).T) for j, w in enumerate(weights)),
+                  mpmath.matrix(z.cols, 1))
+        out[i, :] = row.T
+    return out
+
+
+@pytest.mark.parametrize("Q, K", [(None, None), ([[1, 0.5], [0, 1]], [[2, 0], [1, 1]])])
+def test_jvp_is_the_derivative_of_the_field_at_50_digits(Q, K):
+    V = [[1, 0.25], [0.25, -0.5]]
+    model = Model(V=V, Q=Q, K=K)
+    field = EigenRescaledField(model, 3)
+    z = np.array([[0.9, -0.3], [0.1, 0.7], [-0.6, 0.2]])
+    dz = np.array([[0.3, 0.1], [-0.2, 0.5], [0.4, -0.1]])
+    t = 0.7
+    with mpmath.workdps(50):
+        mats = [mpmath.matrix(np.eye(2).tolist() if M is None else M) for M in (Q, K)]
+        Vm = mpmath.matrix(V)
+        eps = mpmath.mpf("1e-20")
+        zm, dzm = mpmath.matrix(z.tolist()), mpmath.matrix(dz.tolist())
+        fd = (mp_rescaled_field(Vm, *mats, t, zm + eps * dzm)
+              - mp_rescaled_field(Vm, *mats, t, zm - eps * dzm)) / (2 * eps)
+        value = mp_rescaled_field(Vm, *mats, t, zm)
+    fd = np.array(fd.tolist(), dtype=float)
+    # the z-form field of the library agrees with the one written here (same model)
+    assert np.allclose(VectorField(model, 3, Float64())(t, z), np.array(value.tolist(), float),
+                       rtol=0, atol=1e-14)
+    jv_w = EigenLinearisation(field).apply(t, field.to_w(z), field.to_w(dz))
+    assert np.allclose(field.to_z(jv_w), fd, rtol=0, atol=1e-13 * np.abs(fd).max())
+    jv_32 = EigenLinearisation(field, np.float32).apply(t, field.to_w(z), field.to_w(dz))
+    assert jv_32.dtype == np.float64
+    assert np.allclose(field.to_z(jv_32), fd, rtol=0, atol=1e-5 * np.abs(fd).max())
+
+
+def test_float32_products_fall_back_where_the_scale_leaves_float32():
+    # e^L with L = 2 μ t = 100 is beyond float32 (max ~e^88): the point is done in float64
+    field = EigenRescaledField(Model(V=[[1, 0.25], [0.25, -0.5]]), 3)
+    w = np.array([[0.9, -0.3], [0.1, 0.7], [-0.6, 0.2]])
+    v = np.array([[0.3, 0.1], [-0.2, 0.5], [0.4, -0.1]])
+    t = 50.0 / field.mu
+    exact = EigenLinearisation(field).apply(t, w, v)
+    single = EigenLinearisation(field, np.float32).apply(t, w, v)
+    assert np.all(np.isfinite(single)) and np.array_equal(single, exact)
+
+
+def test_propagation_of_given_local_errors_matches_the_linear_flow():
+    # ė = M e on a uniform grid with local errors δ_k added: e_N = Σ_k exp((t_N − t_k) M) δ_k
+    M = np.array([[1.0, 2.0], [-1.5, -2.0]])
+
+    class Linear:
+        def apply(self, t, y, v):
+            return v @ M.T
+
+    rng = np.random.default_rng(1)
+    deltas = rng.standard_normal((100, 1, 2)) * 1e-9
+    h = 0.02
+    exact = sum(d @ expm((100 - (k + 1)) * h * M).T for k, d in enumerate(deltas))
+    for method, tolerance in (("heun", 1e-3), ("rk4", 1e-8)):
+        estimate = LinearisedGlobalError(Linear(), method)
+        y = np.zeros((1, 2))
+        for k, d in enumerate(deltas):
+            estimate(k * h, y, (k + 1) * h, y, y, y, d)
+        assert np.allclose(estimate.error, exact, rtol=0, atol=tolerance * np.abs(exact).max())
+
+
+def test_linear_flow_estimate_covers_its_true_error():
+    # ẏ = M y, a rotation (20 turns), has e^{tM} y0. DOP853's local error
+    # estimates propagated by ė = M e (RK4) against the run's true error: they cover it, and
+    # not by orders of magnitude; summed without the propagation they fall below it (the phase
+    # errors add up along the turning solution while the local errors turn with it).
+    M = np.array([[0.0, 2 * np.pi], [-2 * np.pi, 0.0]])
+
+    class Linear:
+        def apply(self, t, y, v):
+            return v @ M.T
+
+    class Unpropagated:
+        def apply(self, t, y, v):
+            return 0 * v
+
+    y0 = np.array([[1.0, -0.5]])
+    norms = {}
+    for linearisation in (Linear(), Unpropagated()):
+        estimate = LinearisedGlobalError(linearisation, "rk4")
+        segment = DOP853(observer=estimate).segment(lambda t, y: y @ M.T, None, [0.0, 20.0],
+                                                    1, 0.0, y0, StepController(1e-9, 1e-11))
+        norms[type(linearisation)] = estimate.norms[-1]
+        assert estimate.times[-1] == 20.0 and len(estimate.times) == segment.steps > 200
+    true = np.abs(segment.states[-1] - y0 @ expm(20.0 * M).T).max()
+    assert true <= norms[Linear] <= 100 * true
+    assert norms[Unpropagated] < true
+
+
+def test_two_token_estimate_against_a_30_digit_run():
+    # the eigen-field run of two tokens, its estimate at the step ends at or after t = 1, 2, 3
+    # against the same instance at 30 digits (the arb extrapolation run): it covers the true
+    # error (measured: by ×9 at t ≈ 1 to ×1000 at t = 3, DOP853's local estimate being of order
+    # 8 for a local error of order 9 — an over-estimate, see the module's docstring)
+    model = Model(V=[[1, 0.5], [0.5, -1]])
+    z0 = [[0.6, -0.2], [-0.1, 0.5]]
+    field = EigenRescaledField(model, 2)
+    estimate = LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=[1.0, 2.0, 3.0])
+    DOP853(observer=estimate).segment(field, None, [0.0, 3.0], 1, 0.0,
+                                      field.to_w(np.array(z0)), StepController(1e-10, 1e-12))
+    times = [t for t, _, _ in estimate.kept]
+    truth = simulate(Instance(model, z0), times[-1], checkpoints=[0, *times], precision=30,
+                     error_estimate=False, continuation=False)
+    for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+        true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+        assert true > 1e-13  # far above round-off: the run's own error
+        assert true <= np.abs(e).max()
+
+
+def test_dop853_local_error_is_scipys_estimate():
+    from scipy.integrate import DOP853 as SciPyDOP853
+
+    M = np.array([[0.3, 2.0], [-2.0, -0.1]])
+    solver = SciPyDOP853(lambda t, y: M @ y, 0.0, np.array([1.0, -0.5]), 3.0, rtol=1e-6)
+    for _ in range(5):
+        solver.step()
+        h = solver.t - solver.t_old
+        assert np.allclose(dop853_local_error(solver, h), solver._estimate_error(solver.K, h),
+                           rtol=1e-12, atol=0)
+
+
+def test_an_observer_changes_nothing_in_the_run():
+    # the observer only reads the accepted steps: the same states, bit for bit, and the same
+    # counts as the run without it (one code path, one process)
+    field = EigenRescaledField(Model(V=[[1, 0.5], [0.5, -1]]), 3)
+    w0 = field.to_w(np.array([[0.6, -0.2], [-0.1, 0.5], [0.3, 0.3]]))
+    runs = [DOP853(observer=observer).segment(field, None, [0.0, 1.0, 2.0], 1, 0.0, w0,
+                                              StepController(1e-9, 1e-11))
+            for observer in (None, LinearisedGlobalError(EigenLinearisation(field)))]
+    assert runs[0].stats == runs[1].stats
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0].states, runs[1].states, strict=True))

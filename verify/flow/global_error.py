@@ -1,0 +1,201 @@
+r"""A global error estimate of a float64 run by the linearised error equation (a prototype).
+
+The global error ``e(t) = y_run(t) − y(t)`` of a one-step run ``y_{k+1} = Ψ_{h_k}(y_k)`` obeys,
+to first order in its size (Shampine; Lang & Verwer, *On global error estimation and control
+for initial value problems*, SIAM J. Sci. Comput. 29, 2007),
+
+.. math:: e_{k+1} = Φ(t_{k+1}, t_k)\, e_k + δ_k, \qquad
+          \partial_t Φ(t, t_k) = J(t, y(t))\, Φ(t, t_k),\quad Φ(t_k, t_k) = I,
+
+with ``δ_k`` the local error of step ``k`` and ``J = ∂f/∂y`` along the run. This module
+propagates ``e`` on the run's own accepted steps, *alongside* the run: ``δ_k`` is the solver's
+embedded estimate of the accepted step (DOP853's, the one its step control uses) and
+``Φ(t_{k+1}, t_k) e_k`` one explicit Runge–Kutta step of ``ė = J(t, y_run(t)) e`` (Heun's
+method with ``J`` at the two accepted states, or the classical RK4 with the midpoint state from
+the cubic Hermite interpolant of the step), ``J·v`` a directional derivative, never a matrix.
+
+For the rescaled field (3.1) in eigen-coordinates (:class:`~verify.flow.fields.EigenRescaledField`:
+``ẇ = (A w − w) Λ``, ``A = softmax(e^{L} S̃)`` row-wise, ``S̃ = Y B_P Yᵀ``, ``Y = w ∘ s``,
+``s_k = e^{(λ_k − μ)t}``, ``L = 2μt``) the product is
+
+.. math:: J v = (\dot A\, w + A v − v)\,Λ,\qquad
+          \dot A = A ∘ \big(G − (A ∘ G)\mathbf 1\,\mathbf 1ᵀ\big),\quad
+          G = e^{L}\big(\dot Y B_P Yᵀ + Y B_P \dot Yᵀ\big),\quad \dot Y = v ∘ s,
+
+four ``n×n×d`` products (three when ``B_P = I``) once ``A`` is known at the point
+(:class:`EigenLinearisation`).
+
+It is an **estimate**: ``δ_k`` is DOP853's heuristic error estimate (of order 8 in ``h`` for a
+method of local order 9: it over-estimates the local error, and need not have its sign or
+direction), and the propagation drops ``O(|e|²)``. Its coverage is what
+``benchmarks/global_error.py`` measures (session 7: ×6–×137 above the true error on the
+128×128 run before its hardmax switch; on 29 small systems true/estimate had median 0.018 and
+max 1.3 — the signed local estimates can cancel where the true ones do not); nothing in the
+library decides on it yet.
+
+Examples
+--------
+>>> import numpy as np
+>>> from verify.flow.solvers import DOP853, StepController
+>>> from verify.flow.fields import EigenRescaledField
+>>> from verify.model import Model
+>>> field = EigenRescaledField(Model(V=[[1, 0], [0, -1]]), 3)
+>>> w0 = np.array([[0.3, 0.1], [-0.2, 0.4], [0.5, -0.3]])
+>>> estimate = LinearisedGlobalError(EigenLinearisation(field))
+>>> segment = DOP853(observer=estimate).segment(
+...     field, None, [0.0, 1.0], 1, 0.0, w0, StepController(1e-8, 1e-10))
+>>> len(estimate.times) == segment.steps, bool(0 < estimate.norms[-1] < 1e-6)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["EigenLinearisation", "LinearisedGlobalError"]
+
+_NEGLIGIBLE_WEIGHT = 1e-20  # attention weights set to 0 in the float32 products
+_FLOAT32_LOG_SCALE = 60.0  # beyond it e^L G may overflow float32 (max ~e^88): float64 there
+
+
+class EigenLinearisation:
+    r"""``v ↦ J(t, w) v`` of an :class:`~verify.flow.fields.EigenRescaledField` with softmax
+    attention, the weights ``A(t, w)`` kept between products at the same point.
+
+    Parameters
+    ----------
+    field : EigenRescaledField
+        ``field.model.softmax`` must hold (hardmax weights have no derivative).
+    dtype : numpy dtype
+        Of the products (``A`` itself is computed in float64): ``float32`` leaves ~7 digits in
+        ``J v``, which an error *estimate* does not need more of (measured on the 128×128 run:
+        the estimate's CPU 0.74 s instead of 0.99, the same values to 3 digits). Points with
+        ``e^L`` beyond float32's range (``L > 60``) are done in float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from verify.flow.fields import EigenRescaledField
+    >>> from verify.model import Model
+    >>> field = EigenRescaledField(Model(V=[[2, 1], [1, 2]]), 3)
+    >>> w, v = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]]), np.full((3, 2), 0.1)
+    >>> eps = 1e-6
+    >>> fd = (field(0.3, w + eps * v) - field(0.3, w - eps * v)) / (2 * eps)
+    >>> bool(np.allclose(EigenLinearisation(field).apply(0.3, w, v), fd, atol=1e-8))
+    True
+    """
+
+    def __init__(self, field, dtype: type = np.float64) -> None:
+        if not field.model.softmax:
+            raise ValueError("EigenLinearisation needs softmax attention (hardmax weights "
+                             "have no derivative).")
+        self.field, self.dtype = field, np.dtype(dtype)
+        self._point: tuple | None = None
+        self._parts: tuple | None = None
+
+    def _at(self, t: float, w: np.ndarray) -> tuple:
+        """``(s, Y, Y B_Pᵀ, Y B_P, A, w, e^L)`` at ``(t, w)`` (in ``dtype``), from the last
+        call if it was the same point."""
+        if self._point is not None and self._point[0] == t \
+                and np.array_equal(self._point[1], w):
+            return self._parts
+        field = self.field
+        L = 2.0 * field.mu * t
+        if L > 700.0:
+            raise ValueError(f"e^L = e^{L:.0f} overflows float64: the linearisation is for the "
+                             "softmax regime before a hardmax switch.")
+        s = np.exp((field.lam - field.mu) * t)
+        Y = w * s
+        YB, YBt = (Y, Y) if field.B is None else (Y @ field.B, Y @ field.B.T)
+        A = field.attention(t, w)
+        dtype = self.dtype if L <= _FLOAT32_LOG_SCALE else np.dtype(np.float64)
+        if dtype != np.float64:  # no subnormal weights (slow arithmetic): J v moves < 1e-20
+            A = np.where(A < _NEGLIGIBLE_WEIGHT, 0.0, A)
+        parts = (s, Y, YBt, YB, A, w)
+        self._point = (t, w.copy())
+        self._parts = (*(part.astype(dtype, copy=False) for part in parts), math.exp(L))
+        return self._parts
+
+    def apply(self, t: float, w: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``J(t, w) v`` (same shape as ``w``)."""
+        field = self.field
+        s, Y, YBt, YB, A, w, scale = self._at(t, w)
+        size = float(np.max(np.abs(v)))
+        if size == 0.0:
+            return np.zeros(v.shape)
+        v = (v / size).astype(w.dtype, copy=False)  # J is linear: J v = |v| J(v/|v|)
+        dY = v * s
+        if field.B is None:  # dS̃ = dY Yᵀ + Y dYᵀ
+            M = dY @ Y.T
+            G = M + M.T
+        else:
+            G = dY @ YBt.T + YB @ dY.T
+        G *= scale
+        AG = A * G
+        dA = AG - A * AG.sum(axis=1, keepdims=True)
+        out = dA @ w + A @ v - v
+        out *= field.lam
+        return size * out.astype(np.float64, copy=False)
+
+
+class LinearisedGlobalError:
+    r"""The propagated global error ``e_k`` of a run, fed one accepted step at a time.
+
+    An observer of :class:`~verify.flow.solvers.DOP853` (its ``observer`` argument): each call
+    ``(t_k, y_k, t_{k+1}, y_{k+1}, f_k, f_{k+1}, δ_k)`` advances
+
+    .. math:: e_{k+1} = Φ_k e_k + δ_k
+
+    with ``Φ_k e_k`` one ``method`` step of ``ė = J(t, y_run(t)) e``: ``"heun"`` (``J`` at
+    ``y_k`` and ``y_{k+1}``, two products per step, one new point) or ``"rk4"`` (the midpoint
+    state from the cubic Hermite interpolant of ``y_k, f_k, y_{k+1}, f_{k+1}``: four products,
+    two new points; Heun's amplification ``|1 + z + z²/2|`` exceeds 1 on the imaginary axis,
+    so it drifts where ``J`` turns and ``h|J| ≳ 1``: measured on a rotation at ``hω ≈ 1``,
+    ×10⁵ too large). ``times[k]``, ``norms[k]`` (``max|e_k|``) and, at the times in ``keep``
+    (the first step end at or after each, once), ``kept``: ``(t_k, y_k, e_k)``.
+
+    Parameters
+    ----------
+    linearisation : object with ``apply(t, y, v) -> J(t, y) v``
+    method : {"rk4", "heun"}
+    keep : list of float, optional
+        Times at which to keep ``e`` (the estimate is only known at step ends).
+    """
+
+    def __init__(self, linearisation, method: str = "rk4",
+                 keep: list[float] | None = None) -> None:
+        if method not in ("heun", "rk4"):
+            raise ValueError(f"method must be 'heun' or 'rk4', not {method!r}")
+        self.jvp: Callable = linearisation.apply
+        self.method = method
+        self.error: np.ndarray | None = None
+        self.times: list[float] = []
+        self.norms: list[float] = []
+        self.keep = sorted(keep or [])
+        self.kept: list[tuple[float, np.ndarray, np.ndarray]] = []
+
+    def __call__(self, t0: float, y0: np.ndarray, t1: float, y1: np.ndarray, f0: np.ndarray,
+                 f1: np.ndarray, local_error: np.ndarray) -> None:
+        e = np.zeros_like(y0) if self.error is None else self.error
+        h = t1 - t0
+        if self.method == "heun":
+            k1 = self.jvp(t0, y0, e)
+            k2 = self.jvp(t1, y1, e + h * k1)
+            e = e + 0.5 * h * (k1 + k2)
+        else:
+            tm, ym = t0 + 0.5 * h, 0.5 * (y0 + y1) + 0.125 * h * (f0 - f1)  # Hermite midpoint
+            k1 = self.jvp(t0, y0, e)
+            k2 = self.jvp(tm, ym, e + 0.5 * h * k1)
+            k3 = self.jvp(tm, ym, e + 0.5 * h * k2)
+            k4 = self.jvp(t1, y1, e + h * k3)
+            e = e + h / 6.0 * (k1 + 2.0 * (k2 + k3) + k4)
+        self.error = e + local_error
+        self.times.append(float(t1))
+        self.norms.append(float(np.max(np.abs(self.error))))
+        if self.keep and self.keep[0] <= t1:
+            self.kept.append((float(t1), y1.copy(), self.error.copy()))
+            while self.keep and self.keep[0] <= t1:
+                self.keep.pop(0)

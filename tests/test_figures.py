@@ -370,6 +370,8 @@ def test_dependency_graph_bad_input():
         plot_dependency_graph([("a", "b")])
     with pytest.raises(InvalidArgument, match="lists of claim ids"):
         plot_dependency_graph({"a": "b"})
+    with pytest.raises(InvalidArgument, match="names no claim"):  # was an IndexError
+        plot_dependency_graph({})
 
 
 # ------------------------------------------------------------------------------ export

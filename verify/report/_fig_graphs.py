@@ -259,7 +259,8 @@ def plot_dependency_graph(edges: dict[str, list[str]],
     Raises
     ------
     InvalidArgument
-        If ``edges`` is not a dict of str to lists of str, or the dependencies have a cycle.
+        If ``edges`` is not a dict of str to lists of str, names no claim, or the dependencies
+        have a cycle.
 
     Examples
     --------
@@ -269,6 +270,8 @@ def plot_dependency_graph(edges: dict[str, list[str]],
     ['claim:hull-nonincreasing', 'claim:polytope', 'uses:polytope->hull-nonincreasing']
     """
     G = _dependency_digraph(edges).reverse()  # b -> a when a uses b
+    if not G:
+        raise InvalidArgument("edges={} names no claim: there is no dependency graph to draw.")
     verdicts = {} if verdicts is None else verdicts
     if not isinstance(verdicts, dict):
         raise InvalidArgument(f"verdicts=<{describe(verdicts)}> ({type(verdicts).__name__}) "

@@ -441,7 +441,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             document, why = try_lemma(lemma, instance, enclosure, mark)
             tried.append(float(mark))
             held = document is not None
-            if document is not None:
+            if held:
                 document, why = _with_facts(request, document, plans, enclosure, mark)
                 if document is not None:
                     found = {"proved": True, "document": document, "t1": str(mark),
@@ -849,13 +849,13 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock) -> tuple[di
     prefer one leader), the same enclosure is carried on to at most :data:`DRIFT_MARKS` later
     marks (multiples of ``MARK_STEP``), within the proof's budget (``expired``) and at most
     :data:`DRIFT_SHARE` of the CPU the proof took (or :data:`DRIFT_SECONDS`), and the lemma
-    tried at each; the record's ``t1`` is the mark where it was
-    decided. Returns the record for the
-    proof's evidence (``behaviour`` overall and per side: ``drifts``, ``turns``, ``converges``
-    or ``undecided``, with the reason when undecided) and the lemma's certificate document, or
-    ``None`` when the lemma does not hold there or the checker rejects it. It never changes the
-    verdict: the claim does not state it."""
-    start, spent = time.process_time(), expired.spent()
+    tried at each; the record's ``t1`` is the mark where it was decided, its ``cpu_seconds``
+    those of the budget's clock. Returns the record for the proof's evidence (``behaviour``
+    overall and per side: ``drifts``, ``turns``, ``converges`` or ``undecided``, with the
+    reason when undecided) and the lemma's certificate document, or ``None`` when the lemma
+    does not hold there or the checker rejects it. It never changes the verdict: the claim does
+    not state it."""
+    spent = expired.spent()
     seconds = max(DRIFT_SECONDS, DRIFT_SHARE * spent)
 
     def stop() -> bool:
@@ -877,7 +877,7 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock) -> tuple[di
         if document is None and DRIFT_MARKS:
             why += f" (tried at t1 = {t1} and {DRIFT_MARKS} later marks)"
     record = {"lemma": hyperplane_drift.ID, "t1": str(mark),
-              "cpu_seconds": round(time.process_time() - start, 3)}
+              "cpu_seconds": round(expired.spent() - spent, 3)}
     if document is None:
         return {**record, "behaviour": "undecided", "reason": why}, None
     conclusions = document["conclusions"]

@@ -213,6 +213,16 @@ def _pair_layout(n: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
     return np.array(position, dtype=np.intp).reshape(n, n), pairs
 
 
+def _cutoff(mids: np.ndarray, scale: float = 1.0) -> float:
+    """The gap of exponents beyond which a softmax weight is below ``2^{-(prec+20)}`` of its
+    row's largest, decided on float64 midpoints ``scale · mids`` (``-inf`` where masked out):
+    ``(prec + 20) ln 2 + 1`` plus their rounding (:func:`~verify.numerics.ulps`,
+    ``DIFFERENCE_ULPS`` of the largest finite one)."""
+    finite = np.abs(mids[np.isfinite(mids)])
+    largest = scale * float(finite.max()) if finite.size else 0.0
+    return (ctx.prec + 20) * math.log(2) + 1.0 + float(ulps(DIFFERENCE_ULPS, largest))
+
+
 def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled: bool
                       ) -> tuple[list, list[tuple[int, int]], np.ndarray]:
     r"""The ``symmetric`` case of :func:`softmax_terms_arb`, pair by pair: ``(values, pairs,
@@ -241,10 +251,7 @@ def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
     mids = np.fromiter(map(float, exponents), dtype=float, count=len(pairs))[position]
     if mask is not None:
         mids[~np.asarray(mask, dtype=bool)] = -np.inf
-    finite = np.abs(mids[np.isfinite(mids)])
-    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(
-        ulps(DIFFERENCE_ULPS, finite.max() if finite.size else 0.0))
-    needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
+    needed = mids.max(axis=1, keepdims=True) - mids < _cutoff(mids)   # False where masked out
     if needed.all():
         return [x.exp() for x in exponents], pairs, needed
     pair_needed = np.zeros(len(pairs), dtype=bool)
@@ -286,10 +293,7 @@ def _row_weights_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscaled
     tops = mids.max(axis=1, keepdims=True)
     scale = 1.0 if unscaled else math.exp(float(log_scale.mid()))
     gap = (tops - mids) * scale                                 # +inf where masked out
-    finite = np.abs(mids[np.isfinite(mids)])
-    cutoff = (ctx.prec + 20) * math.log(2) + 1.0 + float(ulps(
-        DIFFERENCE_ULPS, scale * (finite.max() if finite.size else 0.0)))
-    needed = np.flatnonzero(gap < cutoff * (1 + ulps(DIFFERENCE_ULPS))).tolist()
+    needed = np.flatnonzero(gap < _cutoff(mids, scale) * (1 + ulps(DIFFERENCE_ULPS))).tolist()
     shifts = [arb(c) for c in tops.ravel().tolist()]
     factor = None if unscaled else log_scale.exp()
     W = arb_mat(n, n)

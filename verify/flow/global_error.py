@@ -55,6 +55,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from verify.errors import InvalidArgument
+
 __all__ = ["EigenLinearisation", "LinearisedGlobalError"]
 
 _NEGLIGIBLE_WEIGHT = 1e-20  # attention weights set to 0 in the float32 products
@@ -90,8 +92,8 @@ class EigenLinearisation:
 
     def __init__(self, field, dtype: type = np.float64) -> None:
         if not field.model.softmax:
-            raise ValueError("EigenLinearisation needs softmax attention (hardmax weights "
-                             "have no derivative).")
+            raise InvalidArgument("EigenLinearisation needs softmax attention (hardmax "
+                                  "weights have no derivative).")
         self.field, self.dtype = field, np.dtype(dtype)
         self._point: tuple | None = None
         self._parts: tuple | None = None
@@ -105,8 +107,8 @@ class EigenLinearisation:
         field = self.field
         L = 2.0 * field.mu * t
         if L > 700.0:
-            raise ValueError(f"e^L = e^{L:.0f} overflows float64: the linearisation is for the "
-                             "softmax regime before a hardmax switch.")
+            raise InvalidArgument(f"e^L = e^{L:.0f} overflows float64: the linearisation is "
+                                  "for the softmax regime before a hardmax switch.")
         s = np.exp((field.lam - field.mu) * t)
         Y = w * s
         YB, YBt = (Y, Y) if field.B is None else (Y @ field.B, Y @ field.B.T)
@@ -168,7 +170,7 @@ class LinearisedGlobalError:
     def __init__(self, linearisation, method: str = "rk4",
                  keep: list[float] | None = None) -> None:
         if method not in ("heun", "rk4"):
-            raise ValueError(f"method must be 'heun' or 'rk4', not {method!r}")
+            raise InvalidArgument(f"method must be 'heun' or 'rk4', not {method!r}")
         self.jvp: Callable = linearisation.apply
         self.method = method
         self.error: np.ndarray | None = None

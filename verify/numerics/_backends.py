@@ -25,6 +25,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from flint import arb, arb_mat, fmpq
 
 from verify.errors import InvalidArgument
 from verify.exact.precision import working_precision
@@ -142,24 +143,18 @@ class Arb(Backend):
         return working_precision(self.bits)
 
     def scalar(self, value):
-        from flint import arb, fmpq
-
         if isinstance(value, float):
             return arb(value)
         q = value if type(value) is Fraction else Fraction(value)
         return arb(fmpq(q.numerator, q.denominator))
 
     def substep_times(self, t: Fraction, h: Fraction, count: int) -> list:
-        """The same balls as :meth:`Backend.substep_times`, from FLINT's exact rationals (one
-        import and no Python ``Fraction`` arithmetic per substep)."""
-        from flint import arb, fmpq
-
+        """The same balls as :meth:`Backend.substep_times`, from FLINT's exact rationals (no
+        Python ``Fraction`` arithmetic per substep)."""
         start, step = fmpq(t.numerator, t.denominator), fmpq(h.numerator, h.denominator)
         return [arb(start + m * step) for m in range(1, count + 1)]
 
     def from_exact(self, array):
-        from flint import arb_mat
-
         array = np.asarray(array, dtype=object)
         if array.ndim == 1:
             array = array[:, None]
@@ -167,8 +162,6 @@ class Arb(Backend):
         return arb_mat(rows, cols, [self.scalar(v) for v in array.flat])
 
     def from_float(self, array: np.ndarray):
-        from flint import arb, arb_mat
-
         array = np.atleast_2d(np.asarray(array, dtype=float))
         rows, cols = array.shape
         return arb_mat(rows, cols, [arb(float(v)) for v in array.flat])

@@ -181,14 +181,17 @@ def _picard_coefficients(model, t, Z: list[list], order: int) -> list[list[list]
              for row in z] for m in range(order + 1)]
 
 
-@pytest.mark.parametrize("model, x0, t", [
-    # escape-threshold adversarial-pull#0 at t = 4: a cluster of three tokens whose scores
-    # (scaled by e^{8}) are a few units apart, the regime where the step was held by the
-    # remainder's width
+#: Steps sampled by the independent-route tests: escape-threshold adversarial-pull#0 at t = 4 (a
+#: cluster of three tokens whose scores, scaled by e^{8}, are a few units apart: the regime where
+#: the step was held by the remainder's width) and a non-normal V with Q ≠ I.
+STEP_CASES = pytest.mark.parametrize("model, x0, t", [
     (Model(V=[[1]]), [["-3/4"], ["-7/10"], ["-13/20"], ["1443/1000"]], 4),
     (Model(V=[["1/2", 1], ["-1/3", "1/4"]], Q=[[1, "1/2"], [0, 1]]),
      [[1, 0], ["9/10", "1/5"], ["-1/2", "3/4"]], 1),
 ], ids=["adversarial-pull", "non-normal-V"])
+
+
+@STEP_CASES
 def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(model, x0, t):
     """The coefficients :math:`c_m(T, B)` that a step uses (over its time interval and its
     a-priori box) contain the coefficients of the solutions through sampled points of
@@ -370,11 +373,7 @@ def _raw_jacobian_series(model, t, Z: list[list], length: int) -> list[list[list
             for m in range(length)]
 
 
-@pytest.mark.parametrize("model, x0, t", [
-    (Model(V=[[1]]), [["-3/4"], ["-7/10"], ["-13/20"], ["1443/1000"]], 4),
-    (Model(V=[["1/2", 1], ["-1/3", "1/4"]], Q=[[1, "1/2"], [0, 1]]),
-     [[1, 0], ["9/10", "1/5"], ["-1/2", "3/4"]], 1),
-], ids=["adversarial-pull", "non-normal-V"])
+@STEP_CASES
 def test_jacobian_series_encloses_the_raw_derivative_at_points_of_the_step(model, x0, t):
     """The Jacobian's Taylor coefficients that a step uses — along the solutions from its
     a-priori box over its time interval (products of coefficient matrices,

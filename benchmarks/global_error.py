@@ -259,6 +259,48 @@ def windows(field, w0, t_switch: float) -> None:
         print(f"  [{lo:.3f}, {hi:.3f}) {count:4d} steps: {true:.2e}, {dop:.2e} (×{dop / true:.1f})")
 
 
+def screening(field, w0, t_switch: float, t_eval, true, floor) -> None:
+    """Step doubling on some steps only, DOP853's estimate on the others (a screen that would
+    make the estimate cheap): each step's local error both ways, then the propagation (RK4,
+    float32 products) replayed with a few screens, against the true error at the step ends
+    (``true``, ``floor`` as in :func:`main`: the same deterministic run)."""
+    steps = []
+    doubling = StepDoubling(field, None)
+
+    def record(t0, y0, t1, y1, f0, f1, local_error):
+        steps.append((t0, y0.copy(), t1, y1.copy(), f0.copy(), f1.copy(), local_error.copy(),
+                      doubling.local_error(t0, y0, t1, y1, f0)))
+
+    DOP853(observer=record).segment(field, None, [0.0, t_switch], 1, 0.0, w0,
+                                    StepController(RTOL, ATOL))
+    h = np.array([step[2] - step[0] for step in steps])
+    dop = np.array([np.abs(step[6]).max() for step in steps])
+    doubled = np.array([np.abs(step[7]).max() for step in steps])
+    ratio = doubled / dop
+    print(f"\nscreened step doubling ({len(steps)} steps): step doubling's / DOP853's local "
+          f"error per step: median {np.median(ratio):.3g}, min {ratio.min():.3g}, max "
+          f"{ratio.max():.3g}; the largest local errors (t_k, h_k, doubling, DOP853):")
+    for k in np.argsort(-doubled)[:6]:
+        print(f"  {steps[k][0]:.4f} {h[k]:.2e} {doubled[k]:.2e} {dop[k]:.2e}")
+    late = t_eval > 0.1
+
+    def replay(label: str, mask: np.ndarray) -> None:
+        estimate = LinearisedGlobalError(EigenLinearisation(field, np.float32), "rk4")
+        for step, doubled_here in zip(steps, mask, strict=True):
+            estimate(*step[:6], step[7] if doubled_here else step[6])
+        r = (true / (np.array(estimate.norms) + floor))[late]
+        print(f"  {label}: {int(mask.sum())} steps doubled; true/estimate for t > 0.1 min "
+              f"{r.min():.3g}, max {r.max():.3g}, at the switch {r[-1]:.3g}")
+
+    replay("every step", np.ones(len(steps), bool))
+    replay("none (DOP853's estimate)", np.zeros(len(steps), bool))
+    for share in (0.3, 0.1, 0.03):
+        replay(f"DOP853's estimate ≥ {share} × its running max",
+               dop >= share * np.maximum.accumulate(dop))
+    for share in (0.5, 0.3):
+        replay(f"h_k ≥ {share} × the running max of h", h >= share * np.maximum.accumulate(h))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2,
@@ -275,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doubling", action="store_true",
                         help="also the linearised estimate fed with each step's local error by "
                         "step doubling (two DOP853 half steps from the run's state)")
+    parser.add_argument("--screening", action="store_true",
+                        help="also step doubling on screened steps only (DOP853's estimate on "
+                        "the others): per-step true/DOP853 local errors and the coverage")
     parser.add_argument("--windows", action="store_true",
                         help="also where the error at the switch is made, window by window")
     args = parser.parse_args(argv)
@@ -374,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{ratio[late].max():.2f}; at the switch {ratio[-1]:.3g}")
     if args.windows:
         windows(field, w0, t_switch)
+    if args.screening:
+        screening(field, w0, t_switch, t_eval, true, floor)
     return 0
 
 

@@ -8,11 +8,13 @@ for initial value problems*, SIAM J. Sci. Comput. 29, 2007),
           \partial_t Φ(t, t_k) = J(t, y(t))\, Φ(t, t_k),\quad Φ(t_k, t_k) = I,
 
 with ``δ_k`` the local error of step ``k`` and ``J = ∂f/∂y`` along the run. This module
-propagates ``e`` on the run's own accepted steps, *alongside* the run: ``δ_k`` is the solver's
-embedded estimate of the accepted step (DOP853's, the one its step control uses) and
-``Φ(t_{k+1}, t_k) e_k`` one explicit Runge–Kutta step of ``ė = J(t, y_run(t)) e`` (Heun's
-method with ``J`` at the two accepted states, or the classical RK4 with the midpoint state from
-the cubic Hermite interpolant of the step), ``J·v`` a directional derivative, never a matrix.
+propagates ``e`` on the run's own accepted steps, *alongside* the run (an observer of
+:class:`~verify.flow.solvers.DOP853`): ``Φ(t_{k+1}, t_k) e_k`` is one explicit Runge–Kutta step
+of ``ė = J(t, y_run(t)) e`` (Heun's method with ``J`` at the two accepted states, or the
+classical RK4 with the midpoint state from the cubic Hermite interpolant of the step), ``J·v`` a
+directional derivative, never a matrix. ``δ_k`` is either the solver's embedded estimate of the
+step (DOP853's, the one its step control uses) or, with :class:`StepDoubling`, the step's local
+error to leading order by two half steps from the run's own state.
 
 For the rescaled field (3.1) in eigen-coordinates (:class:`~verify.flow.fields.EigenRescaledField`:
 ``ẇ = (A w − w) Λ``, ``A = softmax(e^{L} S̃)`` row-wise, ``S̃ = Y B_P Yᵀ``, ``Y = w ∘ s``,
@@ -25,13 +27,20 @@ For the rescaled field (3.1) in eigen-coordinates (:class:`~verify.flow.fields.E
 four ``n×n×d`` products (three when ``B_P = I``) once ``A`` is known at the point
 (:class:`EigenLinearisation`).
 
-It is an **estimate**: ``δ_k`` is DOP853's heuristic error estimate (of order 8 in ``h`` for a
-method of local order 9: it over-estimates the local error, and need not have its sign or
-direction), and the propagation drops ``O(|e|²)``. Its coverage is what
-``benchmarks/global_error.py`` measures (session 7: ×6–×137 above the true error on the
-128×128 run before its hardmax switch; on 29 small systems true/estimate had median 0.018 and
-max 1.3 — the signed local estimates can cancel where the true ones do not); nothing in the
-library decides on it yet.
+It is an **estimate** (the propagation drops ``O(|e|²)``, step doubling ``O(h^{10})``), and
+nothing in the library decides on it yet. Its coverage, measured by
+``benchmarks/global_error.py`` against runs at ``rtol = 3e-14`` and at 32 digits (session 8):
+
+* with DOP853's embedded ``δ_k`` (of order 6–8 in ``h`` for a local error of order 9, not of
+  its sign): ×6–×137 above the true error on the 128×128 run before its hardmax switch, and on
+  131 small systems true/estimate median 0.019 but **max 11.4** — it under-covers (the signed
+  local estimates cancel where the true ones do not): not an estimate to rely on;
+* with :class:`StepDoubling`: true/estimate 0.997–1.02 on the 128×128 run (``t > 0.1``; before,
+  the truth's own error dominates), and on the 131 small systems median 1.00, max 1.01;
+  but it costs about what the reference run costs (23 evaluations per step: ×1.87 the run's
+  CPU with the propagation, the reference run ×1.98), and doubling only the steps a DOP853-based
+  screen picks under-covers (DOP853's estimate is ×87–×264 *below* the true local error on the
+  crossing steps at ``t ≈ 0.824``).
 
 Examples
 --------
@@ -242,15 +251,16 @@ class StepDoubling:
     .. math:: δ_k = \tfrac{256}{255}\,(y_{k+1} − ŷ) + O(h^{10}),
 
     the local error to leading order, with its sign and direction (DOP853's embedded estimate is
-    of order 6 in ``h``: ×10–×1000 too large on the 128×128 run and not of the error's sign).
-    It costs 23 field evaluations per step it is applied to (the run's own steps cost
-    ~16.5 with their rejections). It rests on the asymptotic regime of the step (``C_k`` the
-    same for ``h`` and ``h/2``, the ``O(h^{10})`` term small): an *estimate*, whose coverage
-    ``benchmarks/global_error.py --doubling`` measures.
+    of order 6–8 in ``h`` and not of the error's sign: on the 128×128 run the true local error
+    is 0.0014–347 times it, step by step). It costs 23 field evaluations per step it is applied to
+    (the run's own steps cost ~16.5 with their rejections). It rests on the asymptotic regime
+    of the step (``C_k`` the same for ``h`` and ``h/2``, the ``O(h^{10})`` term small): an
+    *estimate*, whose coverage ``benchmarks/global_error.py --doubling`` measures.
 
     ``screen(t_k, t_{k+1}, dop853_estimate) -> bool`` (optional) chooses the steps doubled;
     the others hand ``unscreened_factor`` times DOP853's estimate (the rule of what the
-    unscreened steps contribute is the caller's, and stated where it is used). ``doubled``
+    unscreened steps contribute is the caller's, and stated where it is used; a screen on
+    DOP853's estimate is not safe: ``benchmarks/global_error.py --screening``). ``doubled``
     counts the doubled steps.
 
     >>> import numpy as np

@@ -14,6 +14,10 @@ seconds of this process, the minimum of ``--repeat``):
   is the difference;
 * the reference run of today's estimate (float64 DOP853 at ``rtol·1e-3``, ``atol`` the same,
   as ``precision_policy.reference_settings`` gives it, here from the same start: no twin);
+* with ``--doubling``: the linearised estimate fed with each step's local error by step
+  doubling (:class:`~verify.flow.global_error.StepDoubling`, 23 evaluations a step), and with
+  Richardson over pairs of the run's steps (:class:`PairRichardson`, here only: it
+  under-covers); ``--screening``: step doubling on a few screened steps only;
 
 and the truth: DOP853 at ``rtol = 3e-14``, ``atol = 1e-16`` evaluated at the run's step ends.
 It prints, at a selection of step ends, the true error ``max|w − w_true|`` and each estimate,

@@ -238,25 +238,3 @@ def test_two_token_estimate_with_step_doubling_is_tight():
         true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
         assert true > 1e-13
         assert 0.5 * true <= np.abs(e).max() <= 2.0 * true
-
-
-def test_step_doubling_screen_doubles_only_the_screened_steps():
-    # unscreened steps hand DOP853's estimate times the factor; the counts say which were doubled
-    M = np.array([[-1.0, 0.0], [0.0, -2.0]])
-    recorder = _Recorder()
-    doubling = StepDoubling(lambda t, y: y @ M, recorder,
-                            screen=lambda t0, t1, dop: t0 >= 1.0, unscreened_factor=2.0)
-    observed = _Recorder()
-
-    def both(*step):
-        observed(*step)
-        doubling(*step)
-
-    DOP853(observer=both).segment(lambda t, y: y @ M, None, [0.0, 2.0], 1, 0.0,
-                                  np.array([[1.0, 1.0]]), StepController(1e-8, 1e-12))
-    late = [t0 >= 1.0 for t0, _, _ in observed.steps]
-    assert doubling.doubled == sum(late) and doubling.steps == len(late)
-    for is_late, (_, _, dop), (_, _, handed) in zip(late, observed.steps, recorder.steps,
-                                                   strict=True):
-        if not is_late:
-            assert np.array_equal(handed, 2.0 * dop)

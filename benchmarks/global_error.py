@@ -95,16 +95,15 @@ class PairRichardson:
     of the run's ~33; the same asymptotic assumption as :class:`StepDoubling` (which costs 23
     per step) with less leverage when ``h₂/h₁`` is far from 1. Each step reaches ``inner`` once
     its pair is complete; :meth:`flush` hands over a last unpaired step (by step doubling).
-    Measured and **not adopted** (session 8): on two tokens it under-covers ×5.9 (the leverage
-    and the variation of ``C`` over a pair at ``h ≈ 0.25``), where :class:`StepDoubling` is
-    within 0.3 % of the truth.
-
+    Measured and **not adopted** (session 8): it under-covers ×5.9 on two tokens, ×2.99 on the
+    128×128 run and up to ×16.2 on the small systems of ``--small`` (the leverage and the
+    variation of ``C`` over a pair of unequal steps), where :class:`StepDoubling` is within
+    1–2 % of the truth.
     """
 
     def __init__(self, fun, inner) -> None:
         self.fun, self.inner = fun, inner
         self.pending: tuple | None = None
-        self.pairs = 0
 
     def __call__(self, t0: float, y0: np.ndarray, t1: float, y1: np.ndarray, f0: np.ndarray,
                  f1: np.ndarray, local_error: np.ndarray) -> None:
@@ -113,7 +112,6 @@ class PairRichardson:
             self.pending = step
             return
         first, self.pending = self.pending, None
-        self.pairs += 1
         ta, ya, _, _, fa, _ = first
         h1, h2 = first[2] - ta, t1 - t0
         big = dop853_step(self.fun, ta, ya, fa, t1 - ta)

@@ -37,10 +37,10 @@ nothing in the library decides on it yet. Its coverage, measured by
   local estimates cancel where the true ones do not): not an estimate to rely on;
 * with :class:`StepDoubling`: true/estimate 0.997–1.02 on the 128×128 run (``t > 0.1``; before,
   the truth's own error dominates), and on the 131 small systems median 1.00, max 1.01;
-  but it costs about what the reference run costs (23 evaluations per step: ×1.87 the run's
-  CPU with the propagation, the reference run ×1.98), and doubling only the steps a DOP853-based
-  screen picks under-covers (DOP853's estimate is ×87–×264 *below* the true local error on the
-  crossing steps at ``t ≈ 0.824``).
+  but it costs about what the reference run costs (23 evaluations per step: ×1.87–2.00 the
+  run's CPU with the propagation, the reference run ×1.98–2.10), and doubling only the steps a
+  DOP853-based screen picks under-covers (DOP853's estimate is ×87–×264 *below* the true local
+  error on the crossing steps at ``t ≈ 0.824``).
 
 Examples
 --------
@@ -216,7 +216,8 @@ def dop853_step(fun: Callable, t: float, y: np.ndarray, f: np.ndarray, h: float)
     r"""One step of size ``h`` of SciPy's DOP853 (Dormand–Prince 8, its Butcher tableau
     ``A, B, C``) from ``(t, y)`` with ``f = fun(t, y)`` given: ``y + h Σ_s B_s K_s`` with
     ``K_s = fun(t + C_s h, y + h Σ_{r<s} A_{sr} K_r)``, eleven evaluations (the step SciPy's
-    solver takes, without its error estimate or the field at the end).
+    solver takes up to the order of the sums, without its error estimate or the field at the
+    end).
 
     >>> import numpy as np
     >>> y1 = dop853_step(lambda t, y: -y, 0.0, np.array([1.0]), np.array([-1.0]), 0.5)

@@ -154,37 +154,62 @@ def build(data: dict):
 
 
 # --------------------------------------------------------------------------- one instance
-def measure(data: dict, reference: str = "policy") -> dict:
+def measure(data: dict, reference: str = "policy",
+            reference_rtols: tuple[float | None, ...] = (None,)) -> list[dict]:
     """Run, reference and truth for one instance; the worst ratios (``None`` when the run or
     the truth failed: the row says why). ``reference="arb"``: float64 runs are checked against
     the ``arb`` reference whatever :func:`~verify.flow.precision_policy.float64_reference_suffices`
-    says (``data["float64_reference"]`` still forces the float64 one)."""
+    says (``data["float64_reference"]`` still forces the float64 one). One row per entry of
+    ``reference_rtols``: the run with
+    :data:`~verify.flow.precision_policy.ARB_REFERENCE_RTOL` set to it (``None``: the
+    library's), all against one truth."""
     import verify.flow.precision_policy as policy
-    from verify.flow.simulate import entry_differences, simulate
+    from verify.flow.simulate import simulate
 
     instance = build(data)
     T, times = data["horizon"], 7
-    started = time.perf_counter()
-    suffices = policy.float64_reference_suffices
-    if data["float64_reference"]:
-        policy.ARB_REFERENCE_LIMIT = 0
-    elif reference == "arb":
-        policy.float64_reference_suffices = lambda instance: False
-    try:
-        run = simulate(instance, T, checkpoints=times, precision=data["precision"])
-    finally:
-        policy.ARB_REFERENCE_LIMIT = 20_000
-        policy.float64_reference_suffices = suffices
     row = {key: data[key] for key in ("k", "variant", "n", "d", "precision")}
     row["model"] = {key: data["model"][key] for key in ("form", "attention", "mask",
                                                         "normalisation", "beta")}
-    if not run.success or run.error is None:
-        return {**row, "skipped": f"run: {run.status} {run.message}"[:200]}
+    suffices, library_rtol = policy.float64_reference_suffices, policy.ARB_REFERENCE_RTOL
+    runs = []
+    for value in reference_rtols:
+        started = time.perf_counter()
+        if data["float64_reference"]:
+            policy.ARB_REFERENCE_LIMIT = 0
+        elif reference == "arb":
+            policy.float64_reference_suffices = lambda instance: False
+        policy.ARB_REFERENCE_RTOL = library_rtol if value is None else value
+        try:
+            run = simulate(instance, T, checkpoints=times, precision=data["precision"])
+        finally:
+            policy.ARB_REFERENCE_LIMIT = 20_000
+            policy.float64_reference_suffices = suffices
+            policy.ARB_REFERENCE_RTOL = library_rtol
+        runs.append((value, run, time.perf_counter() - started))
+    rows = [{**row, "reference_rtol": value} for value, _, _ in runs]
+    failed = [f"run: {run.status} {run.message}"[:200] for _, run, _ in runs
+              if not run.success or run.error is None]
+    if failed:
+        return [{**r, "skipped": failed[0]} for r in rows]
+    run = runs[0][1]
     digits = 16 if run.precision["backend"] == "float64" else run.precision["digits"]
+    started = time.perf_counter()
     truth = simulate(instance, T, checkpoints=times, precision=int(math.ceil(2 * digits)),
                      error_estimate=False, continuation=False, symmetry="off")
     if not truth.success:
-        return {**row, "skipped": f"truth: {truth.status} {truth.message}"[:200]}
+        return [{**r, "skipped": f"truth: {truth.status} {truth.message}"[:200]} for r in rows]
+    truth_seconds = time.perf_counter() - started
+    return [{**r, **_ratios(run, truth), "reference_evaluations":
+             run.reference["stats"].get("rhs_evals"),
+             "seconds": round(seconds + truth_seconds, 2)}
+            for r, (_, run, seconds) in zip(rows, runs, strict=True)]
+
+
+def _ratios(run, truth) -> dict:
+    """The worst true/estimate ratios of ``run`` (state and scaled scores) against ``truth``."""
+    from verify.flow.simulate import entry_differences
+
     bits = truth.precision["bits"]
     true = entry_differences(run, truth, bits).max(axis=2)                   # (m, n)
     unit = 2.0 ** -(53 if run.precision["backend"] == "float64" else run.precision["bits"])
@@ -198,11 +223,10 @@ def measure(data: dict, reference: str = "policy") -> dict:
         rounding = 4 * np.finfo(float).eps * np.max(np.abs(S), axis=(1, 2))
         score_estimate = run.score_error + rounding[:, None, None]
         score_ratio = float(np.max(np.abs(S - S_true)[1:] / score_estimate[1:]))
-    return {**row, "state_ratio": state_ratio, "score_ratio": score_ratio,
+    return {"state_ratio": state_ratio, "score_ratio": score_ratio,
             "true_error": float(np.max(true)), "estimate": float(np.max(run.error)),
             "reference": run.reference["backend"], "truth_bits": bits,
-            "continuation": bool((run.continuation or {}).get("legs")),
-            "seconds": round(time.perf_counter() - started, 2)}
+            "continuation": bool((run.continuation or {}).get("legs"))}
 
 
 # --------------------------------------------------------------------------- the table
@@ -250,29 +274,44 @@ def main(argv: list[str] | None = None) -> int:
                         "arb for every one (the route of growing scores and several heads)")
     parser.add_argument("--variants", help="only the variants whose name contains one of these "
                         "comma-separated words (e.g. 'sphere,pre-LN')")
+    parser.add_argument("--reference-rtol", help="comma-separated values of precision_policy."
+                        "ARB_REFERENCE_RTOL (the largest tolerance of a float64 run's arb "
+                        "reference) to compare on the same draws against one truth, e.g. "
+                        "'1e-15,1e-14,1e-13' (default: the library's)")
     args = parser.parse_args(argv)
     count = 24 if args.quick else args.instances
     drawn = [draw(k) for k in range(count)]
     if args.variants:
         words = [w.strip() for w in args.variants.split(",") if w.strip()]
         drawn = [data for data in drawn if any(w in data["variant"] for w in words)]
+    rtols = (None,) if not args.reference_rtol else tuple(
+        float(v) for v in args.reference_rtol.split(","))
     started = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = []
-        for row in pool.map(functools.partial(measure, reference=args.reference), drawn):
-            rows.append(row)
-            scores = row.get("score_ratio")
-            print(f"  #{row['k']:<4} {row['variant']:34} "
-                  + (f"state {row['state_ratio']:.3g}  scores "
-                     f"{'—' if scores is None else f'{scores:.3g}'}  ({row['seconds']} s)"
-                     if "skipped" not in row else row["skipped"]), file=sys.stderr, flush=True)
-    text, worst = table(rows)
+        for result in pool.map(functools.partial(measure, reference=args.reference,
+                                                 reference_rtols=rtols), drawn):
+            for row in result:
+                rows.append(row)
+                scores = row.get("score_ratio")
+                label = "" if row["reference_rtol"] is None else f" [{row['reference_rtol']:g}]"
+                print(f"  #{row['k']:<4} {row['variant']:34}{label} "
+                      + (f"state {row['state_ratio']:.3g}  scores "
+                         f"{'—' if scores is None else f'{scores:.3g}'}  ({row['seconds']} s)"
+                         if "skipped" not in row else row["skipped"]), file=sys.stderr, flush=True)
     from verify.numerics import ESTIMATE_SAFETY
 
-    print(text)
-    print(f"\nworst true/estimate ratio: {worst:.3g}; × margin {MARGIN:g} = {worst * MARGIN:.3g}; "
-          f"the library's safety factor κ = ESTIMATE_SAFETY = {ESTIMATE_SAFETY:g} "
-          + ("covers it." if ESTIMATE_SAFETY >= worst * MARGIN else "does NOT cover it."))
+    for value in rtols:
+        text, worst = table([row for row in rows if row["reference_rtol"] == value])
+        if value is not None:
+            evaluations = sum(row.get("reference_evaluations") or 0 for row in rows
+                              if row["reference_rtol"] == value)
+            print(f"\nARB_REFERENCE_RTOL = {value:g} ({evaluations} reference evaluations)")
+        print(text)
+        print(f"\nworst true/estimate ratio: {worst:.3g}; × margin {MARGIN:g} = "
+              f"{worst * MARGIN:.3g}; the library's safety factor κ = ESTIMATE_SAFETY = "
+              f"{ESTIMATE_SAFETY:g} "
+              + ("covers it." if ESTIMATE_SAFETY >= worst * MARGIN else "does NOT cover it."))
     print(f"({len(rows)} instances in {time.perf_counter() - started:.0f} s)")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -13,7 +13,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-from flint import arb, arb_mat
+from flint import arb, arb_mat, ctx
 
 from verify.errors import InvalidArgument
 from verify.numerics import Arb, Float64
@@ -90,6 +90,38 @@ def test_rotation_error_in_tolerance_units(backend, tol):
             exact = [mpmath.cos(mp_time(t)), mpmath.sin(mp_time(t))]
             err = tol_units(entries(backend, y), exact, tol, tol)
             assert err < 5, f"t={t}: error in tolerance units {err}"
+
+
+def test_a_precision_that_grows_with_time_is_used_step_by_step():
+    """``Arb(bits_until=...)``: each step's tableau runs at the bits its end time asks for (the
+    field sees them; never more than ``bits``), and the result keeps its tolerance against
+    mpmath's ``e^t`` at every checkpoint — the same as at the full precision throughout."""
+    tol = 1e-30
+    schedule = lambda t: 128 if t <= 1 else 192  # noqa: E731
+    b = Arb(bits=256, bits_until=schedule)
+    seen: list[tuple[float, int]] = []
+
+    def field(t, y):
+        seen.append((float(t.mid()), ctx.prec))
+        return y
+
+    times = [0, "1/2", 1, "3/2", 2]
+    res = integrate_extrapolation(field, times, state(b, [[1]]), backend=b, rtol=tol, atol=tol)
+    assert res.success, res.message
+    with mpmath.workdps(REF_DPS):
+        for t, y in zip(res.ts, res.ys, strict=True):
+            err = tol_units(entries(b, y), [mpmath.exp(mp_time(t))], tol, tol)
+            assert err < 5, f"t={t}: error in tolerance units {err}"
+    # substeps before t = 1 ran at 128 bits, those after at 192 (a step's start value and
+    # first evaluation, outside its tableau, at the backend's 256)
+    assert {prec for t, prec in seen if t < 1} >= {128}
+    assert {prec for t, prec in seen if t > 1} <= {192, 256}
+    assert all(prec in (128, 256) for t, prec in seen if t < 1)
+    fixed = integrate_extrapolation(fun_exp, times, state(b, [[1]]), backend=Arb(bits=256),
+                                    rtol=tol, atol=tol)
+    with mpmath.workdps(REF_DPS):
+        for y, z in zip(res.ys, fixed.ys, strict=True):
+            assert tol_units(entries(b, y), entries(b, z), tol, tol) < 5
 
 
 def test_checkpoints_are_hit_exactly():

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from flint import arb, ctx
 
+import verify.flow.precision_policy as policy
+import verify.flow.simulate as simulate_module
 from verify.cli import main
-from verify.flow.precision_policy import REFERENCE_EXTRA_BITS, working_bits
+from verify.flow.precision_policy import REFERENCE_EXTRA_BITS, bits_schedule, working_bits
 from verify.flow.simulate import simulate
 from verify.flow.trajectory import load_trajectory
 from verify.model import Instance, Model
-from verify.numerics import estimate_bound
+from verify.numerics import Arb, estimate_bound
 
 IDENTITY3 = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
 
@@ -35,6 +37,31 @@ def test_float64_agrees_with_arb_to_its_error_estimate(cube_12):
     true_error = np.max(np.abs(fast.state - slow.state), axis=2)  # slow is exact to float64
     assert np.all(true_error <= estimate_bound(fast.error) + 1e-15)
     assert fast.error_estimate < 1e-8  # rtol 1e-10 gives an honest ~1e-10 run
+
+
+def test_reference_bits_follow_the_growth_of_the_scores(monkeypatch):
+    """The arb reference of a float64 run whose scores grow (``V = I``: ``e^{2t}``, 58 bits more
+    at ``T = 20`` than at 0) takes each step at the bits :func:`bits_schedule` gives for its end
+    (99 at the start): its error estimate agrees with that of a reference at the horizon's bits
+    throughout (an independent route: other bits, every step) to the reference's tolerance."""
+    rng = np.random.default_rng(5)
+    inst = Instance(Model(V=[[1, 0], [0, 1]]), rng.uniform(-1, 1, size=(4, 2)))
+    scheduled = simulate(inst, 20, checkpoints=11, symmetry="off")
+    bits = scheduled.reference["bits"]
+    assert bits == working_bits(inst, 20) and bits_schedule(inst)(0.0) <= bits - 55
+    plain = policy.reference_settings
+
+    def fixed_bits(*args):
+        backend, rtol = plain(*args)
+        return Arb(bits=backend.bits), rtol
+
+    monkeypatch.setattr(simulate_module, "reference_settings", fixed_bits)
+    fixed = simulate(inst, 20, checkpoints=11, symmetry="off")
+    assert fixed.reference["bits"] == bits
+    scale = np.max(np.abs(fixed.state), axis=(1, 2))[:, None]
+    assert np.all(np.abs(scheduled.error - fixed.error) <= 10 * fixed.reference["rtol"] * scale)
+    assert np.all(np.abs(scheduled.score_error - fixed.score_error)
+                  <= 10 * fixed.reference["rtol"] * np.max(np.abs(fixed.scaled_scores)))
 
 
 def test_arb_agrees_with_itself_at_doubled_precision():

@@ -34,7 +34,9 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,14 +44,15 @@ from verify.exact.inputs import as_float_array
 from verify.model import Instance, Model
 from verify.numerics import Arb, Backend, Float64, digits_to_bits
 
-__all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "REFERENCE_EXTRA_BITS", "score_growth_rate",
-           "score_scale", "choose_bits", "working_bits", "reference_settings",
-           "float64_reference_suffices"]
+__all__ = ["DEFAULT_DIGITS", "GUARD_BITS", "REFERENCE_EXTRA_BITS", "ARB_REFERENCE_RTOL",
+           "score_growth_rate", "score_scale", "choose_bits", "working_bits", "bits_schedule",
+           "reference_settings", "float64_reference_suffices"]
 
 DEFAULT_DIGITS = 20
 GUARD_BITS = 32  # round-off of the integrator itself (GBS: lebesgue(30) ≈ 2^22), with a margin
 ARB_REFERENCE_LIMIT = 20_000  # n·n·d above which a float64 run is checked in float64 only
 REFERENCE_EXTRA_BITS = 16  # an arb reference has at least this many bits more than its run
+ARB_REFERENCE_RTOL = 1e-15  # the largest tolerance of the arb reference of a float64 run
 
 
 def score_growth_rate(model: Model) -> float:
@@ -94,14 +97,35 @@ def working_bits(instance: Instance, horizon: float, digits: float = DEFAULT_DIG
                        scale=score_scale(instance))
 
 
+def bits_schedule(instance: Instance, digits: float = DEFAULT_DIGITS) -> Callable[[float], int]:
+    """:func:`working_bits` as the time goes on: ``t ↦ working_bits(instance, t, digits)``, the
+    bits that hold the scores formed up to time ``t`` to ``digits`` digits (they are at most
+    ``score_scale · e^{2 μ t}`` there), for an ``Arb(bits_until=...)`` whose early steps need
+    fewer bits than its horizon.
+
+    >>> from verify.model import Model, Instance
+    >>> inst = Instance(Model(V=[[1, 0], [0, 1]]), [[1, 0], [0, 1]])
+    >>> schedule = bits_schedule(inst)
+    >>> schedule(0.0), schedule(1.5), schedule(15.0) == working_bits(inst, 15.0)
+    (99, 104, True)
+    """
+    return functools.partial(choose_bits, score_growth_rate(instance.model), digits=digits,
+                             scale=score_scale(instance))
+
+
 def reference_settings(backend: Backend, rtol: float, instance: Instance,
                        horizon: float) -> tuple[Backend, float]:
     """The tighter, higher-precision run used as the error estimate's reference.
 
     float64 runs are checked against ``arb`` at :func:`working_bits` and ``min(rtol·1e-3,
-    1e-15)`` — or against float64 at ``max(rtol·1e-3, 3e-14)``, the tightest tolerance DOP853
-    accepts, where :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick,
-    and runs whose scores stay bounded). ``arb`` runs are checked at ``rtol`` to the power 1.25
+    ARB_REFERENCE_RTOL)`` (:data:`ARB_REFERENCE_RTOL` = 1e-15), each step of it at the bits
+    :func:`bits_schedule` gives for the time the step reaches — the same rule, for the scores
+    formed up to then: where they grow like ``e^{2 μ t}``, the steps of a transition early in
+    the run need tens of bits fewer than the horizon, and FLINT's arithmetic is about twice as
+    cheap at or below 128 bits as above — or against float64 at
+    ``max(rtol·1e-3, 3e-14)``, the tightest tolerance DOP853 accepts, where
+    :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick, and runs whose
+    scores stay bounded). ``arb`` runs are checked at ``rtol`` to the power 1.25
     and the bits :func:`working_bits` gives for that tolerance's digits — the rule that holds the
     run to its digits holds the reference to its tolerance, so its round-off stays below the
     run's by that power (``2^{-120}`` against ``2^{-99}`` for 20 digits on the sphere; twice the
@@ -128,7 +152,8 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     if isinstance(backend, Float64):
         if float64_reference_suffices(instance):
             return Float64(), max(rtol * 1e-3, 3e-14)
-        return Arb(bits=floor), min(rtol * 1e-3, 1e-15)
+        return Arb(bits=floor, bits_until=bits_schedule(instance)), min(rtol * 1e-3,
+                                                                         ARB_REFERENCE_RTOL)
     ref_rtol = rtol ** 1.25
     bits = working_bits(instance, horizon, digits=-math.log10(ref_rtol))
     return Arb(bits=max(bits, backend.bits + REFERENCE_EXTRA_BITS)), ref_rtol

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -59,6 +60,12 @@ class Backend:
 
     def working_precision(self) -> contextlib.AbstractContextManager:
         """Context in which the backend's arithmetic runs at its precision (restored on exit)."""
+        return contextlib.nullcontext()
+
+    def step_precision(self, t_end) -> contextlib.AbstractContextManager:
+        """Context (inside :meth:`working_precision`) for one integration step that ends at time
+        ``t_end``: the backend's own precision, unless it follows a schedule
+        (:class:`Arb`'s ``bits_until``)."""
         return contextlib.nullcontext()
 
     def scalar(self, value: Fraction | int | float | str):  # pragma: no cover - interface
@@ -126,11 +133,30 @@ class Arb(Backend):
         Working precision in bits. Give either ``bits`` or ``digits``.
     digits : float, optional
         Working precision in decimal digits.
+    bits_until : callable ``t -> int``, optional
+        A precision that grows with time: the bits an integration step ending at time ``t``
+        needs (at most ``bits``, which is then the precision at the horizon and everywhere
+        outside the steps: starting values, checkpoints, certificates). The integrator runs each
+        step inside :meth:`step_precision`. Where what decides a run's digits grows along it
+        (the scores ``e^{2 μ t}``, :mod:`verify.flow.precision_policy`), the early steps need
+        fewer bits than the last.
+
+    Examples
+    --------
+    >>> from flint import ctx
+    >>> b = Arb(bits=200, bits_until=lambda t: 100 + int(t))
+    >>> with b.working_precision(), b.step_precision(30):
+    ...     ctx.prec
+    130
+    >>> with b.working_precision(), b.step_precision(500):   # never above bits
+    ...     ctx.prec
+    200
     """
 
     name = "arb"
 
-    def __init__(self, bits: int | None = None, *, digits: float | None = None) -> None:
+    def __init__(self, bits: int | None = None, *, digits: float | None = None,
+                 bits_until: Callable[[float], int] | None = None) -> None:
         if (bits is None) == (digits is None):
             raise InvalidArgument("Give exactly one of bits=... or digits=... for Arb().")
         if digits is not None:
@@ -138,9 +164,15 @@ class Arb(Backend):
         if not isinstance(bits, int) or bits < 53:
             raise InvalidArgument(f"Arb(bits={bits!r}) needs an integer bits >= 53.")
         self.bits = bits
+        self.bits_until = bits_until
 
     def working_precision(self) -> contextlib.AbstractContextManager:
         return working_precision(self.bits)
+
+    def step_precision(self, t_end) -> contextlib.AbstractContextManager:
+        if self.bits_until is None:
+            return contextlib.nullcontext()
+        return working_precision(max(53, min(self.bits, int(self.bits_until(float(t_end))))))
 
     def scalar(self, value):
         if isinstance(value, float):

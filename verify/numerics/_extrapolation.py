@@ -216,7 +216,9 @@ def integrate_extrapolation(
         The initial state (``numpy`` array for Float64, ``arb_mat`` for Arb; build it inside
         ``backend.working_precision()`` unless its entries are exact at 53 bits).
     backend : Backend
-        The arithmetic; all work runs inside ``backend.working_precision()``.
+        The arithmetic; all work runs inside ``backend.working_precision()``, each step's
+        tableau inside ``backend.step_precision(t + H)`` (an ``Arb(bits_until=...)`` whose
+        precision grows with time lowers it for the early steps).
     rtol, atol : float
         Positive tolerances. ``rtol`` below ``264 * backend.epsilon`` (the round-off of six
         columns, with a margin of 10) is raised to that value with a warning.
@@ -360,7 +362,13 @@ class _Run:
         return min(FAC_MAX, max(FAC_MIN ** expo / FAC_MAX, fac)) if clamp else fac
 
     def attempt(self, t, y, f0, H, k, fixed):
-        """Build rows 1.. of the tableau; return (verdict, state, row j, errors by row)."""
+        """Build rows 1.. of the tableau, at the backend's precision for a step ending at
+        ``t + H`` (:meth:`~verify.numerics.Backend.step_precision`); return (verdict, state,
+        row j, errors by row)."""
+        with self.backend.step_precision(t + H):
+            return self._attempt(t, y, f0, H, k, fixed)
+
+    def _attempt(self, t, y, f0, H, k, fixed):
         prev, errs = None, {}
         top = k if fixed else min(k + 1, self.kmax)
         for j in range(1, top + 1):

@@ -191,11 +191,14 @@ STEP_CASES = pytest.mark.parametrize("model, x0, t", [
 ], ids=["adversarial-pull", "non-normal-V"])
 
 
+@pytest.mark.parametrize("midrad", [False, True], ids=["arb", "midrad"])
 @STEP_CASES
-def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(model, x0, t):
+def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(model, x0, t,
+                                                                                 midrad):
     """The coefficients :math:`c_m(T, B)` that a step uses (over its time interval and its
     a-priori box) contain the coefficients of the solutions through sampled points of
-    :math:`T \\times B`, computed by an independent route at twice the digits."""
+    :math:`T \\times B`, computed by an independent route at twice the digits — in ``arb``
+    and in float64 midpoint–radius balls (``midrad``)."""
     inst = Instance(model, x0)
     enc = Enclosure(inst, bits=128)
     assert enc.advance(t)
@@ -203,7 +206,7 @@ def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(m
     order = enc.order
     rng = np.random.default_rng(7)
     with ctx.workprec(128):
-        spec = enc.field
+        spec = FieldSpec(model, inst.n, midrad=True) if midrad else enc.field
         refs = spec.references(step.t0, step.box.mid())
         times = dyadic_ball(step.t0, step.t1)
         over = spec.coefficients(times, step.box, order, refs)

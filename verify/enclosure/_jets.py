@@ -21,6 +21,18 @@ Every rule is exact in exact arithmetic and evaluated in balls, so each computed
 * row scaling :math:`\operatorname{diag}(v) A` and Hadamard products: Cauchy products entry by
   entry.
 
+**Two arithmetics, one graph.** ``coef(m)`` computes in python-flint ``arb`` (any precision).
+``ball(m)`` computes the same coefficient in float64 midpoint–radius balls
+(:class:`verify.numerics._midrad.Balls`): the Cauchy sums of an order are one BLAS product of
+the concatenated coefficients (:func:`~verify.numerics._midrad.product_sum`) or one NumPy pass
+(:func:`~verify.numerics._midrad.hadamard_sum`) instead of one Python-level ``arb`` operation
+per entry and term; the order-0 values of ``exp`` and of powers are taken from Arb and
+converted outward (libm's are not correctly rounded). Both contain the true coefficients; the
+float64 balls are wider by the rounding of float64 (about :math:`10^{-16}` of each entry's
+size), which is why a caller uses them only where the balls are much wider than that
+(:func:`taylor_coefficients`' ``midrad``; an overflow shows as a non-finite ball and the caller
+falls back to Arb).
+
 Examples
 --------
 :math:`x' = x` from :math:`x(0) = 1` has the coefficients :math:`1/m!`:
@@ -35,7 +47,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 from flint import arb, fmpq
+
+from verify.numerics._midrad import Balls, hadamard_sum, product_sum
 
 __all__ = ["Node", "State", "Const", "Series", "Add", "Sub", "Scale", "ScalarTimes", "MatMul",
            "Transpose",
@@ -51,6 +66,7 @@ class Node:
         self.rows, self.cols = rows, cols
         self._coef: list = []
         self._entries: list = []
+        self._balls: list = []
 
     def coef(self, m: int):
         """The coefficient of order ``m`` (an ``arb_mat``), computing the missing ones."""
@@ -69,6 +85,20 @@ class Node:
 
     def _compute(self, m: int):  # pragma: no cover - every subclass defines it
         raise NotImplementedError
+
+    def ball(self, m: int) -> Balls:
+        """The coefficient of order ``m`` in float64 balls (module docstring), computing the
+        missing ones."""
+        balls = self._balls
+        while len(balls) <= m:
+            balls.append(self._ball(len(balls)))
+        return balls[m]
+
+    def _ball(self, m: int) -> Balls:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _zero_ball(self) -> Balls:
+        return Balls.exact(np.zeros((self.rows, self.cols)))
 
     def _zero(self):
         return self._new([0] * (self.rows * self.cols))
@@ -96,7 +126,15 @@ class State(Node):
     def append(self, value) -> None:
         self._coef.append(value)
 
+    def append_ball(self, value: Balls) -> None:
+        self._balls.append(value)
+
     def _compute(self, m: int):
+        raise IndexError(f"coefficient {m} of the state is not known yet.")
+
+    def _ball(self, m: int) -> Balls:
+        if m == 0:
+            return Balls.from_arb_mat(self._coef[0])
         raise IndexError(f"coefficient {m} of the state is not known yet.")
 
 
@@ -112,6 +150,9 @@ class Const(Node):
     def _compute(self, m: int):
         return self._zero()
 
+    def _ball(self, m: int) -> Balls:
+        return Balls.from_arb_mat(self._coef[0]) if m == 0 else self._zero_ball()
+
 
 class Add(Node):
     def __init__(self, a: Node, b: Node) -> None:
@@ -121,6 +162,9 @@ class Add(Node):
     def _compute(self, m: int):
         return self.a.coef(m) + self.b.coef(m)
 
+    def _ball(self, m: int) -> Balls:
+        return self.a.ball(m) + self.b.ball(m)
+
 
 class Sub(Node):
     def __init__(self, a: Node, b: Node) -> None:
@@ -129,6 +173,9 @@ class Sub(Node):
 
     def _compute(self, m: int):
         return self.a.coef(m) - self.b.coef(m)
+
+    def _ball(self, m: int) -> Balls:
+        return self.a.ball(m) - self.b.ball(m)
 
 
 class Scale(Node):
@@ -142,6 +189,9 @@ class Scale(Node):
 
     def _compute(self, m: int):
         return self.a.coef(m) * self.c
+
+    def _ball(self, m: int) -> Balls:
+        return self.a.ball(m) * Balls.from_arb([self.c], ())
 
 
 class ScalarTimes(Node):
@@ -158,6 +208,12 @@ class ScalarTimes(Node):
             for k in range(1, m + 1):
                 total += self.a.coef(m - k) * self.f.coef(k)[0, 0]
         return total
+
+    def _ball(self, m: int) -> Balls:
+        if self.f.constant:
+            return self.a.ball(m) * self.f.ball(0)
+        return hadamard_sum([self.a.ball(m - k) for k in range(m + 1)],
+                            [self.f.ball(k) for k in range(m + 1)])
 
 
 class MatMul(Node):
@@ -177,6 +233,15 @@ class MatMul(Node):
         for k in range(1, m + 1):
             total += a.coef(k) * b.coef(m - k)
         return total
+
+    def _ball(self, m: int) -> Balls:
+        a, b = self.a, self.b
+        if a.constant:
+            return product_sum([a.ball(0)], [b.ball(m)])
+        if b.constant:
+            return product_sum([a.ball(m)], [b.ball(0)])
+        return product_sum([a.ball(k) for k in range(m + 1)],
+                           [b.ball(m - k) for k in range(m + 1)])
 
 
 class ElementExp(Node):
@@ -220,6 +285,36 @@ class ElementExp(Node):
             cache[j] = (self.a.coef(j) * j).entries()
         return cache[j]
 
+    def _ball(self, m: int) -> Balls:
+        r"""Order 0 from Arb's ``exp`` on the active entries (converted outward), exact ones and
+        zeros elsewhere; order ``m``: :math:`\frac1m \sum_j (j A_j) \circ E_{m-j}`, the
+        entries that are not active set to their exact 0."""
+        shape = (self.rows, self.cols)
+        inactive = self.__dict__.get("_inactive")
+        if inactive is None:
+            inactive = np.ones(self.rows * self.cols, dtype=bool)
+            inactive[self.active] = False
+            inactive = self._inactive = inactive.reshape(shape)
+        if m == 0:
+            mid, rad = np.zeros(shape), np.zeros(shape)
+            a0 = self.a.ball(0)
+            if self.active:
+                rows, cols = np.divmod(np.array(self.active), self.cols)
+                values = Balls(a0.mid[rows, cols], a0.rad[rows, cols]).to_arb_list()
+                exps = Balls.from_arb([v.exp() for v in values], (len(values),))
+                mid[rows, cols], rad[rows, cols] = exps.mid, exps.rad
+            for k in self.unit:
+                mid[divmod(k, self.cols)] = 1.0
+            return Balls(mid, rad)
+        scaled = self.__dict__.setdefault("_scaled_balls", {})
+        for j in range(len(scaled) + 1, m + 1):
+            scaled[j] = self.a.ball(j) * Balls.exact(float(j))
+        total = hadamard_sum([scaled[j] for j in range(1, m + 1)],
+                             [self.ball(m - j) for j in range(1, m + 1)]).divide(float(m))
+        total.mid[inactive] = 0.0
+        total.rad[inactive] = 0.0
+        return total
+
 
 class ElementPower(Node):
     """Entrywise ``A^α`` for a rational ``α`` (``A_0 > 0`` entrywise), e.g. ``α = -1/2`` for
@@ -250,6 +345,24 @@ class ElementPower(Node):
             out.append(total / (m * a0[k]))
         return self._new(out)
 
+    def _ball(self, m: int) -> Balls:
+        r"""Order 0 (and :math:`1/A_0`) from Arb, converted outward; order ``m``:
+        :math:`\frac{1}{m A_0} \sum_j (\alpha j - (m - j))\, A_j \circ P_{m-j}`."""
+        shape = (self.rows, self.cols)
+        if m == 0:
+            a0 = self.a.ball(0).to_arb_list()
+            self._inverse = Balls.from_arb([1 / v for v in a0], shape)
+            if self.exponent == -1:
+                return self._inverse
+            if self.exponent == Fraction(-1, 2):
+                return Balls.from_arb([v.rsqrt() for v in a0], shape)
+            return Balls.from_arb([v ** self.alpha for v in a0], shape)
+        self.ball(0)
+        factors = [Balls.from_arb([self.alpha * j - (m - j)], ()) for j in range(1, m + 1)]
+        terms = [self.a.ball(j) * f for j, f in zip(range(1, m + 1), factors, strict=True)]
+        total = hadamard_sum(terms, [self.ball(m - j) for j in range(1, m + 1)])
+        return (total * self._inverse).divide(float(m))
+
 
 class RowScale(Node):
     """``diag(v) A`` for a column jet ``v`` (``rows × 1``)."""
@@ -272,6 +385,10 @@ class RowScale(Node):
                 out.append(total)
         return self._new(out)
 
+    def _ball(self, m: int) -> Balls:
+        return hadamard_sum([self.v.ball(j) for j in range(m + 1)],
+                            [self.a.ball(m - j) for j in range(m + 1)])
+
 
 class Hadamard(Node):
     """The entrywise product ``A ∘ B``."""
@@ -291,6 +408,10 @@ class Hadamard(Node):
             out.append(total)
         return self._new(out)
 
+    def _ball(self, m: int) -> Balls:
+        return hadamard_sum([self.a.ball(j) for j in range(m + 1)],
+                            [self.b.ball(m - j) for j in range(m + 1)])
+
 
 class Series(Node):
     """A known matrix series: ``coefficient(m)`` gives its coefficient of order ``m`` (e.g.
@@ -305,6 +426,9 @@ class Series(Node):
     def _compute(self, m: int):
         return self.coefficient(m)
 
+    def _ball(self, m: int) -> Balls:
+        return Balls.from_arb_mat(self.coef(m))
+
 
 class Transpose(Node):
     def __init__(self, a: Node) -> None:
@@ -315,12 +439,20 @@ class Transpose(Node):
     def _compute(self, m: int):
         return self.a.coef(m).transpose()
 
+    def _ball(self, m: int) -> Balls:
+        return self.a.ball(m).transpose()
 
-def taylor_coefficients(state: State, field: Node, order: int) -> list:
+
+def taylor_coefficients(state: State, field: Node, order: int, midrad: bool = False) -> list:
     r"""The Taylor coefficients :math:`X_0, \dots, X_{order}` of the solution of
     :math:`\dot X = F(X)`, :math:`X(0) = X_0`, where ``field`` is the graph of :math:`F` built on
-    ``state`` (a fresh :class:`State` holding :math:`X_0`): :math:`X_{m+1} = F(X)_m / (m + 1)`.
+    ``state`` (a fresh :class:`State` holding :math:`X_0`): :math:`X_{m+1} = F(X)_m / (m + 1)`;
+    in float64 balls (:class:`~verify.numerics._midrad.Balls`) when ``midrad``.
     """
+    if midrad:
+        for m in range(order):
+            state.append_ball(field.ball(m).divide(float(m + 1)))
+        return [state.ball(m) for m in range(order + 1)]
     for m in range(order):
         state.append(field.coef(m) * (arb(1) / (m + 1)))
     return [state.coef(m) for m in range(order + 1)]

@@ -5,7 +5,9 @@ input balls — their corners, their centres and random rational points — incl
 subnormal midpoints and radii, and radii of 1e25 (the a-priori box's coefficients).
 """
 
+import contextlib
 from fractions import Fraction
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,7 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verify.numerics._midrad as midrad
-from verify.numerics._midrad import Balls, hadamard_sum, product_sum
+from verify.numerics._midrad import (
+    INDICES,
+    Balls,
+    cauchy_hadamard,
+    cauchy_product,
+    hadamard_sum,
+    new_stack,
+    product_sum,
+    stack_sum,
+)
 
 pytestmark = pytest.mark.numerics
 
@@ -133,3 +144,121 @@ def test_dropping_the_upward_rounding_of_the_radius_loses_the_truth(monkeypatch)
     assert _contains(a + b, corner)
     monkeypatch.setattr(midrad, "_upward", lambda radius, depth: radius)
     assert not _contains(a + b, corner)
+
+
+def _stack(balls: list[Balls]) -> np.ndarray:
+    out = new_stack(*balls[0].shape, capacity=len(balls) + 1)
+    for j, b in enumerate(balls):
+        out[0, j], out[1, j] = b.mid, b.rad
+    return out
+
+
+def _read(stack: np.ndarray, at: int) -> Balls:
+    return Balls(stack[0, at], stack[1, at])
+
+
+#: The stacked Cauchy sums run compiled when Numba is installed (the test extra installs it)
+#: and through NumPy otherwise: both routes are checked here.
+_ROUTES = pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+
+
+@contextlib.contextmanager
+def _route(compiled: bool):
+    """The compiled kernels or (patched off) the NumPy route, for one generated example."""
+    if compiled and midrad._kernels() is None:
+        pytest.skip("Numba (the compiled extra) is not installed")
+    if compiled:
+        yield
+    else:
+        with mock.patch.object(midrad, "_kernels", lambda: None):
+            yield
+
+
+@_ROUTES
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(_ball((2, 3)), _ball((3, 2))), min_size=2, max_size=5),
+       st.data())
+def test_the_stacked_cauchy_product_contains_the_exact_sum(compiled, pairs, data):
+    """:math:`\\sum_{j=lo}^{hi} L_j R_{m-j}` of two stacks, for every window ``lo..hi``."""
+    with _route(compiled):
+        m = len(pairs) - 1
+        lo = data.draw(st.integers(0, m))
+        hi = data.draw(st.integers(lo, m))
+        L, R = _stack([p[0] for p in pairs]), _stack([p[1] for p in pairs])
+        out = new_stack(2, 2)
+
+        def op(*_):
+            cauchy_product(L, R, lo, hi, m, out, 1)
+            return _read(out, 1)
+
+        left, right = [p[0] for p in pairs], [p[1] for p in pairs]
+        _check(op, lambda *xs: sum((xs[j].dot(xs[len(pairs) + m - j]) for j in range(lo, hi + 1)),
+                                   np.zeros((2, 2), dtype=object)), *left, *right)
+
+
+@_ROUTES
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(_ball((3, 1)), _ball((3, 2))), min_size=2, max_size=6),
+       st.sampled_from([1.0, 3.0, -7.0]), st.booleans())
+def test_the_stacked_weighted_hadamard_sum_contains_the_exact_sum(compiled, pairs, divisor,
+                                                                 weighted):
+    """:math:`\\frac1c \\sum_{j=1}^{m} w_j L_j \\circ R_{m-j}` with the column ``L_j``
+    broadcast over the rows of ``R`` (a row scaling), weights ``j`` or the power rule's
+    ``-j/2 - (m - j)``."""
+    with _route(compiled):
+        m = len(pairs) - 1
+        weights = INDICES if weighted else -0.5 * INDICES - (m - INDICES)
+        L, R = _stack([p[0] for p in pairs]), _stack([p[1] for p in pairs])
+        out = new_stack(3, 2)
+
+        def op(*_):
+            cauchy_hadamard(L, R, 1, m, m, out, 0, weights, divisor)
+            return _read(out, 0)
+
+        left, right = [p[0] for p in pairs], [p[1] for p in pairs]
+        n = len(pairs)
+        _check(op, lambda *xs: sum((Fraction(weights[j]) * xs[j] * xs[n + m - j]
+                                    for j in range(1, m + 1)),
+                                   np.zeros((3, 2), dtype=object)) / Fraction(divisor),
+               *left, *right)
+
+
+@_ROUTES
+@settings(max_examples=30, deadline=None)
+@given(_ball((2, 2)), _ball((2, 2)), st.sampled_from([1.0, -1.0]))
+def test_the_stacked_sum_contains_the_exact_sum(compiled, a, b, sign):
+    with _route(compiled):
+        A, B, out = _stack([a]), _stack([b]), new_stack(2, 2)
+
+        def op(*_):
+            stack_sum(A, B, 0, sign, out, 0)
+            return _read(out, 0)
+
+        _check(op, lambda x, y: x + int(sign) * y, a, b)
+
+
+@_ROUTES
+def test_the_stacked_sums_keep_the_cancellation(compiled):
+    """``1e16·1 + 1·1 + (-1e16)·1`` as a Cauchy product and as a weighted Hadamard sum."""
+    with _route(compiled):
+        L = _stack([Balls.exact([[1e16]]), Balls.exact([[1.0]]), Balls.exact([[-1e16]])])
+        ones = _stack([Balls.exact([[1.0]])] * 3)
+        out = new_stack(1, 1)
+        cauchy_product(L, ones, 0, 2, 2, out, 0)
+        assert _contains(_read(out, 0), np.array([[Fraction(1)]], dtype=object))
+        cauchy_hadamard(L, ones, 0, 2, 2, out, 1)
+        assert _contains(_read(out, 1), np.array([[Fraction(1)]], dtype=object))
+
+
+def test_dropping_the_upward_factor_loses_the_truth_in_the_compiled_sum(monkeypatch):
+    """As above for the stacked sum (compiled when Numba is installed): without
+    ``upward_factor`` the radius ``1 + 2^-60`` rounds to 1 and the corner is lost."""
+    a = _stack([Balls(np.array([[0.0]]), np.array([[1.0]]))])
+    b = _stack([Balls(np.array([[0.0]]), np.array([[2.0 ** -60]]))])
+    corner = np.array([[Fraction(1) + Fraction(1, 2 ** 60)]], dtype=object)
+    out = new_stack(1, 1)
+    stack_sum(a, b, 0, 1.0, out, 0)
+    assert _contains(_read(out, 0), corner)
+    monkeypatch.setattr(midrad, "upward_factor", lambda depth: 1.0)
+    stack_sum(a, b, 0, 1.0, out, 0)
+    assert not _contains(_read(out, 0), corner)

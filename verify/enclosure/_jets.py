@@ -23,15 +23,15 @@ Every rule is exact in exact arithmetic and evaluated in balls, so each computed
 
 **Two arithmetics, one graph.** ``coef(m)`` computes in python-flint ``arb`` (any precision).
 ``ball(m)`` computes the same coefficient in float64 midpoint–radius balls
-(:class:`verify.numerics._midrad.Balls`): the Cauchy sums of an order are one BLAS product of
-the concatenated coefficients (:func:`~verify.numerics._midrad.product_sum`) or one NumPy pass
-(:func:`~verify.numerics._midrad.hadamard_sum`) instead of one Python-level ``arb`` operation
-per entry and term; the order-0 values of ``exp`` and of powers are taken from Arb and
-converted outward (libm's are not correctly rounded). Both contain the true coefficients; the
-float64 balls are wider by the rounding of float64 (about :math:`10^{-16}` of each entry's
-size), which is why a caller uses them only where the balls are much wider than that
-(:func:`taylor_coefficients`' ``midrad``; an overflow shows as a non-finite ball and the caller
-falls back to Arb).
+(:class:`verify.numerics._midrad.Balls`): each node keeps its coefficients stacked by order,
+and the Cauchy sum of an order is one call (:func:`~verify.numerics._midrad.cauchy_product`,
+:func:`~verify.numerics._midrad.cauchy_hadamard`; compiled when Numba is installed) instead
+of one Python-level ``arb`` operation per entry and term. The order-0 values of ``exp`` and
+of powers are taken from Arb and converted outward (libm's are not correctly rounded). Both
+routes contain the true coefficients; the float64 balls are wider by float64's rounding
+(about :math:`10^{-16}` of the terms' sizes), so a caller uses them only where the balls are
+much wider than that (:func:`taylor_coefficients`' ``midrad``); an overflow shows as a
+non-finite ball, and the caller falls back to Arb.
 
 Examples
 --------
@@ -50,7 +50,14 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, fmpq
 
-from verify.numerics._midrad import Balls, hadamard_sum, product_sum
+from verify.numerics._midrad import (
+    INDICES,
+    Balls,
+    cauchy_hadamard,
+    cauchy_product,
+    new_stack,
+    stack_sum,
+)
 
 __all__ = ["Node", "State", "Const", "Series", "Add", "Sub", "Scale", "ScalarTimes", "MatMul",
            "Transpose",
@@ -66,7 +73,8 @@ class Node:
         self.rows, self.cols = rows, cols
         self._coef: list = []
         self._entries: list = []
-        self._balls: list = []
+        self._stack = None  # the float64 coefficients, stacked by order (new_stack)
+        self._known = 0  # how many of them are computed
 
     def coef(self, m: int):
         """The coefficient of order ``m`` (an ``arb_mat``), computing the missing ones."""
@@ -89,12 +97,33 @@ class Node:
     def ball(self, m: int) -> Balls:
         """The coefficient of order ``m`` in float64 balls (module docstring), computing the
         missing ones."""
-        balls = self._balls
-        while len(balls) <= m:
-            balls.append(self._ball(len(balls)))
-        return balls[m]
+        stack = self.stack(m)
+        return Balls(stack[0, m], stack[1, m])
 
-    def _ball(self, m: int) -> Balls:  # pragma: no cover - every subclass defines it
+    def stack(self, m: int) -> np.ndarray:
+        """The stack (:func:`~verify.numerics._midrad.new_stack`) of the float64 coefficients,
+        computed at least to order ``m``."""
+        while self._known <= m:
+            self._reserve()
+            self._fill(self._known)
+            self._known += 1
+        return self._stack
+
+    def _reserve(self) -> None:
+        """Room in the stack for the next coefficient."""
+        m, stack = self._known, self._stack
+        if stack is None or m == stack.shape[1]:
+            self._stack = new_stack(self.rows, self.cols, max(16, 2 * m))
+            if m:
+                self._stack[:, :m] = stack[:, :m]
+
+    def _fill(self, m: int) -> None:
+        """Compute the coefficient ``m`` into the stack (from :meth:`_ball` unless a subclass
+        writes it there directly)."""
+        value = self._ball(m)
+        self._stack[0, m], self._stack[1, m] = value.mid, value.rad
+
+    def _ball(self, m: int) -> Balls:  # pragma: no cover - every subclass defines one
         raise NotImplementedError
 
     def _zero_ball(self) -> Balls:
@@ -127,7 +156,9 @@ class State(Node):
         self._coef.append(value)
 
     def append_ball(self, value: Balls) -> None:
-        self._balls.append(value)
+        self._reserve()
+        self._stack[0, self._known], self._stack[1, self._known] = value.mid, value.rad
+        self._known += 1
 
     def _compute(self, m: int):
         raise IndexError(f"coefficient {m} of the state is not known yet.")
@@ -162,8 +193,8 @@ class Add(Node):
     def _compute(self, m: int):
         return self.a.coef(m) + self.b.coef(m)
 
-    def _ball(self, m: int) -> Balls:
-        return self.a.ball(m) + self.b.ball(m)
+    def _fill(self, m: int) -> None:
+        stack_sum(self.a.stack(m), self.b.stack(m), m, 1.0, self._stack, m)
 
 
 class Sub(Node):
@@ -174,8 +205,8 @@ class Sub(Node):
     def _compute(self, m: int):
         return self.a.coef(m) - self.b.coef(m)
 
-    def _ball(self, m: int) -> Balls:
-        return self.a.ball(m) - self.b.ball(m)
+    def _fill(self, m: int) -> None:
+        stack_sum(self.a.stack(m), self.b.stack(m), m, -1.0, self._stack, m)
 
 
 class Scale(Node):
@@ -209,11 +240,9 @@ class ScalarTimes(Node):
                 total += self.a.coef(m - k) * self.f.coef(k)[0, 0]
         return total
 
-    def _ball(self, m: int) -> Balls:
-        if self.f.constant:
-            return self.a.ball(m) * self.f.ball(0)
-        return hadamard_sum([self.a.ball(m - k) for k in range(m + 1)],
-                            [self.f.ball(k) for k in range(m + 1)])
+    def _fill(self, m: int) -> None:
+        lo = m if self.f.constant else 0
+        cauchy_hadamard(self.f.stack(m - lo), self.a.stack(m), 0, m - lo, m, self._stack, m)
 
 
 class MatMul(Node):
@@ -234,14 +263,14 @@ class MatMul(Node):
             total += a.coef(k) * b.coef(m - k)
         return total
 
-    def _ball(self, m: int) -> Balls:
+    def _fill(self, m: int) -> None:
         a, b = self.a, self.b
         if a.constant:
-            return product_sum([a.ball(0)], [b.ball(m)])
-        if b.constant:
-            return product_sum([a.ball(m)], [b.ball(0)])
-        return product_sum([a.ball(k) for k in range(m + 1)],
-                           [b.ball(m - k) for k in range(m + 1)])
+            cauchy_product(a.stack(0), b.stack(m), 0, 0, m, self._stack, m)
+        elif b.constant:
+            cauchy_product(a.stack(m), b.stack(0), m, m, m, self._stack, m)
+        else:
+            cauchy_product(a.stack(m), b.stack(m), 0, m, m, self._stack, m)
 
 
 class ElementExp(Node):
@@ -285,35 +314,30 @@ class ElementExp(Node):
             cache[j] = (self.a.coef(j) * j).entries()
         return cache[j]
 
-    def _ball(self, m: int) -> Balls:
+    def _fill(self, m: int) -> None:
         r"""Order 0 from Arb's ``exp`` on the active entries (converted outward), exact ones and
         zeros elsewhere; order ``m``: :math:`\frac1m \sum_j (j A_j) \circ E_{m-j}`, the
         entries that are not active set to their exact 0."""
         shape = (self.rows, self.cols)
-        inactive = self.__dict__.get("_inactive")
-        if inactive is None:
+        out = self._stack
+        if m == 0:
             inactive = np.ones(self.rows * self.cols, dtype=bool)
             inactive[self.active] = False
-            inactive = self._inactive = inactive.reshape(shape)
-        if m == 0:
-            mid, rad = np.zeros(shape), np.zeros(shape)
+            self._inactive = inactive.reshape(shape)
+            out[:, 0] = 0.0
             a0 = self.a.ball(0)
             if self.active:
                 rows, cols = np.divmod(np.array(self.active), self.cols)
                 values = Balls(a0.mid[rows, cols], a0.rad[rows, cols]).to_arb_list()
                 exps = Balls.from_arb([v.exp() for v in values], (len(values),))
-                mid[rows, cols], rad[rows, cols] = exps.mid, exps.rad
+                out[0, 0][rows, cols], out[1, 0][rows, cols] = exps.mid, exps.rad
             for k in self.unit:
-                mid[divmod(k, self.cols)] = 1.0
-            return Balls(mid, rad)
-        scaled = self.__dict__.setdefault("_scaled_balls", {})
-        for j in range(len(scaled) + 1, m + 1):
-            scaled[j] = self.a.ball(j) * Balls.exact(float(j))
-        total = hadamard_sum([scaled[j] for j in range(1, m + 1)],
-                             [self.ball(m - j) for j in range(1, m + 1)]).divide(float(m))
-        total.mid[inactive] = 0.0
-        total.rad[inactive] = 0.0
-        return total
+                out[0, 0][divmod(k, self.cols)] = 1.0
+            return
+        # (1/m) sum_j j A_j ∘ E_{m-j}: the weights j and the divisor m are exact floats
+        cauchy_hadamard(self.a.stack(m), out, 1, m, m, out, m, INDICES, float(m))
+        out[0, m][self._inactive] = 0.0
+        out[1, m][self._inactive] = 0.0
 
 
 class ElementPower(Node):
@@ -357,11 +381,14 @@ class ElementPower(Node):
             if self.exponent == Fraction(-1, 2):
                 return Balls.from_arb([v.rsqrt() for v in a0], shape)
             return Balls.from_arb([v ** self.alpha for v in a0], shape)
-        self.ball(0)
-        factors = [Balls.from_arb([self.alpha * j - (m - j)], ()) for j in range(1, m + 1)]
-        terms = [self.a.ball(j) * f for j, f in zip(range(1, m + 1), factors, strict=True)]
-        total = hadamard_sum(terms, [self.ball(m - j) for j in range(1, m + 1)])
-        return (total * self._inverse).divide(float(m))
+        # the weights (alpha + 1) j - m are exact floats for a dyadic alpha (-1, -1/2)
+        denominator = self.exponent.denominator
+        if denominator & (denominator - 1):
+            raise NotImplementedError(f"a non-dyadic exponent {self.exponent} in float64")
+        weights = (float(self.exponent) + 1) * INDICES[:m + 1] - m
+        out = self._stack
+        cauchy_hadamard(self.a.stack(m), out, 1, m, m, out, m, weights, float(m))
+        return Balls(out[0, m], out[1, m]) * self._inverse
 
 
 class RowScale(Node):
@@ -385,9 +412,8 @@ class RowScale(Node):
                 out.append(total)
         return self._new(out)
 
-    def _ball(self, m: int) -> Balls:
-        return hadamard_sum([self.v.ball(j) for j in range(m + 1)],
-                            [self.a.ball(m - j) for j in range(m + 1)])
+    def _fill(self, m: int) -> None:
+        cauchy_hadamard(self.v.stack(m), self.a.stack(m), 0, m, m, self._stack, m)
 
 
 class Hadamard(Node):
@@ -408,9 +434,8 @@ class Hadamard(Node):
             out.append(total)
         return self._new(out)
 
-    def _ball(self, m: int) -> Balls:
-        return hadamard_sum([self.a.ball(j) for j in range(m + 1)],
-                            [self.b.ball(m - j) for j in range(m + 1)])
+    def _fill(self, m: int) -> None:
+        cauchy_hadamard(self.a.stack(m), self.b.stack(m), 0, m, m, self._stack, m)
 
 
 class Series(Node):

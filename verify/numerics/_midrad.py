@@ -42,12 +42,16 @@ True
 
 from __future__ import annotations
 
+import functools
+import os
+
 import numpy as np
 from flint import arb, arb_mat
 
 from verify.numerics._rounding import UNDERFLOW_FLOOR, UNIT_ROUNDOFF, gamma, upward_factor
 
-__all__ = ["Balls", "hadamard_sum", "product_sum"]
+__all__ = ["Balls", "hadamard_sum", "product_sum", "new_stack", "cauchy_product",
+           "cauchy_hadamard", "stack_sum", "compiled", "INDICES"]
 
 
 def _upward(radius: np.ndarray, depth: int) -> np.ndarray:
@@ -206,3 +210,172 @@ def product_sum(left: list[Balls], right: list[Balls]) -> Balls:
            @ np.concatenate([rR + gamma(K) * aR, aR + rR], axis=0))
     return Balls(mid, _upward(rad, 2 + 2 * K))
 
+
+
+# ------------------------------------------------------------------------------------------
+# Cauchy sums over stacks of coefficients: the jets' inner loops (verify.enclosure._jets).
+# A *stack* is a pair of float64 arrays (mids, rads) of shape (capacity, rows, cols) holding a
+# jet's coefficients of orders 0, 1, ...; these functions sum over orders j = lo..hi without
+# copying the coefficients out. The compiled kernels (Numba, the optional ``compiled`` extra)
+# compute exactly the bounds of product_sum / hadamard_sum, entry by entry in one pass; without
+# Numba the same sums go through NumPy.
+
+
+#: Exact float weights 0, 1, 2, ... (the index j of a Cauchy sum) and ones.
+INDICES = np.arange(256, dtype=float)
+_ONES = np.ones(256)
+
+
+def new_stack(rows: int, cols: int, capacity: int = 16) -> np.ndarray:
+    """An empty stack: a float64 array ``(2, capacity, rows, cols)``, ``[0]`` the midpoints
+    and ``[1]`` the radii of the coefficients of orders ``0, 1, ...``."""
+    return np.zeros((2, capacity, rows, cols))
+
+
+def cauchy_product(left: np.ndarray, right: np.ndarray, lo: int, hi: int, m: int,
+                   out: np.ndarray, at: int) -> None:
+    r""":math:`\sum_{j=lo}^{hi} L_j R_{m-j}` (matrix products) of two stacks
+    (:func:`new_stack`): the bounds of :func:`product_sum` with :math:`K = (hi - lo + 1) \cdot`
+    inner length (one inner product of length :math:`K` in some order: midpoint error
+    :math:`\le \gamma_K \sum |a||b| + K\eta`; radius :math:`\sum |a| r_b + r_a(|b| + r_b) +
+    \gamma_K \sum |a||b|`, at most :math:`K + 3` rounded operations along any path), written
+    to the stack ``out`` at order ``at``.
+
+    >>> L, O = new_stack(1, 1), new_stack(1, 1)
+    >>> L[0, :2] = 1.0
+    >>> cauchy_product(L, L, 0, 1, 1, O, 0); O[0, 0].tolist()   # 1·1 + 1·1
+    [[2.0]]
+    """
+    K = (hi - lo + 1) * left.shape[3]
+    kernels = _kernels()
+    if kernels is None:
+        _put(out, at, product_sum([Balls(left[0, j], left[1, j]) for j in range(lo, hi + 1)],
+                                  [Balls(right[0, m - j], right[1, m - j])
+                                   for j in range(lo, hi + 1)]))
+    else:
+        kernels[0](left, right, lo, hi, m, gamma(K), upward_factor(K + 3), out, at)
+
+
+def cauchy_hadamard(left: np.ndarray, right: np.ndarray, lo: int, hi: int, m: int,
+                    out: np.ndarray, at: int, weights: np.ndarray = _ONES,
+                    divisor: float = 1.0) -> None:
+    r""":math:`\frac{1}{c} \sum_{j=lo}^{hi} w_j\, L_j \circ R_{m-j}` of two stacks
+    (entrywise, broadcast over axes of length 1) for exact float weights :math:`w_j` and an
+    exact nonzero float divisor :math:`c`. With :math:`k = hi - lo + 1` terms, each
+    :math:`\tilde q_j = \mathrm{fl}(w_j\,\mathrm{fl}(a_j b_j))` errs by two roundings and the
+    sum by :math:`k - 1`: midpoint error :math:`\le \gamma_{k+1} \sum |w_j a_j b_j| \le
+    \gamma_{k+3} \sum |\tilde q_j|` (plus underflow); then the division, :math:`u` of the
+    result. Radius :math:`\big(\sum |w_j|(|a_j| r_{b_j} + r_{a_j}(|b_j| + r_{b_j})) +
+    \gamma_{k+3} \sum |\tilde q_j|\big)/|c| + u|\tilde c|`: at most :math:`k + 6` rounded
+    operations along any path. Written to the stack ``out`` at order ``at``.
+
+    >>> L, O = new_stack(1, 2), new_stack(1, 2)
+    >>> L[0, :3] = 2.0
+    >>> cauchy_hadamard(L, L, 1, 2, 2, O, 0, INDICES, 4.0); O[0, 0].tolist()  # (4 + 8)/4
+    [[3.0, 3.0]]
+    """
+    k = hi - lo + 1
+    kernels = _kernels()
+    if kernels is None:
+        total = hadamard_sum([Balls(left[0, j], left[1, j]) * Balls.exact(weights[j])
+                              for j in range(lo, hi + 1)],
+                             [Balls(right[0, m - j], right[1, m - j])
+                              for j in range(lo, hi + 1)])
+        _put(out, at, total.divide(divisor))
+    else:
+        kernels[1](left, right, lo, hi, m, weights, divisor, gamma(k + 3),
+                   upward_factor(k + 6), out, at)
+
+
+def stack_sum(left: np.ndarray, right: np.ndarray, m: int, sign: float, out: np.ndarray,
+              at: int) -> None:
+    """``L_m + sign · R_m`` (``sign`` = ±1) of two stacks, to ``out`` at order ``at``: the
+    bounds of :meth:`Balls.__add__`.
+
+    >>> L, O = new_stack(1, 1), new_stack(1, 1)
+    >>> L[0, 0] = 1.0
+    >>> stack_sum(L, L, 0, -1.0, O, 0); O[:, 0].tolist()   # 0 ± the underflow floor
+    [[[0.0]], [[9.33...e-302]]]
+    """
+    kernels = _kernels()
+    if kernels is None:
+        a, b = Balls(left[0, m], left[1, m]), Balls(right[0, m], right[1, m])
+        _put(out, at, a + b if sign > 0 else a - b)
+    else:
+        kernels[2](left, right, m, sign, upward_factor(2), out, at)
+
+
+def _put(out: np.ndarray, at: int, value: Balls) -> None:
+    out[0, at], out[1, at] = value.mid, value.rad
+
+
+def compiled() -> bool:
+    """Whether the Cauchy sums run compiled: Numba (the optional ``compiled`` extra) installed
+    and not turned off by ``VERIFY_COMPILED=0`` (read once per process)."""
+    return _kernels() is not None
+
+
+@functools.cache
+def _kernels():
+    if os.environ.get("VERIFY_COMPILED", "1") == "0":
+        return None
+    try:
+        import numba  # optional extra (`pip install .[compiled]`), imported on first use only
+    except ImportError:
+        return None
+    options = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+    @numba.njit(**options)
+    def product(L, R, lo, hi, m, g, factor, out, at):  # pragma: no cover - compiled
+        rows, inner, cols = L.shape[2], L.shape[3], R.shape[3]
+        for i in range(rows):
+            for c in range(cols):
+                mid = 0.0
+                mag = 0.0
+                rad = 0.0
+                for j in range(lo, hi + 1):
+                    for q in range(inner):
+                        a = L[0, j, i, q]
+                        b = R[0, m - j, q, c]
+                        rb = R[1, m - j, q, c]
+                        mid += a * b
+                        mag += abs(a) * abs(b)
+                        rad += abs(a) * rb + L[1, j, i, q] * (abs(b) + rb)
+                out[0, at, i, c] = mid
+                out[1, at, i, c] = (rad + g * mag) * factor + UNDERFLOW_FLOOR
+
+    @numba.njit(**options)
+    def hadamard(L, R, lo, hi, m, W, divisor, g, factor, out, at):  # pragma: no cover
+        rows, cols = max(L.shape[2], R.shape[2]), max(L.shape[3], R.shape[3])
+        lr, lc, rr, rc = L.shape[2] > 1, L.shape[3] > 1, R.shape[2] > 1, R.shape[3] > 1
+        scale = abs(divisor)
+        for i in range(rows):
+            il, ir = (i if lr else 0), (i if rr else 0)
+            for c in range(cols):
+                cl, cr = (c if lc else 0), (c if rc else 0)
+                mid = 0.0
+                mag = 0.0
+                rad = 0.0
+                for j in range(lo, hi + 1):
+                    a = L[0, j, il, cl]
+                    b = R[0, m - j, ir, cr]
+                    rb = R[1, m - j, ir, cr]
+                    q = W[j] * (a * b)
+                    mid += q
+                    mag += abs(q)
+                    rad += abs(W[j]) * (abs(a) * rb + L[1, j, il, cl] * (abs(b) + rb))
+                value = mid / divisor
+                out[0, at, i, c] = value
+                out[1, at, i, c] = (((rad + g * mag) / scale + UNIT_ROUNDOFF * abs(value))
+                                    * factor + UNDERFLOW_FLOOR)
+
+    @numba.njit(**options)
+    def combine(L, R, m, sign, factor, out, at):  # pragma: no cover - compiled
+        for i in range(L.shape[2]):
+            for c in range(L.shape[3]):
+                value = L[0, m, i, c] + sign * R[0, m, i, c]
+                out[0, at, i, c] = value
+                out[1, at, i, c] = ((L[1, m, i, c] + R[1, m, i, c] + UNIT_ROUNDOFF * abs(value))
+                                    * factor + UNDERFLOW_FLOOR)
+
+    return product, hadamard, combine

@@ -61,8 +61,23 @@ from verify.enclosure._jets import (
     Transpose,
     taylor_coefficients,
 )
+from verify.numerics._midrad import compiled
 
-__all__ = ["unsupported", "FieldSpec", "exact_matrix"]
+__all__ = ["unsupported", "FieldSpec", "exact_matrix", "float64_jets", "FLOAT64_MIN_TOL"]
+
+#: The finest step tolerance at which the jets run in float64 balls (:func:`float64_jets`):
+#: the proofs' coarse (2^-32) and fine (2^-40) enclosures at 128 bits gave the same steps and
+#: final radii within 2 % in float64 as in arb (on polytope, hyperplanes, order-preserved,
+#: escape-threshold, boolean-1d and one-bounded-token instances, session 8); float64's own
+#: rounding, ~1e-16 of the terms, is 4 orders of magnitude below 2^-40.
+FLOAT64_MIN_TOL = 2.0 ** -40
+
+
+def float64_jets(bits: int, tol: float) -> bool:
+    """Whether an enclosure at ``bits`` with step tolerance ``tol`` computes its jets in float64
+    balls (:class:`FieldSpec`'s ``midrad``): at most 128 bits, ``tol >= FLOAT64_MIN_TOL`` and the
+    compiled kernels available (Numba; without them the float64 route is slower than arb)."""
+    return bits <= 128 and tol >= FLOAT64_MIN_TOL and compiled()
 
 
 def unsupported(model) -> str | None:

@@ -452,3 +452,44 @@ def test_jacobian_series_contains_the_entry_by_entry_series_at_twice_the_digits(
         for u, v in zip(ours.entries(), reference.entries(), strict=True):
             assert u.contains(v)
             assert float(v.rad()) < 1e-60
+
+
+@pytest.mark.parametrize("model", [
+    Model(V=[["1/2", 1], [0, "-1/3"]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], beta="3/2"),
+    Model(V=[[1, 0], [0, 1]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], mask="causal"),
+    Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", beta=2),
+    Model(V=[[2, 1], [0, 1]], form="x", normalisation="pre-ln"),
+    Model(V=[[1, 0], [0, 1]], form="x", attention="unnormalised"),
+    Model(heads=[{"V": [[1, 0], [0, 1]]}, {"V": [[0, 1], [-1, 0]], "Q": [[1, 1], [0, 1]]}],
+          form="x"),
+    Model(V=[[1, 0], [0, 1]]),
+], ids=["rescaled", "causal", "sphere", "pre-ln", "unnormalised", "two-heads", "scalar-V"])
+def test_float64_jets_contain_the_arb_jets_at_twice_the_digits(model):
+    """Every variant's jets in float64 midpoint–radius balls (``FieldSpec(midrad=True)``: every
+    node kind — exp, the power rules, row scalings, Hadamard and matrix products, masks) over a
+    box of states and a time interval contain the ``arb`` jets at 256 bits at points of it (its
+    centre and corners by sign), state and attention coefficients alike."""
+    order, attention = 8, 4
+    X = [["1", "0.25"], ["-0.5", "0.75"], ["0.6", "0.8"]]
+    with ctx.workprec(128):
+        spec = FieldSpec(model, 3, midrad=True)
+        centre = arb_mat([[arb(v) for v in row] for row in X])
+        refs = spec.references(Fraction(1, 3), centre)
+        box = arb_mat([[arb(v) + arb(0, "1e-4") for v in row] for row in X])
+        times = dyadic_ball(Fraction(1, 3), Fraction(1, 3) + Fraction(1, 64))
+        over = spec.jets(times, box, order, refs, attention=attention)
+    assert over["arithmetic"] == "float64"  # not the fallback to arb
+    rng = np.random.default_rng(3)
+    with ctx.workprec(256):
+        exact = FieldSpec(model, 3)
+        for k in range(3):
+            signs = rng.choice([-1, 1], size=(3, 2)) if k else np.zeros((3, 2), dtype=int)
+            point = arb_mat([[arb(v) + int(s) * arb("1e-4") for v, s in zip(row, srow,
+                                                                            strict=True)]
+                             for row, srow in zip(X, signs, strict=True)])
+            t = Fraction(1, 3) + Fraction(k, 128)
+            ref = exact.jets(t, point, order, refs, attention=attention)
+            for ours, theirs in zip(over["state"] + sum(over["attention"], []),
+                                    ref["state"] + sum(ref["attention"], []), strict=True):
+                assert all(a.contains(b) for a, b in zip(ours.entries(), theirs.entries(),
+                                                         strict=True)), k

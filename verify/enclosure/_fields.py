@@ -295,7 +295,8 @@ class FieldSpec:
     def jets(self, t0, X, order: int, references, attention: int = 0) -> dict:
         """:meth:`coefficients` (``"state"``) with the coefficients of orders ``< attention``
         of each head's attention (``"attention"``) and of :math:`E(t_0 + s)` (``"time"``, the
-        rescaled form), for :func:`verify.enclosure._jacobian.jacobian_series`."""
+        rescaled form), for :func:`verify.enclosure._jacobian.jacobian_series`; and which
+        arithmetic computed them (``"arithmetic"``: ``"float64"`` or ``"arb"``)."""
         for midrad in ([True, False] if self.midrad else [False]):
             state = State(X)
             time = exponential = None
@@ -317,7 +318,8 @@ class FieldSpec:
                 attentions = [[A.coef(m) for m in range(attention)] for A in record]
             return {"state": coefficients, "references": references, "attention": attentions,
                     "time": None if exponential is None else
-                    [exponential.coef(m) for m in range(max(order, attention))]}
+                    [exponential.coef(m) for m in range(max(order, attention))],
+                    "arithmetic": "float64" if midrad else "arb"}
         raise AssertionError("unreachable: the arb route always returns")  # pragma: no cover
 
     def value(self, times, X, references):

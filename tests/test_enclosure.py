@@ -489,7 +489,7 @@ def test_float64_jets_contain_the_arb_jets_at_twice_the_digits(model):
                              for row, srow in zip(X, signs, strict=True)])
             t = Fraction(1, 3) + Fraction(k, 128)
             ref = exact.jets(t, point, order, refs, attention=attention)
-            for ours, theirs in zip(over["state"] + sum(over["attention"], []),
+            for ours, theirs in zip(list(over["state"]) + sum(over["attention"], []),
                                     ref["state"] + sum(ref["attention"], []), strict=True):
                 assert all(a.contains(b) for a, b in zip(ours.entries(), theirs.entries(),
                                                          strict=True)), k

@@ -39,6 +39,7 @@ Unsupported (no enclosure): hardmax attention (discontinuous), an MLP, discrete 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -97,6 +98,32 @@ def exact_matrix(matrix) -> arb_mat:
     """An exact rational matrix (object array of Fractions) as balls at the current precision."""
     return arb_mat([[arb(fmpq(Fraction(v).numerator, Fraction(v).denominator)) for v in row]
                     for row in matrix])
+
+
+class _Converted(Sequence):
+    """Float64 balls (:class:`~verify.numerics._midrad.Balls`) read as ``arb_mat``, each
+    converted on first use (a step reads only some orders of some jets)."""
+
+    def __init__(self, balls: list) -> None:
+        self._balls = balls
+        self._done: dict[int, arb_mat] = {}
+
+    def __len__(self) -> int:
+        return len(self._balls)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        index = range(len(self))[index]
+        if index not in self._done:
+            self._done[index] = self._balls[index].to_arb_mat()
+        return self._done[index]
+
+    def __add__(self, other: list) -> list:
+        return list(self) + list(other)
+
+    def __radd__(self, other: list) -> list:
+        return list(other) + list(self)
 
 
 def type_of(value):
@@ -311,7 +338,7 @@ class FieldSpec:
                     heads = [[A.ball(m) for m in range(attention)] for A in record]
                 if not all(b.finite() for b in balls + [b for h in heads for b in h]):
                     continue  # overflow in float64: the same jets in arb
-                coefficients = [b.to_arb_mat() for b in balls]
+                coefficients = _Converted(balls)
                 attentions = [[b.to_arb_mat() for b in h] for h in heads]
             else:
                 coefficients = taylor_coefficients(state, field, order)

@@ -176,11 +176,20 @@ class FieldSpec:
         self.ones_d = Const(arb_mat(d, 1, [1] * d))
         self.ones_n = Const(arb_mat(n, 1, [1] * n))
         # per reference r: the matrix I - 1 e_rᵀ, whose row r is exactly zero
+        # the constant nodes, made once (their coefficients, in arb and in float64, are cached)
+        self._constants: dict = {}
         self._centre = [Const(arb_mat([[(1 if j == i else 0) - (1 if j == r else 0)
                                           for j in range(n)] for i in range(n)]))
                         for r in range(n)]
 
     # ---------------------------------------------------------------------------------- pieces
+    def _constant(self, key: tuple, make) -> Const:
+        """The constant node ``Const(make())`` for ``key``, made once."""
+        node = self._constants.get(key)
+        if node is None:
+            node = self._constants[key] = Const(make())
+        return node
+
     def _exponential(self, t0, V: arb_mat) -> Series:
         """:math:`E(t_0 + s) = e^{t_0 V} \\sum_m V^m s^m/m!` as a known series (``t0`` a
         rational or a ball: then the series holds for every base time in it)."""
@@ -218,19 +227,19 @@ class FieldSpec:
             scale = None
         Y = U if scale is None else MatMul(U, scale)
         if self.model.unnormalised_attention:
-            S = MatMul(MatMul(Y, Const(B)), Transpose(Y))
+            S = MatMul(MatMul(Y, self._constant(("B", id(B)), lambda: B)), Transpose(Y))
             if factor is not None:
                 S = ScalarTimes(S, factor)
             A = Scale(ElementExp(S, self.allowed), Fraction(1, n))
             return A, MatMul(A, U)
-        YB = MatMul(Y, Const(B))
+        YB = MatMul(Y, self._constant(("B", id(B)), lambda: B))
         D = None
         parts = []  # per reference r: (its rows, the rows u_j - u_r of U)
         for r in sorted(set(references)):
             rows = [i for i in range(n) if references[i] == r]
             offsets = MatMul(self._centre[r], U)  # rows u_j - u_r, row r exactly 0
             W = offsets if scale is None else MatMul(offsets, scale)
-            pick = Const(_selection(rows, n))
+            pick = self._constant(("pick", *rows), lambda rows=rows: _selection(rows, n))
             part = MatMul(Transpose(pick), MatMul(MatMul(pick, YB), Transpose(W)))
             D = part if D is None else Add(D, part)
             parts.append((pick, offsets))
@@ -244,7 +253,8 @@ class FieldSpec:
         for pick, offsets in parts:
             term = MatMul(Transpose(pick), MatMul(pick, MatMul(E, offsets)))
             spread = term if spread is None else Add(spread, term)
-        leaders = MatMul(Const(_reference_rows(references, n)), U)
+        leaders = MatMul(self._constant(("leaders", *references),
+                                        lambda: _reference_rows(references, n)), U)
         return RowScale(inverse, E), Add(leaders, RowScale(inverse, spread))
 
     def attention_values(self, times, X, references) -> list[list[list]]:
@@ -279,13 +289,13 @@ class FieldSpec:
             B, V = self.heads[0]
             A, AX = self._attention(X, B, references[0], time)
             record.append(A)
-            return MatMul(Sub(AX, X), Const(V.transpose()))
+            return MatMul(Sub(AX, X), self._constant(("Vt", id(V)), V.transpose))
         U = self._inputs(X)
         total = None
         for (B, V), refs in zip(self.heads, references, strict=True):
             A, AU = self._attention(U, B, refs, None)
             record.append(A)
-            term = MatMul(AU, Const(V.transpose()))
+            term = MatMul(AU, self._constant(("Vt", id(V)), V.transpose))
             total = term if total is None else Add(total, term)
         if not model.on_sphere:
             return total

@@ -118,7 +118,9 @@ def _forward(spec, times, X, refs):
     return [[columns[m][r] for m in range(n * d)] for r in range(n * d)]
 
 
-@pytest.mark.parametrize("model", [
+#: One model per variant of the field (the jets' node kinds: exp, the power rules, row scalings,
+#: Hadamard and matrix products, masks, several heads).
+VARIANT_CASES = pytest.mark.parametrize("model", [
     Model(V=[["1/2", 1], [0, "-1/3"]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], beta="3/2"),
     Model(V=[[1, 0], [0, 1]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], mask="causal"),
     Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", beta=2),
@@ -127,6 +129,9 @@ def _forward(spec, times, X, refs):
     Model(heads=[{"V": [[1, 0], [0, 1]]}, {"V": [[0, 1], [-1, 0]], "Q": [[1, 1], [0, 1]]}],
           form="x"),
 ], ids=["rescaled", "causal", "sphere", "pre-ln", "unnormalised", "two-heads"])
+
+
+@VARIANT_CASES
 def test_closed_form_jacobian_matches_forward_jets(model):
     with ctx.workprec(200):
         spec = FieldSpec(model, 3)
@@ -454,21 +459,12 @@ def test_jacobian_series_contains_the_entry_by_entry_series_at_twice_the_digits(
             assert float(v.rad()) < 1e-60
 
 
-@pytest.mark.parametrize("model", [
-    Model(V=[["1/2", 1], [0, "-1/3"]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], beta="3/2"),
-    Model(V=[[1, 0], [0, 1]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], mask="causal"),
-    Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", beta=2),
-    Model(V=[[2, 1], [0, 1]], form="x", normalisation="pre-ln"),
-    Model(V=[[1, 0], [0, 1]], form="x", attention="unnormalised"),
-    Model(heads=[{"V": [[1, 0], [0, 1]]}, {"V": [[0, 1], [-1, 0]], "Q": [[1, 1], [0, 1]]}],
-          form="x"),
-    Model(V=[[1, 0], [0, 1]]),
-], ids=["rescaled", "causal", "sphere", "pre-ln", "unnormalised", "two-heads", "scalar-V"])
+@VARIANT_CASES
 def test_float64_jets_contain_the_arb_jets_at_twice_the_digits(model):
-    """Every variant's jets in float64 midpoint–radius balls (``FieldSpec(midrad=True)``: every
-    node kind — exp, the power rules, row scalings, Hadamard and matrix products, masks) over a
-    box of states and a time interval contain the ``arb`` jets at 256 bits at points of it (its
-    centre and corners by sign), state and attention coefficients alike."""
+    """Every variant's jets in float64 midpoint–radius balls (``FieldSpec(midrad=True)``; the
+    scalar ``V = λI`` path is in STEP_CASES' adversarial-pull) over a box of states and a time
+    interval contain the ``arb`` jets at 256 bits at points of it (its centre and corners by
+    sign), state and attention coefficients alike."""
     order, attention = 8, 4
     X = [["1", "0.25"], ["-0.5", "0.75"], ["0.6", "0.8"]]
     with ctx.workprec(128):

@@ -68,7 +68,7 @@ __all__ = ["unsupported", "FieldSpec", "exact_matrix", "float64_jets", "FLOAT64_
 
 #: The finest step tolerance at which the jets run in float64 balls (:func:`float64_jets`):
 #: the proofs' coarse (2^-32) and fine (2^-40) enclosures at 128 bits gave the same steps (±1)
-#: and final radii within 3 % in float64 (the centre's jets in arb, :meth:`FieldSpec.jets`) as
+#: and final radii within 5 % in float64 (the centre's jets in arb, :meth:`FieldSpec.jets`) as
 #: in arb (on polytope, hyperplanes, order-preserved,
 #: escape-threshold, boolean-1d and one-bounded-token instances, session 8); float64's own
 #: rounding, ~1e-16 of the terms, is 4 orders of magnitude below 2^-40.

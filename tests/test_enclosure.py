@@ -12,6 +12,7 @@ import pytest
 from flint import arb, arb_mat, arb_series, ctx
 from scipy.integrate import solve_ivp
 
+import verify.enclosure._fields as fields
 from verify.enclosure import Enclosure, dyadic_ball
 from verify.enclosure._fields import FieldSpec
 from verify.enclosure._jacobian import _forms, _series_by_entries, jacobian, jacobian_series
@@ -489,3 +490,24 @@ def test_float64_jets_contain_the_arb_jets_at_twice_the_digits(model):
                                     ref["state"] + sum(ref["attention"], []), strict=True):
                 assert all(a.contains(b) for a, b in zip(ours.entries(), theirs.entries(),
                                                          strict=True)), k
+
+
+def test_float64_jets_only_at_128_bits_coarse_tolerances_and_with_the_compiled_kernels(
+        monkeypatch):
+    """The policy: float64 balls for the proofs' 128-bit enclosures (2^-32, 2^-40), Arb for the
+    256-bit escalation, for finer tolerances and without the compiled kernels; and a step's
+    centre (an exact point) keeps Arb even then."""
+    monkeypatch.setattr(fields, "compiled", lambda: True)
+    assert fields.float64_jets(128, 2.0 ** -32) and fields.float64_jets(128, 2.0 ** -40)
+    assert not fields.float64_jets(256, 2.0 ** -56)
+    assert not fields.float64_jets(128, 2.0 ** -44)
+    monkeypatch.setattr(fields, "compiled", lambda: False)
+    assert not fields.float64_jets(128, 2.0 ** -32)
+    model = Model(V=[[1]])
+    with ctx.workprec(128):
+        spec = FieldSpec(model, 3, midrad=True)
+        point = arb_mat([[arb("0.5")], [arb("-0.25")], [arb(1)]])
+        refs = spec.references(Fraction(0), point)
+        assert spec.jets(Fraction(0), point, 4, refs)["arithmetic"] == "arb"
+        box = arb_mat([[v + arb(0, "1e-6")] for v in point.entries()])
+        assert spec.jets(Fraction(0), box, 4, refs)["arithmetic"] == "float64"

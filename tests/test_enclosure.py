@@ -12,6 +12,7 @@ import pytest
 from flint import arb, arb_mat, arb_series, ctx
 from scipy.integrate import solve_ivp
 
+import verify.enclosure._fields as fields
 from verify.enclosure import Enclosure, dyadic_ball
 from verify.enclosure._fields import FieldSpec
 from verify.enclosure._jacobian import _forms, _series_by_entries, jacobian, jacobian_series
@@ -118,7 +119,9 @@ def _forward(spec, times, X, refs):
     return [[columns[m][r] for m in range(n * d)] for r in range(n * d)]
 
 
-@pytest.mark.parametrize("model", [
+#: One model per variant of the field (the jets' node kinds: exp, the power rules, row scalings,
+#: Hadamard and matrix products, masks, several heads).
+VARIANT_CASES = pytest.mark.parametrize("model", [
     Model(V=[["1/2", 1], [0, "-1/3"]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], beta="3/2"),
     Model(V=[[1, 0], [0, 1]], Q=[[1, 2], [0, 1]], K=[[1, 0], [1, 1]], mask="causal"),
     Model(V=[[1, 0], [0, 1]], form="x", normalisation="sphere", beta=2),
@@ -127,6 +130,9 @@ def _forward(spec, times, X, refs):
     Model(heads=[{"V": [[1, 0], [0, 1]]}, {"V": [[0, 1], [-1, 0]], "Q": [[1, 1], [0, 1]]}],
           form="x"),
 ], ids=["rescaled", "causal", "sphere", "pre-ln", "unnormalised", "two-heads"])
+
+
+@VARIANT_CASES
 def test_closed_form_jacobian_matches_forward_jets(model):
     with ctx.workprec(200):
         spec = FieldSpec(model, 3)
@@ -191,11 +197,14 @@ STEP_CASES = pytest.mark.parametrize("model, x0, t", [
 ], ids=["adversarial-pull", "non-normal-V"])
 
 
+@pytest.mark.parametrize("midrad", [False, True], ids=["arb", "midrad"])
 @STEP_CASES
-def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(model, x0, t):
+def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(model, x0, t,
+                                                                                 midrad):
     """The coefficients :math:`c_m(T, B)` that a step uses (over its time interval and its
     a-priori box) contain the coefficients of the solutions through sampled points of
-    :math:`T \\times B`, computed by an independent route at twice the digits."""
+    :math:`T \\times B`, computed by an independent route at twice the digits — in ``arb``
+    and in float64 midpoint–radius balls (``midrad``)."""
     inst = Instance(model, x0)
     enc = Enclosure(inst, bits=128)
     assert enc.advance(t)
@@ -203,7 +212,7 @@ def test_remainder_coefficient_encloses_the_coefficients_at_points_of_the_step(m
     order = enc.order
     rng = np.random.default_rng(7)
     with ctx.workprec(128):
-        spec = enc.field
+        spec = FieldSpec(model, inst.n, midrad=True) if midrad else enc.field
         refs = spec.references(step.t0, step.box.mid())
         times = dyadic_ball(step.t0, step.t1)
         over = spec.coefficients(times, step.box, order, refs)
@@ -449,3 +458,56 @@ def test_jacobian_series_contains_the_entry_by_entry_series_at_twice_the_digits(
         for u, v in zip(ours.entries(), reference.entries(), strict=True):
             assert u.contains(v)
             assert float(v.rad()) < 1e-60
+
+
+@VARIANT_CASES
+def test_float64_jets_contain_the_arb_jets_at_twice_the_digits(model):
+    """Every variant's jets in float64 midpoint–radius balls (``FieldSpec(midrad=True)``; the
+    scalar ``V = λI`` path is in STEP_CASES' adversarial-pull) over a box of states and a time
+    interval contain the ``arb`` jets at 256 bits at points of it (its centre and corners by
+    sign), state and attention coefficients alike."""
+    order, attention = 8, 4
+    X = [["1", "0.25"], ["-0.5", "0.75"], ["0.6", "0.8"]]
+    with ctx.workprec(128):
+        spec = FieldSpec(model, 3, midrad=True)
+        centre = arb_mat([[arb(v) for v in row] for row in X])
+        refs = spec.references(Fraction(1, 3), centre)
+        box = arb_mat([[arb(v) + arb(0, "1e-4") for v in row] for row in X])
+        times = dyadic_ball(Fraction(1, 3), Fraction(1, 3) + Fraction(1, 64))
+        over = spec.jets(times, box, order, refs, attention=attention)
+    assert over["arithmetic"] == "float64"  # not the fallback to arb
+    rng = np.random.default_rng(3)
+    with ctx.workprec(256):
+        exact = FieldSpec(model, 3)
+        for k in range(3):
+            signs = rng.choice([-1, 1], size=(3, 2)) if k else np.zeros((3, 2), dtype=int)
+            point = arb_mat([[arb(v) + int(s) * arb("1e-4") for v, s in zip(row, srow,
+                                                                            strict=True)]
+                             for row, srow in zip(X, signs, strict=True)])
+            t = Fraction(1, 3) + Fraction(k, 128)
+            ref = exact.jets(t, point, order, refs, attention=attention)
+            for ours, theirs in zip(list(over["state"]) + sum(over["attention"], []),
+                                    ref["state"] + sum(ref["attention"], []), strict=True):
+                assert all(a.contains(b) for a, b in zip(ours.entries(), theirs.entries(),
+                                                         strict=True)), k
+
+
+def test_float64_jets_only_at_128_bits_coarse_tolerances_and_with_the_compiled_kernels(
+        monkeypatch):
+    """The policy: float64 balls for the proofs' 128-bit enclosures (2^-32, 2^-40), Arb for the
+    256-bit escalation, for finer tolerances and without the compiled kernels; and a step's
+    centre (an exact point) keeps Arb even then."""
+    monkeypatch.setattr(fields, "compiled", lambda: True)
+    assert fields.float64_jets(128, 2.0 ** -32) and fields.float64_jets(128, 2.0 ** -40)
+    assert not fields.float64_jets(256, 2.0 ** -56)
+    assert not fields.float64_jets(128, 2.0 ** -44)
+    monkeypatch.setattr(fields, "compiled", lambda: False)
+    assert not fields.float64_jets(128, 2.0 ** -32)
+    model = Model(V=[[1]])
+    with ctx.workprec(128):
+        spec = FieldSpec(model, 3, midrad=True)
+        point = arb_mat([[arb("0.5")], [arb("-0.25")], [arb(1)]])
+        refs = spec.references(Fraction(0), point)
+        assert spec.jets(Fraction(0), point, 4, refs)["arithmetic"] == "arb"
+        box = arb_mat([[v + arb(0, "1e-6")] for v in point.entries()])
+        assert spec.jets(Fraction(0), box, 4, refs)["arithmetic"] == "float64"

@@ -42,7 +42,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, arb_mat, ctx, fmpq
 
-from verify.enclosure._fields import FieldSpec, exact_matrix, unsupported
+from verify.enclosure._fields import FieldSpec, exact_matrix, float64_jets, unsupported
 from verify.enclosure._taylor import StepFailure, ball_of, taylor_step
 from verify.errors import InvalidArgument
 from verify.exact.symmetry import find_symmetries
@@ -90,7 +90,9 @@ class Enclosure:
     instance : verify.model.Instance
         ``n · d <= 64``; any continuous variant except hardmax attention and an MLP.
     bits : int
-        Working precision of the balls.
+        Working precision of the balls (the Taylor coefficients are computed in float64
+        midpoint–radius balls where that loses nothing measurable:
+        :func:`~verify.enclosure._fields.float64_jets`).
     order : int
         Order ``N`` of the Taylor steps.
     tol : float
@@ -130,7 +132,7 @@ class Enclosure:
         self.bits, self.order, self.tol = int(bits), int(order), float(tol)
         self.group = _symmetry_group(instance) if symmetry else None
         with ctx.workprec(self.bits):
-            self.field = FieldSpec(model, instance.n)
+            self.field = FieldSpec(model, instance.n, midrad=float64_jets(self.bits, self.tol))
             X0 = self._project(_initial_balls(instance))
             self.centre = X0.mid()
             self.A = self._basis()

@@ -39,8 +39,10 @@ Unsupported (no enclosure): hardmax attention (discontinuous), an MLP, discrete 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
+import numpy as np
 from flint import arb, arb_mat, fmpq
 
 from verify.enclosure._jets import (
@@ -60,8 +62,24 @@ from verify.enclosure._jets import (
     Transpose,
     taylor_coefficients,
 )
+from verify.numerics._midrad import compiled
 
-__all__ = ["unsupported", "FieldSpec", "exact_matrix"]
+__all__ = ["unsupported", "FieldSpec", "exact_matrix", "float64_jets", "FLOAT64_MIN_TOL"]
+
+#: The finest step tolerance at which the jets run in float64 balls (:func:`float64_jets`):
+#: the proofs' coarse (2^-32) and fine (2^-40) enclosures at 128 bits gave the same steps (±1)
+#: and final radii within 5 % in float64 (the centre's jets in arb, :meth:`FieldSpec.jets`) as
+#: in arb (on polytope, hyperplanes, order-preserved,
+#: escape-threshold, boolean-1d and one-bounded-token instances, session 8); float64's own
+#: rounding, ~1e-16 of the terms, is 4 orders of magnitude below 2^-40.
+FLOAT64_MIN_TOL = 2.0 ** -40
+
+
+def float64_jets(bits: int, tol: float) -> bool:
+    """Whether an enclosure at ``bits`` with step tolerance ``tol`` computes its jets in float64
+    balls (:class:`FieldSpec`'s ``midrad``): at most 128 bits, ``tol >= FLOAT64_MIN_TOL`` and the
+    compiled kernels available (Numba; without them the float64 route is slower than arb)."""
+    return bits <= 128 and tol >= FLOAT64_MIN_TOL and compiled()
 
 
 def unsupported(model) -> str | None:
@@ -81,6 +99,32 @@ def exact_matrix(matrix) -> arb_mat:
     """An exact rational matrix (object array of Fractions) as balls at the current precision."""
     return arb_mat([[arb(fmpq(Fraction(v).numerator, Fraction(v).denominator)) for v in row]
                     for row in matrix])
+
+
+class _Converted(Sequence):
+    """Float64 balls (:class:`~verify.numerics._midrad.Balls`) read as ``arb_mat``, each
+    converted on first use (a step reads only some orders of some jets)."""
+
+    def __init__(self, balls: list) -> None:
+        self._balls = balls
+        self._done: dict[int, arb_mat] = {}
+
+    def __len__(self) -> int:
+        return len(self._balls)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        index = range(len(self))[index]
+        if index not in self._done:
+            self._done[index] = self._balls[index].to_arb_mat()
+        return self._done[index]
+
+    def __add__(self, other: list) -> list:
+        return list(self) + list(other)
+
+    def __radd__(self, other: list) -> list:
+        return list(other) + list(self)
 
 
 def type_of(value):
@@ -107,10 +151,17 @@ class FieldSpec:
     ----------
     model : Model
     n : int
+    midrad : bool
+        Whether :meth:`jets` computes in float64 midpoint–radius balls
+        (:mod:`verify.numerics._midrad`; the jets' ``ball`` route) and converts the coefficients
+        to ``arb``, falling back to ``arb`` when a ball overflows. Either way every coefficient
+        contains the true one; the float64 balls are wider by about :math:`10^{-16}` of each
+        entry's size.
     """
 
-    def __init__(self, model, n: int) -> None:
+    def __init__(self, model, n: int, midrad: bool = False) -> None:
         self.model, self.n, d = model, n, model.d
+        self.midrad = midrad
         self.rescaled = model.rescaled
         mask = model.mask_for(n)
         self.mask = mask
@@ -126,11 +177,20 @@ class FieldSpec:
         self.ones_d = Const(arb_mat(d, 1, [1] * d))
         self.ones_n = Const(arb_mat(n, 1, [1] * n))
         # per reference r: the matrix I - 1 e_rᵀ, whose row r is exactly zero
+        # the constant nodes, made once (their coefficients, in arb and in float64, are cached)
+        self._constants: dict = {}
         self._centre = [Const(arb_mat([[(1 if j == i else 0) - (1 if j == r else 0)
                                           for j in range(n)] for i in range(n)]))
                         for r in range(n)]
 
     # ---------------------------------------------------------------------------------- pieces
+    def _constant(self, key: tuple, make) -> Const:
+        """The constant node ``Const(make())`` for ``key``, made once."""
+        node = self._constants.get(key)
+        if node is None:
+            node = self._constants[key] = Const(make())
+        return node
+
     def _exponential(self, t0, V: arb_mat) -> Series:
         """:math:`E(t_0 + s) = e^{t_0 V} \\sum_m V^m s^m/m!` as a known series (``t0`` a
         rational or a ball: then the series holds for every base time in it)."""
@@ -168,19 +228,19 @@ class FieldSpec:
             scale = None
         Y = U if scale is None else MatMul(U, scale)
         if self.model.unnormalised_attention:
-            S = MatMul(MatMul(Y, Const(B)), Transpose(Y))
+            S = MatMul(MatMul(Y, self._constant(("B", id(B)), lambda: B)), Transpose(Y))
             if factor is not None:
                 S = ScalarTimes(S, factor)
             A = Scale(ElementExp(S, self.allowed), Fraction(1, n))
             return A, MatMul(A, U)
-        YB = MatMul(Y, Const(B))
+        YB = MatMul(Y, self._constant(("B", id(B)), lambda: B))
         D = None
         parts = []  # per reference r: (its rows, the rows u_j - u_r of U)
         for r in sorted(set(references)):
             rows = [i for i in range(n) if references[i] == r]
             offsets = MatMul(self._centre[r], U)  # rows u_j - u_r, row r exactly 0
             W = offsets if scale is None else MatMul(offsets, scale)
-            pick = Const(_selection(rows, n))
+            pick = self._constant(("pick", *rows), lambda rows=rows: _selection(rows, n))
             part = MatMul(Transpose(pick), MatMul(MatMul(pick, YB), Transpose(W)))
             D = part if D is None else Add(D, part)
             parts.append((pick, offsets))
@@ -194,7 +254,8 @@ class FieldSpec:
         for pick, offsets in parts:
             term = MatMul(Transpose(pick), MatMul(pick, MatMul(E, offsets)))
             spread = term if spread is None else Add(spread, term)
-        leaders = MatMul(Const(_reference_rows(references, n)), U)
+        leaders = MatMul(self._constant(("leaders", *references),
+                                        lambda: _reference_rows(references, n)), U)
         return RowScale(inverse, E), Add(leaders, RowScale(inverse, spread))
 
     def attention_values(self, times, X, references) -> list[list[list]]:
@@ -229,13 +290,13 @@ class FieldSpec:
             B, V = self.heads[0]
             A, AX = self._attention(X, B, references[0], time)
             record.append(A)
-            return MatMul(Sub(AX, X), Const(V.transpose()))
+            return MatMul(Sub(AX, X), self._constant(("Vt", id(V)), V.transpose))
         U = self._inputs(X)
         total = None
         for (B, V), refs in zip(self.heads, references, strict=True):
             A, AU = self._attention(U, B, refs, None)
             record.append(A)
-            term = MatMul(AU, Const(V.transpose()))
+            term = MatMul(AU, self._constant(("Vt", id(V)), V.transpose))
             total = term if total is None else Add(total, term)
         if not model.on_sphere:
             return total
@@ -272,19 +333,39 @@ class FieldSpec:
     def jets(self, t0, X, order: int, references, attention: int = 0) -> dict:
         """:meth:`coefficients` (``"state"``) with the coefficients of orders ``< attention``
         of each head's attention (``"attention"``) and of :math:`E(t_0 + s)` (``"time"``, the
-        rescaled form), for :func:`verify.enclosure._jacobian.jacobian_series`."""
-        state = State(X)
-        time = exponential = None
-        if self.rescaled:
-            exponential = self._exponential(t0, self.heads[0][1])
-            time = Transpose(exponential) if self.scalar is None else self._growth(t0)
-        record: list = []
-        coefficients = taylor_coefficients(state, self.graph(state, time, references, record),
-                                           order)
-        return {"state": coefficients, "references": references,
-                "attention": [[A.coef(m) for m in range(attention)] for A in record],
-                "time": None if exponential is None else
-                [exponential.coef(m) for m in range(max(order, attention))]}
+        rescaled form), for :func:`verify.enclosure._jacobian.jacobian_series`; and which
+        arithmetic computed them (``"arithmetic"``: ``"float64"`` or ``"arb"``).
+
+        With ``midrad``, the jets over a *set* of states are computed in float64 balls; at a
+        point (every radius of ``X`` zero: a step's centre) they stay in Arb, whose balls there
+        are ~1e-38 where float64's would be ~1e-16 of the terms: on hyperplanes' paper-2d#0 the
+        centre's jets in float64 left the final ball 3.1× wider after 417 steps (1.75e-9 →
+        5.45e-9), in Arb 1.03× (1.80e-9)."""
+        wide = self.midrad and any(v.rad() != 0 for v in X.entries())
+        for midrad in ([True, False] if wide else [False]):
+            state = State(X)
+            time = exponential = None
+            if self.rescaled:
+                exponential = self._exponential(t0, self.heads[0][1])
+                time = Transpose(exponential) if self.scalar is None else self._growth(t0)
+            record: list = []
+            field = self.graph(state, time, references, record)
+            if midrad:
+                with np.errstate(all="ignore"):
+                    balls = taylor_coefficients(state, field, order, midrad=True)
+                    heads = [[A.ball(m) for m in range(attention)] for A in record]
+                if not all(b.finite() for b in balls + [b for h in heads for b in h]):
+                    continue  # overflow in float64: the same jets in arb
+                coefficients = _Converted(balls)
+                attentions = [[b.to_arb_mat() for b in h] for h in heads]
+            else:
+                coefficients = taylor_coefficients(state, field, order)
+                attentions = [[A.coef(m) for m in range(attention)] for A in record]
+            return {"state": coefficients, "references": references, "attention": attentions,
+                    "time": None if exponential is None else
+                    [exponential.coef(m) for m in range(max(order, attention))],
+                    "arithmetic": "float64" if midrad else "arb"}
+        raise AssertionError("unreachable: the arb route always returns")  # pragma: no cover
 
     def value(self, times, X, references):
         """The field at the state ``X`` (``arb_mat`` or ``acb_mat``) for every time in the ball

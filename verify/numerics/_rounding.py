@@ -27,10 +27,15 @@ True
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+from functools import cache
+
 import numpy as np
 
 __all__ = ["EPS", "ulps", "CONVERSION_ULPS", "STORED_ULPS", "DIFFERENCE_ULPS",
-           "NORMALISED_ULPS", "HULL_ULPS", "SVD_ULPS", "SUM_ULPS", "RESOLUTION_ULPS"]
+           "NORMALISED_ULPS", "HULL_ULPS", "SVD_ULPS", "SUM_ULPS", "RESOLUTION_ULPS",
+           "UNIT_ROUNDOFF", "UNDERFLOW_FLOOR", "gamma", "upward_factor"]
 
 #: Machine epsilon of float64, :math:`2^{-52}`: the spacing of the floats in :math:`[1, 2)`.
 EPS = float(np.finfo(float).eps)
@@ -93,3 +98,66 @@ def ulps(count: float, scale=1.0):
     True
     """
     return count * EPS * scale
+
+
+# ------------------------------------------------------------------------------------------
+# Rigorous bounds (not allowances): the float64 ball arithmetic of verify.numerics._midrad
+# rounds to nearest and bounds every rounding with the constants below (Higham, *Accuracy and
+# Stability of Numerical Algorithms*, 2nd ed., §2.2 and Lemma 3.1/Theorem 3.1; Rump, "Fast and
+# parallel interval arithmetic", BIT 39, 1999).
+
+#: The unit roundoff :math:`u = 2^{-53}` of float64 round-to-nearest: for every real :math:`x`
+#: in the normal range, :math:`\mathrm{fl}(x) = x(1 + \delta)`, :math:`|\delta| \le u`.
+UNIT_ROUNDOFF = 2.0 ** -53
+
+#: An absolute floor added to every radius of that arithmetic: it covers the underflow of each
+#: product (at most :math:`\eta = 2^{-1074}` each, :math:`2^{-1022}` even with flush-to-zero)
+#: for up to :math:`2^{22}` operations feeding one radius — any jet of this project by far.
+UNDERFLOW_FLOOR = 2.0 ** -1000
+
+
+def _up(value: Fraction) -> float:
+    """The smallest float64 at or above the rational ``value`` (finite, positive)."""
+    x = float(value)
+    return x if Fraction(x) >= value else math.nextafter(x, math.inf)
+
+
+@cache
+def gamma(k: int) -> float:
+    r"""A float64 upper bound of :math:`\gamma_k = k u / (1 - k u)`: an inner product of length
+    ``k`` computed in float64 in any order, with or without fused multiply-adds, errs by at most
+    :math:`\gamma_k \sum_j |a_j b_j|` (Higham, Theorem 3.1; underflow aside), and a sum of
+    ``k + 1`` terms by :math:`\gamma_k` of the sum of their magnitudes.
+
+    >>> gamma(1) > 2.0 ** -53
+    True
+    >>> gamma(0)
+    0.0
+    """
+    if k <= 0:
+        return 0.0
+    u = Fraction(1, 2 ** 53)
+    return _up(k * u / (1 - k * u))
+
+
+@cache
+def upward_factor(depth: int) -> float:
+    r"""A float64 :math:`f = 1 + 2 j u` (``j`` an integer, so :math:`f` is exact) with
+    :math:`f\,(1 - u)^{\text{depth} + 2} \ge 1`.
+
+    Use: a nonnegative quantity :math:`r` (a radius) computed from nonnegative floats by at
+    most ``depth`` round-to-nearest operations (``+``, ``×``, ``/``) along any path is at least
+    :math:`r_{\text{exact}}(1 - u)^{\text{depth}}` (underflow aside: each such result is
+    :math:`\ge x(1 - u)`); so :math:`\mathrm{fl}(\mathrm{fl}(r f) + \text{floor}) \ge
+    r f (1 - u)^2 \ge r_{\text{exact}}` — the two extra roundings are those of the product by
+    :math:`f` and of the floor's addition (:data:`UNDERFLOW_FLOOR`).
+
+    >>> upward_factor(0) > 1
+    True
+    >>> upward_factor(10) == 1 + 14 * 2.0 ** -53
+    True
+    """
+    u = Fraction(1, 2 ** 53)
+    need = 1 / (1 - u) ** (depth + 2)
+    j = math.ceil((need - 1) / (2 * u))
+    return float(1 + 2 * j * u)

@@ -31,11 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# The Student-t and chi-square quantiles with the functions scipy.stats' t.ppf and chi2.ppf call:
-# importing scipy.stats costs every worker of a run ~0.5 CPU s, scipy.special nothing more than
-# the integrators' import of it.
 import numpy as np
-from scipy.special import gammaincinv, stdtrit
 
 from verify.errors import InvalidArgument
 from verify.numerics._rounding import RESOLUTION_ULPS, ulps
@@ -66,6 +62,10 @@ def coverage_factor(dof: int) -> float:
     """
     if dof < 1:
         return math.inf
+    # the function scipy.stats' t.ppf calls: scipy.stats costs a worker ~0.5 CPU s to import,
+    # scipy.special nothing beyond the integrators' import of it (and `verify --help` none)
+    from scipy.special import stdtrit
+
     return float(stdtrit(float(dof), 0.5 + CONFIDENCE / 2))
 
 
@@ -218,6 +218,8 @@ def line_rejected(x: object, y: object, dy: object, scatter: float = 0.0) -> boo
     if len(x) < 3:
         return False
     chi2 = _wls(x, y, _variances(y, dy) + float(scatter) ** 2)[4]
+    from scipy.special import gammaincinv  # what scipy.stats' chi2.ppf calls (as above)
+
     return bool(chi2 > 2 * gammaincinv((len(x) - 2) / 2, CONFIDENCE))  # the χ²_{n-2} quantile
 
 

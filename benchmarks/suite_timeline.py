@@ -16,6 +16,7 @@ much), the modules it imported; then the report written after the last job. It p
 * the CPU of the whole run (the parent and its workers, ``getrusage``) and its lower bound on the
   wall of a quiet machine with one free core per worker: the serial start-up and report plus
   the rest of the CPU divided among the workers;
+* the figure jobs' CPU: the paper's, the claims' and the dependency graph's;
 * the instance CPU by claim (the biggest first).
 
 The wall figures depend on the machine's load; the CPU figures and the split between the parts
@@ -143,6 +144,14 @@ def summary(path: str) -> str:
                  f"workers {end['children']:.1f}); lower bound on {workers} free cores "
                  f"≈ {serial:.1f} + {total - serial:.1f}/{workers} = "
                  f"{serial + (total - serial) / workers:.1f} s")
+    kinds: dict = defaultdict(list)  # the figure jobs' CPU: the paper's, the claims', the graph
+    for e in jobs:
+        if e["what"] == "figure":
+            kind = "claims" if e["key"].startswith("figures of ") else \
+                "graph" if e["key"].endswith("dependency_figures") else "paper"
+            kinds[kind].append(e["cpu"])
+    lines.append("figure CPU s: " + ", ".join(f"{kind} {sum(cpu):.1f} ({len(cpu)} jobs)"
+                                              for kind, cpu in sorted(kinds.items())))
     claims: dict = defaultdict(float)
     for e in jobs:
         claims[e["key"].split("/")[0] if e["what"] == "instance" else "(figures)"] += e["cpu"]

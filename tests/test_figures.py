@@ -35,6 +35,7 @@ from verify.report import (
     plot_doubly_exponential,
     plot_trajectories,
 )
+from verify.report._figstyle import mathtext_parser
 from verify.report.figures import PNG_SIGNATURE, verdict_colour
 
 X2 = [["3/2", "1/2"], [0, -1], ["-3/4", -2], ["-7/4", -2], ["-3/2", "5/4"], ["3/4", "7/4"]]
@@ -387,6 +388,50 @@ def test_png_and_data_uri_round_trip(tmp_path):
         figure_to_png_bytes("figure")
     with pytest.raises(InvalidArgument, match="dpi"):
         figure_to_png_bytes(fig, dpi=0)
+
+
+def test_one_mathtext_parser_draws_matplotlib_s_own_pixels(traj1, traj2, traj3):
+    # the figures parse their formulas with one parser per process (its cache warm from the
+    # figures drawn before): the PNG bytes of matplotlib's own canvas, whose renderer parses
+    # every figure's formulas afresh
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    t = np.linspace(0, 6, 13)
+    for _ in range(2):  # the second round draws from the parser's cache
+        for fig in (plot_trajectories(traj1), plot_trajectories(traj2), plot_trajectories(traj3),
+                    plot_attention_heatmaps(traj2),
+                    plot_convergence(t, 2 * np.exp(-0.7 * t), np.full_like(t, 5e-2),
+                                     fit=(0.7, np.log(2)))):
+            ours = figure_to_png_bytes(fig, dpi=60)
+            FigureCanvasAgg(fig)
+            assert figure_to_png_bytes(fig, dpi=60) == ours
+
+
+def _same_parser_in_child(parser, answer):
+    answer.put(mathtext_parser() is parser)
+
+
+def test_mathtext_parser_is_one_per_process_and_thread():
+    # a parsed formula holds FreeType fonts: a forked child that used its parent's (sharing the
+    # font files' offsets) garbled glyphs when drawing at the same time ("FT_Load_Glyph ...
+    # invalid outline"), so a child and another thread get a parser of their own
+    import multiprocessing
+    import threading
+
+    parser = mathtext_parser()
+    assert mathtext_parser() is parser
+    context = multiprocessing.get_context("fork")
+    answer = context.Queue()
+    child = context.Process(target=_same_parser_in_child, args=(parser, answer))
+    child.start()
+    assert answer.get(timeout=60) is False
+    child.join()
+    seen: list = []
+    thread = threading.Thread(target=lambda: seen.append(mathtext_parser() is parser))
+    thread.start()
+    thread.join()
+    assert seen == [False]
+    assert mathtext_parser() is parser
 
 
 def test_no_pyplot_figures_left_open(traj2):

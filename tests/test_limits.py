@@ -11,6 +11,8 @@ estimate (an independent route: a different horizon, not an extrapolation).
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from fractions import Fraction
 
 import mpmath
@@ -270,6 +272,32 @@ def test_fit_line_few_points_and_invalid_input():
         fit_line([0.0, 1.0, 2.0], [1.0, np.nan, 3.0], 0.1)
     with pytest.raises(InvalidArgument, match="arrays of numbers"):
         fit_line("abc", [1.0, 2.0, 3.0], 0.1)
+
+
+def test_quantiles_are_scipy_stats_bit_for_bit_without_importing_it():
+    # coverage_factor and line_rejected compute the Student-t and χ² quantiles with the
+    # scipy.special functions scipy.stats' t.ppf and chi2.ppf call: the same floats (so the same
+    # decisions), without the ~0.5 CPU s import of scipy.stats in every worker of a run
+    from scipy.stats import chi2, t
+
+    for dof in [*range(1, 200), 10**3, 10**6]:
+        assert coverage_factor(dof) == float(t.ppf(0.5 + _fits.CONFIDENCE / 2, dof))
+    q = [float(chi2.ppf(_fits.CONFIDENCE, n - 2)) for n in range(3, 60)]
+    x = np.arange(60.0)
+    for n, quantile in zip(range(3, 60), q, strict=True):
+        # residuals orthogonal to lines on x = 0..n-1 with χ² just below / above the quantile
+        pattern = x[:n] - x[:n].mean()
+        pattern = pattern**2 - (pattern**2).mean() - pattern * (pattern**3).sum() \
+            / (pattern**2).sum()
+        scale = math.sqrt(quantile / float((pattern**2).sum()))
+        assert not line_rejected(x[:n], 0.3 * x[:n] + scale * (1 - 1e-9) * pattern, 1.0)
+        assert line_rejected(x[:n], 0.3 * x[:n] + scale * (1 + 1e-9) * pattern, 1.0)
+    code = ("import sys; from verify.analysis.observed_limits import coverage_factor; "
+            "from verify.numerics._fits import line_rejected; coverage_factor(5); "
+            "line_rejected([0., 1, 2, 3], [0., 1, 0, 1], 1.0); "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_line_rejected_at_the_chi_square_quantile():

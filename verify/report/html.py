@@ -369,9 +369,16 @@ def _figure_jobs(data: dict, check: bool, run_dir: Path | None = None) -> dict:
             jobs[("claim", c["id"])] = job
     if data.get("real_weights", {}).get("available"):
         jobs[("weights",)] = (weights_figures, (data["real_weights"],))
-    jobs[("graph",)] = (dependency_figures, ({c["id"]: list(c["uses"]) for c in data["claims"]},
-                                             {k: verdict_class(v) for k, v in verdicts.items()}))
+    jobs[("graph",)] = graph_figure_job(data["claims"], verdicts)
     return jobs
+
+
+def graph_figure_job(claims: list[dict], verdicts: dict) -> tuple:
+    """The job ``(maker, args)`` of the claim dependency graph: ``claims`` as in
+    ``results.json``, ``verdicts`` the claim verdicts (``{"verdict", "matches_expected"}``) by
+    claim id (the graph is coloured by :func:`verdict_class`)."""
+    return dependency_figures, ({c["id"]: list(c["uses"]) for c in claims},
+                                {k: verdict_class(v) for k, v in verdicts.items()})
 
 
 def job_digest(job: tuple) -> str:

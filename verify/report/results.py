@@ -35,6 +35,7 @@ from verify.report._weights_section import CLAIM_ID, real_weights_part, weights_
 from verify.report.html import (
     claim_figure_job,
     draw_ahead,
+    graph_figure_job,
     paper_figure_jobs,
     paper_figures_cache,
     render_html,
@@ -354,7 +355,9 @@ def report_side_jobs(claims, run_dir: str | Path, *, figures: bool = True):
 
     * at the start, the paper's figures (unless the figure cache of this code has them) and the
       real-weights section's head classes and sentence runs (when ``real-heads`` is run);
-    * once a claim's instances are judged, the figures of its decisive instance.
+    * once a claim's instances are judged, the figures of its decisive instance;
+    * once every claim is judged, the claim dependency graph (coloured by the verdicts): drawn
+      beside the last claim's figures instead of in the report afterwards.
 
     :func:`write_reports` then takes them from :attr:`RunResult.side <verify.run.RunResult>`
     (a figure only when it was drawn for the very data the report shows).
@@ -362,6 +365,7 @@ def report_side_jobs(claims, run_dir: str | Path, *, figures: bool = True):
     claims = {c.id: c for c in claims}
     run_dir = Path(run_dir)
     cached = paper_figures_cache(run_dir.parent / _CACHE) if figures else None
+    verdicts: dict = {}  # the claims judged so far: the dependency graph once all are
 
     def jobs(claim, records: list[dict]) -> dict:
         if claim is None:
@@ -371,9 +375,16 @@ def report_side_jobs(claims, run_dir: str | Path, *, figures: bool = True):
         if not figures:
             return {}
         verdict = judge_claim(claim, [InstanceResult.from_json(r["result"]) for r in records])
+        verdicts[claim.id] = {"verdict": verdict.verdict.value,
+                              "matches_expected": verdict.matches_expected}
         job = claim_figure_job({"instances": [_instance(r) for r in records]}, _claim(claim),
                                verdict.verdict.value, run_dir)
-        return {} if job is None else {("claim", claim.id): (draw_ahead, (job,))}
+        out = {} if job is None else {("claim", claim.id): (draw_ahead, (job,))}
+        if len(verdicts) == len(claims):  # in the claims' order, as results.json has them
+            graph = graph_figure_job([_claim(c) for c in claims.values()],
+                                     {k: verdicts[k] for k in claims})
+            out[("graph",)] = (draw_ahead, (graph,))
+        return out
 
     return jobs
 

@@ -510,7 +510,8 @@ def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(m
 
     later, only_t1, no_share = proved(4), proved(0), proved(4, share=0.0)
     assert no_share.evidence["proof"]["drift"]["behaviour"] == "undecided"
-    assert "the enclosure stopped before t1 = 1/2" in no_share.evidence["proof"]["drift"]["reason"]
+    # the marks 1/2 and 1, where the lemma fails in floats, are skipped: carried on to 3/2
+    assert "the enclosure stopped before t1 = 3/2" in no_share.evidence["proof"]["drift"]["reason"]
     for result in (later, only_t1, no_share):
         assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
         assert result.certificate["t1"] == "0"
@@ -625,4 +626,37 @@ def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
     record, document = _prove._drift_beside(request, enclosure, Fraction(1, 4),
                                              _prove._Clock(60.0))
     assert record["behaviour"] == "drifts" and record["t1"] == "3/2"
+    assert document is not None and check_certificate(document).valid
+
+
+def test_the_drift_beside_a_proof_is_not_carried_on_where_it_holds_in_floats_at_no_later_mark():
+    # the drift test's instance, proved at t1 = 0, with one later mark allowed (1/2): the drift
+    # lemma fails there in floats, so the enclosure stays at t1 and the drift is undecided,
+    # saying why; an enclosure carried on to 1/2 (the independent route: what the proof would
+    # have done) does not decide it either, and with the later marks up to 3/2 the float
+    # balls lead the enclosure straight to 3/2, where it is certified
+    from verify.enclosure import Enclosure
+    from verify.proof import _prove
+
+    request = _drift_request()
+    enclosure = Enclosure(request.instance)
+    assert enclosure.advance(0)
+    drift_marks = _prove.DRIFT_MARKS
+    try:
+        _prove.DRIFT_MARKS = 1
+        record, document = _prove._drift_beside(request, enclosure, Fraction(0),
+                                                 _prove._Clock(60.0), {})
+    finally:
+        _prove.DRIFT_MARKS = drift_marks
+    assert record["behaviour"] == "undecided" and document is None
+    assert "holds in floats at none of the 1 later marks t1 = 1/2..1/2" in record["reason"]
+    assert "not carried on" in record["reason"]
+    assert enclosure.t == 0 and not enclosure.steps
+    carried = Enclosure(request.instance)
+    assert carried.advance(Fraction(1, 2))
+    assert _prove._drift_at(request, carried, Fraction(1, 2))[0] is None
+    record, document = _prove._drift_beside(request, enclosure, Fraction(0),
+                                             _prove._Clock(60.0), {})
+    assert record["behaviour"] == "drifts" and record["t1"] == "3/2"
+    assert enclosure.marks.keys() == {Fraction(0), Fraction(3, 2)}
     assert document is not None and check_certificate(document).valid

@@ -595,7 +595,8 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
 def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
     # hyperplanes' symmetric-middle: the good triple first holds in floats at the mark 3/2;
     # it is then asked on the finer grid between 1 and 3/2 (REFINED_SEARCH) and starts where it
-    # first holds there; no allowance is measured (not in COARSE_SEARCH: the fine enclosure)
+    # first holds there; no allowance is measured (the followers' drift holds in floats at a
+    # later mark, where it carries the enclosure on: the fine enclosure)
     import verify.proof._prove as prove
     from verify.enclosure import Enclosure
     from verify.lemmas import good_triple
@@ -660,3 +661,32 @@ def test_the_drift_beside_a_proof_is_not_carried_on_where_it_holds_in_floats_at_
     assert record["behaviour"] == "drifts" and record["t1"] == "3/2"
     assert enclosure.marks.keys() == {Fraction(0), Fraction(3, 2)}
     assert document is not None and check_certificate(document).valid
+
+
+def test_a_good_triple_whose_followers_drift_is_not_ahead_is_proved_on_the_coarse_enclosure():
+    # hyperplanes' random-good-triple#1: the followers' drift lemma fails in floats at t* and
+    # at the later marks (lead-minus), so the good triple gets the coarse enclosure (an
+    # allowance is measured), which proves it at t* with fewer steps than the fine one; the
+    # drift is undecided as it is on the fine enclosure at the same t1 (the independent route:
+    # what the proof did before), and the enclosure is not carried on for it
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("random-good-triple")
+    request = CheckRequest(claim, family, family.instance(1), family.seed_of(1),
+                           Fraction(family.horizon), family.checkpoints, family.precision,
+                           dict(claim.parameters))
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE and check_certificate(
+        result.certificate["document"]).valid
+    proof = result.evidence["proof"]
+    t1 = Fraction(proof["t1"])
+    assert proof["look_ahead"]["allowance"] is not None and "coarse" not in proof
+    assert proof["t1"] == proof["look_ahead"]["first"] and Fraction(proof["enclosure"]["t"]) == t1
+    assert proof["drift"]["behaviour"] == "undecided"
+    assert "not carried on" in proof["drift"]["reason"]
+    fine = Enclosure(request.instance)
+    assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
+    assert prove._drift_at(request, fine, t1)[0] is None

@@ -20,9 +20,10 @@ rests on an estimate (or is undecided), it
    never a verdict;
 3. encloses the trajectory (:class:`verify.enclosure.Enclosure`) straight to :math:`t^*`, asks
    the lemma whether it traps the tokens there (:func:`~verify.proof._lemmas.try_lemma`) and
-   adds the facts; after a failure it tries the later marks in turn. For the leader map the
-   first enclosure is a coarse one (:data:`COARSE`: longer steps, wider balls), given up for
-   the fine one as soon as its balls are wider than the lemma allows in floats;
+   adds the facts; after a failure it tries the later marks in turn. For the leader map (and
+   the good triple where the followers' drift will not carry the enclosure on) the first
+   enclosure is a coarse one (:data:`COARSE`: longer steps, wider balls), given up for the
+   fine one as soon as its balls are wider than the lemma allows in floats;
 4. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
    builder, decides — and on success returns the verdict **proved on this instance (for all
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
@@ -387,7 +388,8 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
             last_mark: Fraction, runs: dict) -> dict:
     """Look ahead (:func:`look_ahead`), enclose straight to the first mark where the lemma
     holds in floats and try it there, then at the later marks in turn; escalate the digits
-    once. For the lemmas of :data:`COARSE_SEARCH` the first enclosure is a coarse one
+    once. For the lemmas of :data:`COARSE_SEARCH` (and the good triple where
+    :func:`_no_drift_ahead`) the first enclosure is a coarse one
     (:data:`COARSE`), given up for the fine one when its balls outgrow the look-ahead's
     allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's.
     No enclosure is computed when the lemma holds at no mark in floats. After a failure
@@ -547,10 +549,14 @@ SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
 #: enclosure on to 5/2 either way; the three instances of the n <= 8, d <= 3 benchmark
 #: 18.2 -> 16.1).
 REFINED_SEARCH = (leader_map.ID, good_triple.ID)
-#: The lemmas whose first enclosure is the coarse one (:data:`COARSE`): the leader map's. Not
-#: the good triple's: on hyperplanes paper-3d-negative-pair#0 the coarse enclosure, carried on
-#: beside the proof for the followers' drift, fails at t = 2.47 (a remainder of NaN: its balls
-#: too wide for the softmax) before the mark 5/2 where the fine one certifies the drift.
+#: The lemmas whose first enclosure is the coarse one (:data:`COARSE`): the leader map's. The
+#: good triple's only where the followers' drift will not carry the enclosure on
+#: (:func:`_no_drift_ahead`: its lemma fails in floats at t* and at the later marks tried): on
+#: hyperplanes paper-3d-negative-pair#0 the coarse enclosure, carried on beside the proof for
+#: the drift, fails at t = 2.47 (a remainder of NaN: its balls too wide for the softmax) before
+#: the mark 5/2 where the fine one certifies the drift. On the random-good-triples (no drift
+#: in floats) the coarse enclosure proves the good triple at the same t1 with 121 instead of
+#: 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9 and 2e-9 of the state).
 COARSE_SEARCH = (leader_map.ID,)
 #: The look-ahead measures how wide the balls may be where the lemma first holds in floats:
 #: relative radii ``LOOKAHEAD_RADIUS · ALLOWANCE_STEP^k`` up to ``ALLOWANCE_MAX``.
@@ -665,10 +671,11 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
         first, refined, where = _refine(request, lemma, enclosure, runs,
                                         reached if lemma in REFINED_SEARCH else None, mark)
         where = where or seen
+        coarse = first > 0 and (lemma in COARSE_SEARCH or lemma == good_triple.ID and
+                                _no_drift_ahead(request, where, seen, first))
         return {"first": str(first), "reached": str(mark), "margins": history,
                 "refined": refined,
-                "allowance": None if first == 0 or lemma not in COARSE_SEARCH else
-                _allowance(request, lemma, where, first)}
+                "allowance": _allowance(request, lemma, where, first) if coarse else None}
     after = next((m for m in marks if reached is None or m > reached), marks[-1])
     found = {"first": None, "reached": None if reached is None else str(reached),
              "after": str(after), "margins": history}
@@ -677,6 +684,15 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
         return found
     found["reason"] = "no proof tried: " + _nowhere(lemma, history, why, marks[-1])
     return found
+
+
+def _no_drift_ahead(request, where: _FloatMarks, seen: _FloatMarks, first: Fraction) -> bool:
+    """(The good triple) whether lemma ``hyperplane-drift`` fails in floats at :math:`t^*`
+    (``where``) and at the :data:`DRIFT_MARKS` marks after it (``seen``): then the followers'
+    drift beside the proof will not carry the enclosure on (:func:`_drift_beside`), and the
+    proof's first enclosure may be the coarse one."""
+    return _drift_in_floats(request, where, [first])[0] is None and \
+        _drift_in_floats(request, seen, _drift_marks(first))[0] is None
 
 
 def _refine(request, lemma: str, enclosure, runs: dict, before: Fraction | None,

@@ -552,6 +552,7 @@ def test_a_lemma_failing_on_coarse_balls_is_tried_again_on_fine_ones(monkeypatch
 
     coarse_tol = 2.0 ** -12
     monkeypatch.setattr(prove, "COARSE", {"bits": 128, "tol": coarse_tol})
+    monkeypatch.setitem(prove.COARSER, "allowance", 1.0)  # not tried
     real = prove.try_lemma
 
     def fails_when_coarse(lemma, instance, enclosure, t1):
@@ -567,6 +568,33 @@ def test_a_lemma_failing_on_coarse_balls_is_tried_again_on_fine_ones(monkeypatch
     assert proof["coarse"]["radius"] > proof["enclosure"]["radius"]
     assert proof["marks_tried"] == [float(Fraction(proof["t1"]))]
     assert proof["t1"] == proof["look_ahead"]["first"]
+
+
+def test_a_coarser_enclosure_too_wide_for_the_lemma_gives_way_to_the_coarse_one(monkeypatch):
+    # square-with-centre, float balls measured up to 2^-20 of the state (the allowance) and
+    # the coarser enclosure's steps aiming at 2^-12 of the state: its balls outgrow the
+    # allowance before t*, and the next one, the coarse enclosure (not the fine one), proves
+    # the instance at the same t1 — its steps are those of an enclosure at COARSE's tolerance
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+
+    monkeypatch.setattr(prove, "ALLOWANCE_MAX", 2.0 ** -20)
+    monkeypatch.setitem(prove.COARSER, "tol", 2.0 ** -12)
+    monkeypatch.setitem(prove.COARSER, "allowance", 2.0 ** -20)
+    result, proof = _prove_square_with_centre(60)
+    assert result.basis is Basis.CERTIFICATE, proof
+    assert check_certificate(result.certificate["document"]).valid
+    coarse = proof["coarse"]
+    assert coarse["tol"] == 2.0 ** -12 and "grew wider" in coarse["why"]
+    assert proof["look_ahead"]["allowance"] == 2.0 ** -20
+    assert proof["t1"] == proof["look_ahead"]["first"]
+    t1 = Fraction(proof["t1"])
+    again = Enclosure(result_instance(), tol=prove.COARSE["tol"])
+    assert again.advance(t1) and proof["enclosure"]["steps"] == len(again.steps)
+
+
+def result_instance():
+    return _request(load_claim(CLAIMS / "polytope.toml"), "square-with-centre").instance
 
 
 def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():

@@ -552,7 +552,8 @@ def test_a_lemma_failing_on_coarse_balls_is_tried_again_on_fine_ones(monkeypatch
 
     coarse_tol = 2.0 ** -12
     monkeypatch.setattr(prove, "COARSE", {"bits": 128, "tol": coarse_tol})
-    monkeypatch.setitem(prove.COARSER, "allowance", 1.0)  # not tried
+    for coarser in (prove.COARSER, prove.COARSEST):
+        monkeypatch.setitem(coarser, "allowance", 1.0)  # not tried
     real = prove.try_lemma
 
     def fails_when_coarse(lemma, instance, enclosure, t1):
@@ -579,6 +580,7 @@ def test_a_coarser_enclosure_too_wide_for_the_lemma_gives_way_to_the_coarse_one(
     from verify.enclosure import Enclosure
 
     monkeypatch.setattr(prove, "ALLOWANCE_MAX", 2.0 ** -20)
+    monkeypatch.setitem(prove.COARSEST, "allowance", 1.0)  # not tried
     monkeypatch.setitem(prove.COARSER, "tol", 2.0 ** -12)
     monkeypatch.setitem(prove.COARSER, "allowance", 2.0 ** -20)
     result, proof = _prove_square_with_centre(60)
@@ -589,11 +591,11 @@ def test_a_coarser_enclosure_too_wide_for_the_lemma_gives_way_to_the_coarse_one(
     assert proof["look_ahead"]["allowance"] == 2.0 ** -20
     assert proof["t1"] == proof["look_ahead"]["first"]
     t1 = Fraction(proof["t1"])
-    again = Enclosure(result_instance(), tol=prove.COARSE["tol"])
+    again = Enclosure(_square_with_centre(), tol=prove.COARSE["tol"])
     assert again.advance(t1) and proof["enclosure"]["steps"] == len(again.steps)
 
 
-def result_instance():
+def _square_with_centre():
     return _request(load_claim(CLAIMS / "polytope.toml"), "square-with-centre").instance
 
 
@@ -611,6 +613,10 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
                                                  "square-with-centre").instance)
     assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
     assert proof["enclosure"]["radius"] < proof["look_ahead"]["allowance"]
+    # the lemma allows 2^-8 of the state there: the coarsest enclosure, kept
+    assert proof["look_ahead"]["allowance"] >= prove.COARSEST["allowance"]
+    coarsest = Enclosure(result_instance, tol=prove.COARSEST["tol"])
+    assert coarsest.advance(t1) and proof["enclosure"]["steps"] == len(coarsest.steps)
     request = SimpleNamespace(instance=result_instance)
     seen = prove._FloatMarks(fine, lambda: prove._float_run(request, [Fraction(0), t1], {}))
     allowance = prove._allowance(request, "leader-map", seen, t1)

@@ -629,8 +629,8 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
 def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
     # hyperplanes' symmetric-middle: the good triple first holds in floats at the mark 3/2;
     # it is then asked on the finer grid between 1 and 3/2 (REFINED_SEARCH) and starts where it
-    # first holds there; no allowance is measured (the followers' drift holds in floats at a
-    # later mark, where it carries the enclosure on: the fine enclosure)
+    # first holds there; an allowance is measured (the followers' drift holds at t* on float
+    # balls that wide: it is decided at t1 on a coarse enclosure, not carried on)
     import verify.proof._prove as prove
     from verify.enclosure import Enclosure
     from verify.lemmas import good_triple
@@ -645,7 +645,40 @@ def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
     assert [Fraction(t) for t, _ in ahead["refined"]] == \
         [t for t in (Fraction(k, 16) for k in range(17, 24)) if t < first]
     assert all(failing for _, failing in ahead["refined"])
-    assert ahead["allowance"] is None
+    assert ahead["allowance"] is not None
+
+
+def test_the_good_triple_keeps_the_fine_enclosure_where_the_drift_would_carry_it_on():
+    # the drift test's instance (V = diag(1, -1/2), tokens (2, 0) and (1, 1)) read at t* = 1/4
+    # on a float64 run: the drift lemma fails there in floats and holds at a later mark (3/2),
+    # so the drift would carry the enclosure on: no coarse enclosure; at t* = 3/2 it holds on
+    # float balls as wide as the allowance, and at t* = 1/4 with no later mark tried nothing is
+    # ahead: a coarse enclosure may be used
+    from verify.enclosure import Enclosure
+    from verify.lemmas import hyperplane_drift
+    from verify.proof import _prove
+
+    request = _drift_request()
+    times = [Fraction(k, 4) for k in range(11)]
+    seen = _prove._FloatMarks(Enclosure(request.instance),
+                              lambda: _prove._float_run(request, times, {}))
+
+    def holds(t, radius=_prove.LOOKAHEAD_RADIUS):
+        wide = _prove._FloatMarks(seen.enclosure, seen.run, radius)
+        return _prove.try_lemma(hyperplane_drift.ID, request.instance, wide, t)[0] is not None
+
+    quarter, later = Fraction(1, 4), _prove._drift_marks(Fraction(1, 4))
+    assert not holds(quarter) and any(holds(t) for t in later)
+    assert not _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
+    assert holds(Fraction(3, 2), 2.0 ** -8)
+    assert _prove._drift_settled(request, seen, seen, Fraction(3, 2), 2.0 ** -8)
+    drift_marks = _prove.DRIFT_MARKS
+    try:
+        _prove.DRIFT_MARKS = 1  # only 1/2, where it fails in floats
+        assert not holds(Fraction(1, 2))
+        assert _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
+    finally:
+        _prove.DRIFT_MARKS = drift_marks
 
 
 def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():

@@ -390,7 +390,7 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     """Look ahead (:func:`look_ahead`), enclose straight to the first mark where the lemma
     holds in floats and try it there, then at the later marks in turn; escalate the digits
     once. For the lemmas of :data:`COARSE_SEARCH` (and the good triple where
-    :func:`_no_drift_ahead`) the first enclosure is a coarse one
+    :func:`_drift_settled`) the first enclosure is a coarse one
     (:data:`COARSEST`, :data:`COARSER`, :data:`COARSE`: the first the look-ahead's allowance
     admits), given up for the next finer one when its balls outgrow the look-ahead's
     allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's.
@@ -568,12 +568,15 @@ SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
 REFINED_SEARCH = (leader_map.ID, good_triple.ID)
 #: The lemmas whose first enclosure is the coarse one (:data:`COARSE`): the leader map's. The
 #: good triple's only where the followers' drift will not carry the enclosure on
-#: (:func:`_no_drift_ahead`: its lemma fails in floats at t* and at the later marks tried): on
+#: (:func:`_drift_settled`: its lemma holds at t* on float balls as wide as the coarse
+#: enclosure's may grow, or fails in floats at t* and at the later marks tried): on
 #: hyperplanes paper-3d-negative-pair#0 the coarse enclosure, carried on beside the proof for
 #: the drift, fails at t = 2.47 (a remainder of NaN: its balls too wide for the softmax) before
 #: the mark 5/2 where the fine one certifies the drift. On the random-good-triples (no drift
 #: in floats) the coarse enclosure proves the good triple at the same t1 with 121 instead of
-#: 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9 and 2e-9 of the state).
+#: 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9 and 2e-9 of the state);
+#: on symmetric-middle (the drift holds at t* = 11/8 on float balls of 2^-8) with 78 instead
+#: of 110, the drift decided there as on the fine one (converges).
 COARSE_SEARCH = (leader_map.ID,)
 #: The look-ahead measures how wide the balls may be where the lemma first holds in floats:
 #: relative radii ``LOOKAHEAD_RADIUS · ALLOWANCE_STEP^k`` up to ``ALLOWANCE_MAX``.
@@ -688,11 +691,14 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
         first, refined, where = _refine(request, lemma, enclosure, runs,
                                         reached if lemma in REFINED_SEARCH else None, mark)
         where = where or seen
-        coarse = first > 0 and (lemma in COARSE_SEARCH or lemma == good_triple.ID and
-                                _no_drift_ahead(request, where, seen, first))
+        allowance = None
+        if first > 0 and (lemma in COARSE_SEARCH or lemma == good_triple.ID):
+            allowance = _allowance(request, lemma, where, first)
+            if lemma == good_triple.ID and not _drift_settled(request, where, seen, first,
+                                                              allowance):
+                allowance = None  # the drift carries the enclosure on: the fine one
         return {"first": str(first), "reached": str(mark), "margins": history,
-                "refined": refined,
-                "allowance": _allowance(request, lemma, where, first) if coarse else None}
+                "refined": refined, "allowance": allowance}
     after = next((m for m in marks if reached is None or m > reached), marks[-1])
     found = {"first": None, "reached": None if reached is None else str(reached),
              "after": str(after), "margins": history}
@@ -703,11 +709,17 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     return found
 
 
-def _no_drift_ahead(request, where: _FloatMarks, seen: _FloatMarks, first: Fraction) -> bool:
-    """(The good triple) whether lemma ``hyperplane-drift`` fails in floats at :math:`t^*`
-    (``where``) and at the :data:`DRIFT_MARKS` marks after it (``seen``): then the followers'
-    drift beside the proof will not carry the enclosure on (:func:`_drift_beside`), and the
-    proof's first enclosure may be the coarse one."""
+def _drift_settled(request, where: _FloatMarks, seen: _FloatMarks, first: Fraction,
+                   allowance: float) -> bool:
+    """(The good triple) whether the followers' drift beside the proof will not carry the
+    enclosure on (:func:`_drift_beside`), so that the proof's first enclosure may be a coarse
+    one: lemma ``hyperplane-drift`` holds at :math:`t^*` on float balls as wide as the good
+    triple's ``allowance`` (the coarse enclosure's balls stay narrower: decided at
+    :math:`t_1 = t^*`), or it fails in floats at :math:`t^*` (``where``) and at the
+    :data:`DRIFT_MARKS` marks after it (``seen``: nothing to carry it on for)."""
+    wide = _FloatMarks(where.enclosure, where.run, allowance)
+    if _drift_in_floats(request, wide, [first]) == (first, ""):
+        return True
     return _drift_in_floats(request, where, [first])[0] is None and \
         _drift_in_floats(request, seen, _drift_marks(first))[0] is None
 
@@ -892,15 +904,15 @@ def _drift_in_floats(request, seen: _FloatMarks, times: list[Fraction]) -> \
         tuple[Fraction | None, str]:
     """Lemma ``hyperplane-drift`` asked on the float balls ``seen`` at each of ``times`` in
     order: the first time where it holds, or where the float64 run has no state (it cannot
-    tell), else ``None`` and the last failure's reason. Like the look-ahead, it only decides
-    where an enclosure's effort goes (whether to carry one on for the drift), never a
-    verdict."""
+    tell; then the reason says so), else ``None`` and the last failure's reason. Like the
+    look-ahead, it only decides where an enclosure's effort goes (whether to carry one on for
+    the drift), never a verdict."""
     why = ""
     for t in times:
         try:
             document, why = try_lemma(hyperplane_drift.ID, request.instance, seen, t)
         except _NotReached:
-            return t, why
+            return t, f"the float64 run has no state at t = {t}"
         except (CheckFailure, ArithmeticError, ValueError) as exc:
             document, why = None, str(exc)
         if document is not None:

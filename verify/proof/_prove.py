@@ -573,10 +573,11 @@ REFINED_SEARCH = (leader_map.ID, good_triple.ID)
 #: hyperplanes paper-3d-negative-pair#0 the coarse enclosure, carried on beside the proof for
 #: the drift, fails at t = 2.47 (a remainder of NaN: its balls too wide for the softmax) before
 #: the mark 5/2 where the fine one certifies the drift. On the random-good-triples (no drift
-#: in floats) the coarse enclosure proves the good triple at the same t1 with 121 instead of
-#: 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9 and 2e-9 of the state);
-#: on symmetric-middle (the drift holds at t* = 11/8 on float balls of 2^-8) with 78 instead
-#: of 110, the drift decided there as on the fine one (converges).
+#: in floats) the coarse enclosure (2^-32) proves the good triple at the same t1 with 121
+#: instead of 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9 and 2e-9 of the
+#: state; the coarsest, 2^-24, with 92 and 21); on symmetric-middle (the drift holds at
+#: t* = 11/8 on float balls of 2^-8) with 78 (56 at 2^-24) instead of 110, the drift decided
+#: there as on the fine one (converges).
 COARSE_SEARCH = (leader_map.ID,)
 #: The look-ahead measures how wide the balls may be where the lemma first holds in floats:
 #: relative radii ``LOOKAHEAD_RADIUS · ALLOWANCE_STEP^k`` up to ``ALLOWANCE_MAX``.

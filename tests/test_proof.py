@@ -615,6 +615,7 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
     assert proof["enclosure"]["radius"] < proof["look_ahead"]["allowance"]
     # the lemma allows 2^-8 of the state there: the coarsest enclosure, kept
     assert proof["look_ahead"]["allowance"] >= prove.COARSEST["allowance"]
+    assert proof["enclosure"]["tol"] == prove.COARSEST["tol"]
     coarsest = Enclosure(result_instance, tol=prove.COARSEST["tol"])
     assert coarsest.advance(t1) and proof["enclosure"]["steps"] == len(coarsest.steps)
     request = SimpleNamespace(instance=result_instance)

@@ -13,9 +13,10 @@ rests on an estimate (or is undecided), it
    estimate (or the longest horizon its extensions reached) on a float64 run, in balls of
    relative radius :data:`LOOKAHEAD_RADIUS` around its states (the exact tokens at 0); when
    it holds nowhere, no enclosure is computed and the reason names the inequality and its best
-   margin; else the first such mark, or (the leader map) the first point of a finer grid
-   before it where it holds (:data:`LOOKAHEAD_STEP`), :math:`t^*`, is where the proof starts,
-   and (the leader map) the widest float balls on which it holds there say how wide the
+   margin; else the first such mark, or (the leader map, the good triple) the first point of
+   a finer grid before it where it holds (:data:`LOOKAHEAD_STEP`), :math:`t^*`, is where the
+   proof starts, and (the leader map, and the good triple where the followers' drift will not
+   carry the enclosure on) the widest float balls on which it holds there say how wide the
    enclosure's balls may grow. The look-ahead only decides where the enclosure's effort goes,
    never a verdict;
 3. encloses the trajectory (:class:`verify.enclosure.Enclosure`) straight to :math:`t^*`, asks
@@ -682,9 +683,12 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     ``refined``: the failing margins at the points of the grid before it), ``reached`` (the
     last mark the run reached in order), ``after`` (the first mark not
     reached, where the proof must look on its own when ``first`` is ``None``), ``margins``
-    (the failing margins by mark) and ``reason`` (when it holds nowhere: the inequality that
-    fails and its best margin). Deciding where to spend the enclosure's effort is all it does:
-    a lemma holding in floats proves nothing.
+    (the failing margins by mark), ``allowance`` (the leader map, and the good triple where
+    :func:`_drift_settled`: the relative radius of the widest float balls on which it holds at
+    ``first`` (:func:`_allowance`), which picks the coarse enclosure; else ``None``) and
+    ``reason`` (when it holds nowhere: the inequality that fails and its best margin).
+    Deciding where to spend the enclosure's effort is all it does: a lemma holding in floats
+    proves nothing.
     """
     seen = _FloatMarks(enclosure, lambda: _float_run(request, marks, runs))
     mark, reached, history, why = _first_holding(request, lemma, seen, marks)

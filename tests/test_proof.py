@@ -649,7 +649,7 @@ def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
     assert ahead["allowance"] is not None
 
 
-def test_the_good_triple_keeps_the_fine_enclosure_where_the_drift_would_carry_it_on():
+def test_the_good_triple_keeps_the_fine_enclosure_where_the_drift_would_carry_it_on(monkeypatch):
     # the drift test's instance (V = diag(1, -1/2), tokens (2, 0) and (1, 1)) read at t* = 1/4
     # on a float64 run: the drift lemma fails there in floats and holds at a later mark (3/2),
     # so the drift would carry the enclosure on: no coarse enclosure; at t* = 3/2 it holds on
@@ -673,13 +673,9 @@ def test_the_good_triple_keeps_the_fine_enclosure_where_the_drift_would_carry_it
     assert not _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
     assert holds(Fraction(3, 2), 2.0 ** -8)
     assert _prove._drift_settled(request, seen, seen, Fraction(3, 2), 2.0 ** -8)
-    drift_marks = _prove.DRIFT_MARKS
-    try:
-        _prove.DRIFT_MARKS = 1  # only 1/2, where it fails in floats
-        assert not holds(Fraction(1, 2))
-        assert _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
-    finally:
-        _prove.DRIFT_MARKS = drift_marks
+    monkeypatch.setattr(_prove, "DRIFT_MARKS", 1)  # only 1/2, where it fails in floats
+    assert not holds(Fraction(1, 2))
+    assert _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
 
 
 def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
@@ -698,7 +694,8 @@ def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
     assert document is not None and check_certificate(document).valid
 
 
-def test_the_drift_beside_a_proof_is_not_carried_on_where_it_holds_in_floats_at_no_later_mark():
+def test_the_drift_beside_a_proof_is_not_carried_on_where_it_holds_in_floats_at_no_later_mark(
+        monkeypatch):
     # the drift test's instance, proved at t1 = 0, with one later mark allowed (1/2): the drift
     # lemma fails there in floats, so the enclosure stays at t1 and the drift is undecided,
     # saying why; an enclosure carried on to 1/2 (the independent route: what the proof would
@@ -710,13 +707,10 @@ def test_the_drift_beside_a_proof_is_not_carried_on_where_it_holds_in_floats_at_
     request = _drift_request()
     enclosure = Enclosure(request.instance)
     assert enclosure.advance(0)
-    drift_marks = _prove.DRIFT_MARKS
-    try:
-        _prove.DRIFT_MARKS = 1
+    with monkeypatch.context() as patch:
+        patch.setattr(_prove, "DRIFT_MARKS", 1)
         record, document = _prove._drift_beside(request, enclosure, Fraction(0),
                                                  _prove._Clock(60.0), {})
-    finally:
-        _prove.DRIFT_MARKS = drift_marks
     assert record["behaviour"] == "undecided" and document is None
     assert "holds in floats at none of the 1 later marks t1 = 1/2..1/2" in record["reason"]
     assert "not carried on" in record["reason"]

@@ -20,6 +20,7 @@ from verify.enclosure._jets import State
 from verify.enclosure._taylor import taylor_step
 from verify.errors import InvalidArgument
 from verify.model import Instance, Model
+from verify.proof import _prove
 
 
 def _exp_tv(V, t):
@@ -90,6 +91,35 @@ def test_twice_the_digits_gives_overlapping_and_tighter_balls():
         assert u.overlaps(v)
         assert float(v.rad()) <= float(u.rad())
     assert high.radius() < 1e-3 * low.radius()
+
+
+COARSE_TOLS = [setting["tol"] for setting in (_prove.COARSEST, _prove.COARSER, _prove.COARSE)]
+
+
+@pytest.mark.parametrize("tol", COARSE_TOLS, ids=lambda tol: f"2^{np.log2(tol):.0f}")
+def test_the_proofs_coarse_tolerances_still_contain_the_solution(tol):
+    """The proof's coarse enclosures (steps aiming at 2^-24 .. 2^-32 of the state): longer
+    steps, wider balls, every ball still containing the exact solution — against the closed
+    form of β = 0 (x_i(t) = x_i(0) + (e^{tV} - I) m(0)) and against a 256-bit run at 2^-70
+    (softmax attention: the balls overlap and the fine ones are narrower)."""
+    V = [[1, 2], [0, -1]]
+    x0 = [[1, 0], [0, 1], [-1, "1/2"]]
+    inst = Instance(Model(V=V, beta=0), x0)
+    coarse, fine = Enclosure(inst, tol=tol), Enclosure(inst)
+    assert coarse.advance(2) and fine.advance(2) and len(coarse.steps) < len(fine.steps)
+    E = _exp_tv(V, 2)
+    with ctx.workprec(300):
+        shift = (E - arb_mat([[1, 0], [0, 1]])) * arb_mat([[0], ["0.5"]])
+        x = coarse.x_at(2)
+        for i, row in enumerate(x0):
+            for a in range(2):
+                assert x[i, a].contains(arb(float(Fraction(row[a]))) + shift[a, 0])
+    inst = Instance(Model(V=[[1, 0], [0, Fraction(1, 2)]]), [[1, 0], [0, 1], ["1/2", "1/3"]])
+    coarse, reference = Enclosure(inst, tol=tol), Enclosure(inst, bits=256, tol=2.0 ** -70)
+    assert coarse.advance(Fraction(3, 2)) and reference.advance(Fraction(3, 2))
+    for u, v in zip(coarse.z_at(Fraction(3, 2)).entries(),
+                    reference.z_at(Fraction(3, 2)).entries(), strict=True):
+        assert u.overlaps(v) and float(v.rad()) < float(u.rad())
 
 
 def test_a_token_pinned_by_symmetry_stays_exactly_at_zero():

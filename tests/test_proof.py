@@ -510,7 +510,8 @@ def test_the_drift_beside_a_proof_is_tried_at_later_marks_when_undecided_at_t1(m
 
     later, only_t1, no_share = proved(4), proved(0), proved(4, share=0.0)
     assert no_share.evidence["proof"]["drift"]["behaviour"] == "undecided"
-    assert "the enclosure stopped before t1 = 1/2" in no_share.evidence["proof"]["drift"]["reason"]
+    # the marks 1/2 and 1, where the lemma fails in floats, are skipped: carried on to 3/2
+    assert "the enclosure stopped before t1 = 3/2" in no_share.evidence["proof"]["drift"]["reason"]
     for result in (later, only_t1, no_share):
         assert result.verdict is InstanceVerdict.HOLDS and result.basis is Basis.CERTIFICATE
         assert result.certificate["t1"] == "0"
@@ -551,6 +552,8 @@ def test_a_lemma_failing_on_coarse_balls_is_tried_again_on_fine_ones(monkeypatch
 
     coarse_tol = 2.0 ** -12
     monkeypatch.setattr(prove, "COARSE", {"bits": 128, "tol": coarse_tol})
+    for coarser in (prove.COARSER, prove.COARSEST):
+        monkeypatch.setitem(coarser, "allowance", 1.0)  # not tried
     real = prove.try_lemma
 
     def fails_when_coarse(lemma, instance, enclosure, t1):
@@ -568,6 +571,34 @@ def test_a_lemma_failing_on_coarse_balls_is_tried_again_on_fine_ones(monkeypatch
     assert proof["t1"] == proof["look_ahead"]["first"]
 
 
+def test_a_coarser_enclosure_too_wide_for_the_lemma_gives_way_to_the_coarse_one(monkeypatch):
+    # square-with-centre, float balls measured up to 2^-20 of the state (the allowance) and
+    # the coarser enclosure's steps aiming at 2^-12 of the state: its balls outgrow the
+    # allowance before t*, and the next one, the coarse enclosure (not the fine one), proves
+    # the instance at the same t1 — its steps are those of an enclosure at COARSE's tolerance
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+
+    monkeypatch.setattr(prove, "ALLOWANCE_MAX", 2.0 ** -20)
+    monkeypatch.setitem(prove.COARSEST, "allowance", 1.0)  # not tried
+    monkeypatch.setitem(prove.COARSER, "tol", 2.0 ** -12)
+    monkeypatch.setitem(prove.COARSER, "allowance", 2.0 ** -20)
+    result, proof = _prove_square_with_centre(60)
+    assert result.basis is Basis.CERTIFICATE, proof
+    assert check_certificate(result.certificate["document"]).valid
+    coarse = proof["coarse"]
+    assert coarse["tol"] == 2.0 ** -12 and "grew wider" in coarse["why"]
+    assert proof["look_ahead"]["allowance"] == 2.0 ** -20
+    assert proof["t1"] == proof["look_ahead"]["first"]
+    t1 = Fraction(proof["t1"])
+    again = Enclosure(_square_with_centre(), tol=prove.COARSE["tol"])
+    assert again.advance(t1) and proof["enclosure"]["steps"] == len(again.steps)
+
+
+def _square_with_centre():
+    return _request(load_claim(CLAIMS / "polytope.toml"), "square-with-centre").instance
+
+
 def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
     # square-with-centre by default: the coarse enclosure (fewer steps than the fine one
     # to the same t1) proves it; the allowance is where the lemma still holds in floats
@@ -582,6 +613,11 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
                                                  "square-with-centre").instance)
     assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
     assert proof["enclosure"]["radius"] < proof["look_ahead"]["allowance"]
+    # the lemma allows 2^-8 of the state there: the coarsest enclosure, kept
+    assert proof["look_ahead"]["allowance"] >= prove.COARSEST["allowance"]
+    assert proof["enclosure"]["tol"] == prove.COARSEST["tol"]
+    coarsest = Enclosure(result_instance, tol=prove.COARSEST["tol"])
+    assert coarsest.advance(t1) and proof["enclosure"]["steps"] == len(coarsest.steps)
     request = SimpleNamespace(instance=result_instance)
     seen = prove._FloatMarks(fine, lambda: prove._float_run(request, [Fraction(0), t1], {}))
     allowance = prove._allowance(request, "leader-map", seen, t1)
@@ -594,7 +630,8 @@ def test_the_coarse_enclosure_proves_where_its_balls_are_narrow_enough():
 def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
     # hyperplanes' symmetric-middle: the good triple first holds in floats at the mark 3/2;
     # it is then asked on the finer grid between 1 and 3/2 (REFINED_SEARCH) and starts where it
-    # first holds there; no allowance is measured (not in COARSE_SEARCH: the fine enclosure)
+    # first holds there; an allowance is measured (the followers' drift holds at t* on float
+    # balls that wide: it is decided at t1 on a coarse enclosure, not carried on)
     import verify.proof._prove as prove
     from verify.enclosure import Enclosure
     from verify.lemmas import good_triple
@@ -609,7 +646,36 @@ def test_the_good_triples_look_ahead_refines_t_star_between_the_marks():
     assert [Fraction(t) for t, _ in ahead["refined"]] == \
         [t for t in (Fraction(k, 16) for k in range(17, 24)) if t < first]
     assert all(failing for _, failing in ahead["refined"])
-    assert ahead["allowance"] is None
+    assert ahead["allowance"] is not None
+
+
+def test_the_good_triple_keeps_the_fine_enclosure_where_the_drift_would_carry_it_on(monkeypatch):
+    # the drift test's instance (V = diag(1, -1/2), tokens (2, 0) and (1, 1)) read at t* = 1/4
+    # on a float64 run: the drift lemma fails there in floats and holds at a later mark (3/2),
+    # so the drift would carry the enclosure on: no coarse enclosure; at t* = 3/2 it holds on
+    # float balls as wide as the allowance, and at t* = 1/4 with no later mark tried nothing is
+    # ahead: a coarse enclosure may be used
+    from verify.enclosure import Enclosure
+    from verify.lemmas import hyperplane_drift
+    from verify.proof import _prove
+
+    request = _drift_request()
+    times = [Fraction(k, 4) for k in range(11)]
+    seen = _prove._FloatMarks(Enclosure(request.instance),
+                              lambda: _prove._float_run(request, times, {}))
+
+    def holds(t, radius=_prove.LOOKAHEAD_RADIUS):
+        wide = _prove._FloatMarks(seen.enclosure, seen.run, radius)
+        return _prove.try_lemma(hyperplane_drift.ID, request.instance, wide, t)[0] is not None
+
+    quarter, later = Fraction(1, 4), _prove._drift_marks(Fraction(1, 4))
+    assert not holds(quarter) and any(holds(t) for t in later)
+    assert not _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
+    assert holds(Fraction(3, 2), 2.0 ** -8)
+    assert _prove._drift_settled(request, seen, seen, Fraction(3, 2), 2.0 ** -8)
+    monkeypatch.setattr(_prove, "DRIFT_MARKS", 1)  # only 1/2, where it fails in floats
+    assert not holds(Fraction(1, 2))
+    assert _prove._drift_settled(request, seen, seen, quarter, 2.0 ** -8)
 
 
 def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
@@ -626,3 +692,63 @@ def test_the_drift_beside_a_proof_goes_on_along_the_marks_grid_from_any_t1():
                                              _prove._Clock(60.0))
     assert record["behaviour"] == "drifts" and record["t1"] == "3/2"
     assert document is not None and check_certificate(document).valid
+
+
+def test_the_drift_beside_a_proof_is_not_carried_on_where_it_holds_in_floats_at_no_later_mark(
+        monkeypatch):
+    # the drift test's instance, proved at t1 = 0, with one later mark allowed (1/2): the drift
+    # lemma fails there in floats, so the enclosure stays at t1 and the drift is undecided,
+    # saying why; an enclosure carried on to 1/2 (the independent route: what the proof would
+    # have done) does not decide it either, and with the later marks up to 3/2 the float
+    # balls lead the enclosure straight to 3/2, where it is certified
+    from verify.enclosure import Enclosure
+    from verify.proof import _prove
+
+    request = _drift_request()
+    enclosure = Enclosure(request.instance)
+    assert enclosure.advance(0)
+    with monkeypatch.context() as patch:
+        patch.setattr(_prove, "DRIFT_MARKS", 1)
+        record, document = _prove._drift_beside(request, enclosure, Fraction(0),
+                                                 _prove._Clock(60.0), {})
+    assert record["behaviour"] == "undecided" and document is None
+    assert "holds in floats at none of the 1 later marks t1 = 1/2..1/2" in record["reason"]
+    assert "not carried on" in record["reason"]
+    assert enclosure.t == 0 and not enclosure.steps
+    carried = Enclosure(request.instance)
+    assert carried.advance(Fraction(1, 2))
+    assert _prove._drift_at(request, carried, Fraction(1, 2))[0] is None
+    record, document = _prove._drift_beside(request, enclosure, Fraction(0),
+                                             _prove._Clock(60.0), {})
+    assert record["behaviour"] == "drifts" and record["t1"] == "3/2"
+    assert enclosure.marks.keys() == {Fraction(0), Fraction(3, 2)}
+    assert document is not None and check_certificate(document).valid
+
+
+def test_a_good_triple_whose_followers_drift_is_not_ahead_is_proved_on_the_coarse_enclosure():
+    # hyperplanes' random-good-triple#1: the followers' drift lemma fails in floats at t* and
+    # at the later marks (lead-minus), so the good triple gets the coarse enclosure (an
+    # allowance is measured), which proves it at t* with fewer steps than the fine one; the
+    # drift is undecided as it is on the fine enclosure at the same t1 (the independent route:
+    # what the proof did before), and the enclosure is not carried on for it
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("random-good-triple")
+    request = CheckRequest(claim, family, family.instance(1), family.seed_of(1),
+                           Fraction(family.horizon), family.checkpoints, family.precision,
+                           dict(claim.parameters))
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE and check_certificate(
+        result.certificate["document"]).valid
+    proof = result.evidence["proof"]
+    t1 = Fraction(proof["t1"])
+    assert proof["look_ahead"]["allowance"] is not None and "coarse" not in proof
+    assert proof["t1"] == proof["look_ahead"]["first"] and Fraction(proof["enclosure"]["t"]) == t1
+    assert proof["drift"]["behaviour"] == "undecided"
+    assert "not carried on" in proof["drift"]["reason"]
+    fine = Enclosure(request.instance)
+    assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
+    assert prove._drift_at(request, fine, t1)[0] is None

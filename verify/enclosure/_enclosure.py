@@ -290,9 +290,9 @@ class Enclosure:
         return -math.log10(r / max(size, 1e-300))
 
     def describe(self) -> dict:
-        """Plain data: method, precision, steps, reach, radius."""
+        """Plain data: method, precision, step tolerance, steps, reach, radius."""
         return {"method": f"interval Taylor, mean-value form, Lohner QR (order {self.order})",
-                "bits": self.bits, "steps": len(self.steps), "t": str(self.t),
+                "bits": self.bits, "tol": self.tol, "steps": len(self.steps), "t": str(self.t),
                 "radius": self.radius(), "status": self.status, "message": self.message,
                 "symmetry": None if self.group is None else self.group.describe(),
                 "seconds": round(self.seconds, 3)}

@@ -93,8 +93,7 @@ def choose_bits(mu: float, horizon: float, digits: float = DEFAULT_DIGITS, *,
 def working_bits(instance: Instance, horizon: float, digits: float = DEFAULT_DIGITS) -> int:
     """:func:`choose_bits` for ``instance`` (its :func:`score_growth_rate` and
     :func:`score_scale`) up to ``horizon``."""
-    return choose_bits(score_growth_rate(instance.model), horizon, digits,
-                       scale=score_scale(instance))
+    return bits_schedule(instance, digits)(horizon)
 
 
 def bits_schedule(instance: Instance, digits: float = DEFAULT_DIGITS) -> Callable[[float], int]:

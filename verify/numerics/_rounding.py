@@ -108,7 +108,7 @@ def ulps(count: float, scale=1.0):
 
 #: The unit roundoff :math:`u = 2^{-53}` of float64 round-to-nearest: for every real :math:`x`
 #: in the normal range, :math:`\mathrm{fl}(x) = x(1 + \delta)`, :math:`|\delta| \le u`.
-UNIT_ROUNDOFF = 2.0 ** -53
+UNIT_ROUNDOFF = EPS / 2
 
 #: An absolute floor added to every radius of that arithmetic: it covers the underflow of each
 #: product (at most :math:`\eta = 2^{-1074}` each, :math:`2^{-1022}` even with flush-to-zero)
@@ -136,7 +136,7 @@ def gamma(k: int) -> float:
     """
     if k <= 0:
         return 0.0
-    u = Fraction(1, 2 ** 53)
+    u = Fraction(UNIT_ROUNDOFF)
     return _up(k * u / (1 - k * u))
 
 
@@ -157,7 +157,7 @@ def upward_factor(depth: int) -> float:
     >>> upward_factor(10) == 1 + 14 * 2.0 ** -53
     True
     """
-    u = Fraction(1, 2 ** 53)
+    u = Fraction(UNIT_ROUNDOFF)
     need = 1 / (1 - u) ** (depth + 2)
     j = math.ceil((need - 1) / (2 * u))
     return float(1 + 2 * j * u)

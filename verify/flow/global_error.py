@@ -63,6 +63,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy.integrate import DOP853 as SciPyDOP853
 
 from verify.errors import InvalidArgument
 
@@ -224,8 +225,6 @@ def dop853_step(fun: Callable, t: float, y: np.ndarray, f: np.ndarray, h: float)
     >>> bool(abs(y1[0] - np.exp(-0.5)) < 1e-9)
     True
     """
-    from scipy.integrate import DOP853 as SciPyDOP853  # start-up: ~0.4 s, float64 runs only
-
     A, B, C = SciPyDOP853.A, SciPyDOP853.B, SciPyDOP853.C
     K = [f]
     for s in range(1, len(B)):

@@ -11,6 +11,7 @@ import pytest
 
 import verify.flow.precision_policy
 from verify.flow.fields import VectorField
+from verify.flow.precision_policy import TWIN_GROWTH_LIMIT, rescaled_growth_rate, score_growth_rate
 from verify.flow.roundoff import accumulated, float64_field, score_perturbation, spot_check
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
@@ -108,9 +109,52 @@ def test_a_float64_reference_gets_the_spot_check_added(float64_reference):
 
 
 def test_an_arb_reference_needs_no_spot_check():
-    traj = simulate(Instance(Model(V=V), X0), 1, checkpoints=3)
+    """A rescaled run whose tokens grow like ``e^{νt}`` along a contracting direction of ``V``
+    by more than ``e^3`` keeps the ``arb`` reference (the float64 route would read the error it
+    adds to every entry of ``z`` through ``Ẽ(t)`` inflated by ``e^{νT}``), with no spot check."""
+    model = Model(V=[[1, "1/3"], [0, -2]])                      # ν = 2: ν T = 4 at T = 2
+    assert rescaled_growth_rate(model) * 2 > TWIN_GROWTH_LIMIT
+    traj = simulate(Instance(model, X0), 2, checkpoints=3)
     assert traj.reference["backend"].startswith("arb")
     assert "field_roundoff" not in traj.reference
+
+
+def test_several_heads_keep_the_arb_reference():
+    """The spot check's score perturbation reads head 0: several heads keep ``arb``."""
+    model = Model(heads=[{"V": V}, {"V": [[1, 0], [0, 1]], "Q": [[1, 0], [0, 2]]}], form="x")
+    assert score_growth_rate(model) > 0 and rescaled_growth_rate(model) == 0
+    traj = simulate(Instance(model, X0), 1, checkpoints=3)
+    assert traj.reference["backend"].startswith("arb")
+
+
+@pytest.mark.parametrize("form, horizon", [("z", 4), ("x", 4)])
+def test_a_run_whose_scores_grow_gets_a_float64_twin_that_covers(form, horizon):
+    """Scores that grow like ``e^{2μt}`` (here ``μ ≈ 0.75``: about 9 bits of growth by the
+    horizon) and rescaled tokens that do not (``ν = 0``): a float64 reference from the twin plus
+    the spot check. Its estimate covers the true error — a 32-digit ``arb`` run without
+    continuation or symmetry, an independent route at twice the digits — within the judges'
+    margin (``estimate_bound``, plus the rounding of the stored values) for the state, the scaled
+    scores and the margins, and is not vacuous (at most 100 times the true error)."""
+    model = Model(V=V, form=form)
+    instance = Instance(model, X0)
+    assert 2 * score_growth_rate(model) * horizon / np.log(2) > 8
+    assert rescaled_growth_rate(model) * horizon <= TWIN_GROWTH_LIMIT
+    traj = simulate(instance, horizon, checkpoints=7)
+    assert traj.reference["backend"] == "float64" and "field_roundoff" in traj.reference
+    truth = simulate(instance, horizon, checkpoints=7, precision=32, error_estimate=False,
+                     continuation=False, symmetry="off")
+    true = np.max(np.abs(traj.state - truth.state.astype(float)), axis=2)
+    unit = ulps(STORED_ULPS, np.max(np.abs(traj.state), axis=(1, 2)))[:, None]
+    assert np.all(true <= estimate_bound(traj.error) + unit)
+    assert np.all(traj.error[1:] <= 100 * true[1:] + unit[1:])             # not vacuous
+    assert np.allclose(traj.log_scale, truth.log_scale, rtol=1e-14, atol=1e-14)
+    S, S_true = traj.scaled_scores, truth.scaled_scores.astype(float)
+    allowance = ulps(STORED_ULPS, np.max(np.abs(S), axis=(1, 2)))[:, None, None]
+    score_true = np.abs(S - S_true)
+    assert np.all(score_true <= estimate_bound(traj.score_error) + allowance)
+    assert np.max(traj.score_error[1:]) <= 100 * np.max(score_true[1:]) + allowance.max()
+    margin_true = np.abs(traj.margins - truth.margins.astype(float))
+    assert np.all(margin_true <= estimate_bound(traj.margin_error) + 2 * allowance[:, :, 0])
 
 
 @pytest.mark.parametrize("form, normalisation", [("z", "none"), ("x", "none"), ("x", "pre-ln")])
@@ -205,7 +249,7 @@ def test_arb_reference_tolerance_covers_the_conserved_scores(monkeypatch):
     ``benchmarks/error_coverage.py --reference arb``) unless the reference's own tolerance is in
     the estimate. Checked against a 32-digit run without continuation (an independent route)."""
     monkeypatch.setattr(verify.flow.precision_policy, "float64_reference_suffices",
-                        lambda instance: False)        # the route of several heads
+                        lambda instance, horizon: False)  # the route of several heads
     model = Model(V=[["3/2", 0, 0], [0, "3/2", 0], [0, 0, "3/2"]], form="x",
                   normalisation="sphere", beta=2)
     x0 = [["-704/3449", "3072/3449", "-1401/3449"], ["224/701", "-336/701", "-573/701"],

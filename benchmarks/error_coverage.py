@@ -98,10 +98,11 @@ def _matrix(rng, d, kind):
     return [[str(lam if a == b else 0) for b in range(d)] for a in range(d)]
 
 
-def draw(k: int) -> dict:
-    """The ``k``-th instance of the benchmark (deterministic): a dict of plain data."""
+def draw(k: int, variants: list | None = None) -> dict:
+    """The ``k``-th instance of the benchmark (deterministic): a dict of plain data, from
+    :data:`VARIANTS` (default) or another list of them (:data:`GROWTH_VARIANTS`)."""
     rng = np.random.default_rng(20_000 + k)
-    variants = VARIANTS
+    variants = VARIANTS if variants is None else variants
     name, spec = variants[k % len(variants)]
     n = int(rng.integers(spec["n"][0], spec["n"][1] + 1))
     d = int(rng.integers(spec["d"][0], spec["d"][1] + 1))
@@ -115,6 +116,9 @@ def draw(k: int) -> dict:
     model = {"V": V, "beta": beta, "form": spec.get("form", "z"),
              "attention": spec.get("attention", "softmax"), "mask": spec.get("mask", "full"),
              "normalisation": spec.get("normalisation", "none")}
+    if spec.get("mlp"):
+        model["mlp"] = {"W": _matrix(rng, d, "general" if k % 2 else "lambdaI"),
+                        "activation": "relu" if k // 2 % 2 else "tanh"}
     if model["form"] == "z" and model["normalisation"] != "none":
         model["form"] = "x"
     return {"k": k, "variant": name, "n": n, "d": d, "model": model, "x0": x0,
@@ -147,6 +151,16 @@ VARIANTS = [
 ]
 
 
+#: longer horizons and an MLP after the attention (``--set growth``): the runs whose scores
+#: grow most, where a float64 reference could miss a cancellation the ``arb`` one sees
+GROWTH_VARIANTS = [
+    ("z very long (continuation), float64", {"n": (3, 6), "d": (2, 3), "T": 16}),
+    ("z, V = λI, long, float64", {"n": (3, 8), "d": (2, 3), "T": 12, "V": "lambdaI"}),
+    ("x long, float64", {"n": (3, 8), "d": (2, 3), "T": 6, "form": "x"}),
+    ("MLP after the attention, float64", {"n": (3, 6), "d": (2, 2), "T": 4.5, "mlp": True}),
+]
+
+
 def build(data: dict):
     from verify.model import Instance, Model
 
@@ -154,13 +168,15 @@ def build(data: dict):
 
 
 # --------------------------------------------------------------------------- one instance
-def measure(data: dict, reference: str = "policy",
+def measure(data: dict, reference: str | tuple[str, ...] = "policy",
             reference_rtols: tuple[float | None, ...] = (None,)) -> list[dict]:
     """Run, reference and truth for one instance; the worst ratios (``None`` when the run or
-    the truth failed: the row says why). ``reference="arb"``: float64 runs are checked against
-    the ``arb`` reference whatever :func:`~verify.flow.precision_policy.float64_reference_suffices`
-    says (``data["float64_reference"]`` still forces the float64 one). One row per entry of
-    ``reference_rtols``: the run with
+    the truth failed: the row says why). ``reference``: the reference of float64 runs, one or
+    several of ``"policy"`` (the library's choice), ``"arb"`` (the ``arb`` reference whatever
+    :func:`~verify.flow.precision_policy.float64_reference_suffices` says) and ``"float64"``
+    (the float64 twin reference plus the ``arb`` spot check of the field's round-off, whatever
+    it says); ``data["float64_reference"]`` still forces the float64 one. One row per route and
+    entry of ``reference_rtols``: the run with
     :data:`~verify.flow.precision_policy.ARB_REFERENCE_RTOL` set to it (``None``: the
     library's), all against one truth."""
     import verify.flow.precision_policy as policy
@@ -171,39 +187,50 @@ def measure(data: dict, reference: str = "policy",
     row = {key: data[key] for key in ("k", "variant", "n", "d", "precision")}
     row["model"] = {key: data["model"][key] for key in ("form", "attention", "mask",
                                                         "normalisation", "beta")}
+    row["mu_T"] = round(policy.score_growth_rate(instance.model) * T, 3)
+    row["nu_T"] = round(policy.rescaled_growth_rate(instance.model) * T, 3)
+    row["policy_route"] = ("float64" if data["precision"] == "float64"
+                           and policy.float64_reference_suffices(instance, T) else "arb")
     suffices, library_rtol = policy.float64_reference_suffices, policy.ARB_REFERENCE_RTOL
+    routes = (reference,) if isinstance(reference, str) else tuple(reference)
     runs = []
-    for value in reference_rtols:
-        started = time.perf_counter()
-        if data["float64_reference"]:
-            policy.ARB_REFERENCE_LIMIT = 0
-        elif reference == "arb":
-            policy.float64_reference_suffices = lambda instance: False
-        policy.ARB_REFERENCE_RTOL = library_rtol if value is None else value
-        try:
-            run = simulate(instance, T, checkpoints=times, precision=data["precision"])
-        finally:
-            policy.ARB_REFERENCE_LIMIT = 20_000
-            policy.float64_reference_suffices = suffices
-            policy.ARB_REFERENCE_RTOL = library_rtol
-        runs.append((value, run, time.perf_counter() - started))
-    rows = [{**row, "reference_rtol": value} for value, _, _ in runs]
-    failed = [f"run: {run.status} {run.message}"[:200] for _, run, _ in runs
+    for route in routes:
+        for value in reference_rtols:
+            started = time.process_time()
+            if data["float64_reference"]:
+                policy.ARB_REFERENCE_LIMIT = 0
+            elif route in ("arb", "float64"):
+                policy.float64_reference_suffices = functools.partial(_forced, route == "float64")
+            policy.ARB_REFERENCE_RTOL = library_rtol if value is None else value
+            try:
+                run = simulate(instance, T, checkpoints=times, precision=data["precision"])
+            finally:
+                policy.ARB_REFERENCE_LIMIT = 20_000
+                policy.float64_reference_suffices = suffices
+                policy.ARB_REFERENCE_RTOL = library_rtol
+            runs.append((route, value, run, time.process_time() - started))
+    rows = [{**row, "route": route, "reference_rtol": value} for route, value, _, _ in runs]
+    failed = [f"run: {run.status} {run.message}"[:200] for _, _, run, _ in runs
               if not run.success or run.error is None]
     if failed:
         return [{**r, "skipped": failed[0]} for r in rows]
-    run = runs[0][1]
+    run = runs[0][2]
     digits = 16 if run.precision["backend"] == "float64" else run.precision["digits"]
-    started = time.perf_counter()
+    started = time.process_time()
     truth = simulate(instance, T, checkpoints=times, precision=int(math.ceil(2 * digits)),
                      error_estimate=False, continuation=False, symmetry="off")
     if not truth.success:
         return [{**r, "skipped": f"truth: {truth.status} {truth.message}"[:200]} for r in rows]
-    truth_seconds = time.perf_counter() - started
+    truth_seconds = time.process_time() - started
     return [{**r, **_ratios(run, truth), "reference_evaluations":
-             run.reference["stats"].get("rhs_evals"),
+             run.reference["stats"].get("rhs_evals"), "cpu_seconds": round(seconds, 3),
              "seconds": round(seconds + truth_seconds, 2)}
-            for r, (_, run, seconds) in zip(rows, runs, strict=True)]
+            for r, (_, _, run, seconds) in zip(rows, runs, strict=True)]
+
+
+def _forced(answer: bool, instance, horizon=None) -> bool:
+    """``float64_reference_suffices`` replaced by a fixed answer (``--reference arb|float64``)."""
+    return answer
 
 
 def _ratios(run, truth) -> dict:
@@ -215,16 +242,28 @@ def _ratios(run, truth) -> dict:
     unit = 2.0 ** -(53 if run.precision["backend"] == "float64" else run.precision["bits"])
     scale = np.max(np.abs(run.state), axis=(1, 2))
     estimate = run.error + 4 * unit * scale[:, None]
-    state_ratio = float(np.max(true[1:] / estimate[1:]))
+    state = true[1:] / estimate[1:]
+    worst_state = int(np.argmax(np.max(state, axis=1))) + 1
     same_scale = np.allclose(run.log_scale, truth.log_scale, rtol=1e-14, atol=1e-14)
-    score_ratio = None
+    scores = {"score_ratio": None}
     if same_scale and run.score_error is not None:
         S, S_true = np.asarray(run.scaled_scores), np.asarray(truth.scaled_scores)
         rounding = 4 * np.finfo(float).eps * np.max(np.abs(S), axis=(1, 2))
         score_estimate = run.score_error + rounding[:, None, None]
-        score_ratio = float(np.max(np.abs(S - S_true)[1:] / score_estimate[1:]))
-    return {"state_ratio": state_ratio, "score_ratio": score_ratio,
-            "true_error": float(np.max(true)), "estimate": float(np.max(run.error)),
+        ratio = np.abs(S - S_true)[1:] / score_estimate[1:]
+        worst = int(np.argmax(np.max(ratio, axis=(1, 2)))) + 1
+        scores = {"score_ratio": float(np.max(ratio)), "score_worst_t": float(run.t[worst]),
+                  "score_size_at_worst": float(np.max(np.abs(S[worst]))),
+                  "score_true_error": float(np.max(np.abs(S - S_true))),
+                  "score_estimate": float(np.max(run.score_error))}
+        finite = np.isfinite(run.margins) & np.isfinite(truth.margins)
+        if run.margin_error is not None and np.any(finite[1:]):
+            with np.errstate(invalid="ignore"):
+                margin_true = np.where(finite, np.abs(run.margins - truth.margins), 0.0)
+            margin_estimate = run.margin_error + 2 * rounding[:, None]
+            scores["margin_ratio"] = float(np.max(margin_true[1:] / margin_estimate[1:]))
+    return {"state_ratio": float(np.max(state)), "state_worst_t": float(run.t[worst_state]),
+            **scores, "true_error": float(np.max(true)), "estimate": float(np.max(run.error)),
             "reference": run.reference["backend"], "truth_bits": bits,
             "continuation": bool((run.continuation or {}).get("legs"))}
 
@@ -242,24 +281,52 @@ def table(rows: list[dict]) -> tuple[str, float]:
     """The coverage table and the worst ratio over all instances."""
     measured = [r for r in rows if "skipped" not in r]
     lines = [f"{'variant':34} {'runs':>4} | true/estimate (state): {'median':>8} {'90%':>8} "
-             f"{'99%':>8} {'max':>8} | scores: {'median':>8} {'90%':>8} {'99%':>8} {'max':>8}"]
+             f"{'99%':>8} {'max':>8} | scores: {'median':>8} {'90%':>8} {'99%':>8} {'max':>8}"
+             f" | margins max"]
     worst = 0.0
-    for name, _ in VARIANTS:
-        mine = [r for r in measured if r["variant"] == name]
+
+    def line(name: str, mine: list[dict]) -> str:
         state = [r["state_ratio"] for r in mine]
         scores = [r["score_ratio"] for r in mine if r["score_ratio"] is not None]
-        worst = max([worst, *state, *scores])
-        lines.append(f"{name:34} {len(mine):>4} | {'':23}{_quantiles(state)} | {'':8}"
-                     f"{_quantiles(scores)}")
-    state = [r["state_ratio"] for r in measured]
-    scores = [r["score_ratio"] for r in measured if r["score_ratio"] is not None]
-    lines.append(f"{'all':34} {len(measured):>4} | {'':23}{_quantiles(state)} | {'':8}"
-                 f"{_quantiles(scores)}")
+        margins = [r["margin_ratio"] for r in mine if r.get("margin_ratio") is not None]
+        return (f"{name:34} {len(mine):>4} | {'':23}{_quantiles(state)} | {'':8}"
+                f"{_quantiles(scores)} | " + (f"{max(margins):8.3g}" if margins else "—"))
+
+    for name, _ in VARIANTS + GROWTH_VARIANTS:
+        mine = [r for r in measured if r["variant"] == name]
+        if not mine and name not in {r["variant"] for r in rows}:
+            continue
+        worst = max([worst, *(r["state_ratio"] for r in mine),
+                     *(r["score_ratio"] for r in mine if r["score_ratio"] is not None)])
+        lines.append(line(name, mine))
+    lines.append(line("all", measured))
     skipped = [r for r in rows if "skipped" in r]
     if skipped:
         lines.append(f"skipped {len(skipped)}: " + "; ".join(
             f"#{r['k']} ({r['variant']}): {r['skipped']}" for r in skipped[:5]))
     return "\n".join(lines), worst
+
+
+def estimates_compared(rows: list[dict], route: str, against: str) -> str:
+    """Per draw, the estimate of ``route`` over that of ``against`` (state and scores, largest
+    over the run), and the CPU seconds of the two runs with their estimates: is the cheaper
+    route's estimate inflated, and by how much is it cheaper?"""
+    by_draw = {}
+    for r in rows:
+        if "skipped" not in r and r["reference_rtol"] is None:
+            by_draw.setdefault(r["k"], {})[r["route"]] = r
+    pairs = [(d[route], d[against]) for d in by_draw.values() if route in d and against in d]
+    if not pairs:
+        return ""
+    state = [a["estimate"] / b["estimate"] for a, b in pairs if b["estimate"] > 0]
+    scores = [a["score_estimate"] / b["score_estimate"] for a, b in pairs
+              if a.get("score_estimate") and b.get("score_estimate")]
+    cpu = sum(a["cpu_seconds"] for a, _ in pairs), sum(b["cpu_seconds"] for _, b in pairs)
+    return (f"estimate {route}/{against} on {len(pairs)} draws: state {_quantiles(state)} | "
+            f"scores {_quantiles(scores)} (median 90% 99% max); smallest: state "
+            f"{min(state, default=math.nan):.3g}, scores {min(scores, default=math.nan):.3g}"
+            f"\nCPU s of run + estimate: {route} {cpu[0]:.1f}, {against} {cpu[1]:.1f} "
+            f"(×{cpu[1] / max(cpu[0], 1e-9):.2f})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,9 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="24 instances (a smoke test)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", help="write every instance's row to this file")
-    parser.add_argument("--reference", choices=["policy", "arb"], default="policy",
-                        help="the reference of float64 runs: the library's choice (default), or "
-                        "arb for every one (the route of growing scores and several heads)")
+    parser.add_argument("--reference", default="policy",
+                        help="the reference of float64 runs, or several comma-separated, each "
+                        "measured against one truth: policy (the library's choice, default), "
+                        "arb (the arb reference for every run), float64 (the float64 twin "
+                        "reference and the arb spot check for every run)")
+    parser.add_argument("--set", choices=["paper", "growth"], default="paper",
+                        help="the variants: the model family's (default) or growth (longer "
+                        "horizons, an MLP: GROWTH_VARIANTS)")
     parser.add_argument("--variants", help="only the variants whose name contains one of these "
                         "comma-separated words (e.g. 'sphere,pre-LN')")
     parser.add_argument("--reference-rtol", help="comma-separated values of precision_policy."
@@ -280,44 +352,62 @@ def main(argv: list[str] | None = None) -> int:
                         "'1e-15,1e-14,1e-13' (default: the library's)")
     args = parser.parse_args(argv)
     count = 24 if args.quick else args.instances
-    drawn = [draw(k) for k in range(count)]
+    drawn = [draw(k, GROWTH_VARIANTS if args.set == "growth" else None) for k in range(count)]
     if args.variants:
         words = [w.strip() for w in args.variants.split(",") if w.strip()]
         drawn = [data for data in drawn if any(w in data["variant"] for w in words)]
+    routes = tuple(w.strip() for w in args.reference.split(",") if w.strip())
+    if not routes or set(routes) - {"policy", "arb", "float64"}:
+        parser.error(f"--reference {args.reference!r}: policy, arb or float64")
     rtols = (None,) if not args.reference_rtol else tuple(
         float(v) for v in args.reference_rtol.split(","))
     started = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = []
-        for result in pool.map(functools.partial(measure, reference=args.reference,
+        for result in pool.map(functools.partial(measure, reference=routes,
                                                  reference_rtols=rtols), drawn):
             for row in result:
                 rows.append(row)
                 scores = row.get("score_ratio")
                 label = "" if row["reference_rtol"] is None else f" [{row['reference_rtol']:g}]"
+                label += "" if len(routes) == 1 else f" {row['route']}"
                 print(f"  #{row['k']:<4} {row['variant']:34}{label} "
                       + (f"state {row['state_ratio']:.3g}  scores "
                          f"{'—' if scores is None else f'{scores:.3g}'}  ({row['seconds']} s)"
                          if "skipped" not in row else row["skipped"]), file=sys.stderr, flush=True)
     from verify.numerics import ESTIMATE_SAFETY
 
-    for value in rtols:
-        text, worst = table([row for row in rows if row["reference_rtol"] == value])
-        if value is not None:
-            evaluations = sum(row.get("reference_evaluations") or 0 for row in rows
-                              if row["reference_rtol"] == value)
-            print(f"\nARB_REFERENCE_RTOL = {value:g} ({evaluations} reference evaluations)")
-        print(text)
-        print(f"\nworst true/estimate ratio: {worst:.3g}; × margin {MARGIN:g} = "
-              f"{worst * MARGIN:.3g}; the library's safety factor κ = ESTIMATE_SAFETY = "
-              f"{ESTIMATE_SAFETY:g} "
-              + ("covers it." if ESTIMATE_SAFETY >= worst * MARGIN else "does NOT cover it."))
-    print(f"({len(rows)} instances in {time.perf_counter() - started:.0f} s)")
+    for route in routes:
+        for value in rtols:
+            text, worst = table([row for row in rows if row["reference_rtol"] == value
+                                 and row["route"] == route])
+            if len(routes) > 1:
+                print(f"\nreference: {route}")
+            if value is not None:
+                evaluations = sum(row.get("reference_evaluations") or 0 for row in rows
+                                  if row["reference_rtol"] == value and row["route"] == route)
+                print(f"\nARB_REFERENCE_RTOL = {value:g} ({evaluations} reference evaluations)")
+            print(text)
+            print(f"\nworst true/estimate ratio: {worst:.3g}; × margin {MARGIN:g} = "
+                  f"{worst * MARGIN:.3g}; the library's safety factor κ = ESTIMATE_SAFETY = "
+                  f"{ESTIMATE_SAFETY:g} "
+                  + ("covers it." if ESTIMATE_SAFETY >= worst * MARGIN else "does NOT cover it."))
+    if {"arb", "float64"} <= set(routes):
+        chosen = [row for row in rows if row["reference_rtol"] is None
+                  and row["route"] == row["policy_route"]]
+        text, worst = table(chosen)
+        print(f"\nthe library's choice per draw (float64 where float64_reference_suffices, "
+              f"{sum(r['route'] == 'float64' for r in chosen)} of {len(chosen)}; arb elsewhere)"
+              f"\n{text}\nworst true/estimate ratio: {worst:.3g}")
+        print(estimates_compared([row for row in rows if row["policy_route"] == "float64"],
+                                 "float64", "arb"))
+    for route in routes[1:]:
+        print(estimates_compared(rows, route, routes[0]))
+    print(f"({len(rows)} rows in {time.perf_counter() - started:.0f} s)")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(rows, out, indent=1)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

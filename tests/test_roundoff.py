@@ -127,6 +127,15 @@ def test_several_heads_keep_the_arb_reference():
     assert traj.reference["backend"].startswith("arb")
 
 
+def test_an_mlp_keeps_the_arb_reference():
+    """An MLP after the attention keeps ``arb``: the float64 route's coverage is not measured
+    there (with ReLU the high-precision runs disagree among themselves across its kinks)."""
+    model = Model(V=V, mlp={"W": [[1, 0], [0, 1]], "activation": "tanh"})
+    assert rescaled_growth_rate(model) == 0
+    traj = simulate(Instance(model, X0), 1, checkpoints=3)
+    assert traj.reference["backend"].startswith("arb")
+
+
 @pytest.mark.parametrize("form, horizon", [("z", 4), ("x", 4)])
 def test_a_run_whose_scores_grow_gets_a_float64_twin_that_covers(form, horizon):
     """Scores that grow like ``e^{2μt}`` (here ``μ ≈ 0.75``: about 9 bits of growth by the

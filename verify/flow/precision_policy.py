@@ -148,8 +148,9 @@ def reference_settings(backend: Backend, rtol: float, instance: Instance,
     the run need tens of bits fewer than the horizon, and FLINT's arithmetic is about twice as
     cheap at or below 128 bits as above — or against float64 at
     ``max(rtol·1e-3, 3e-14)``, the tightest tolerance DOP853 accepts, where
-    :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick, and runs whose
-    scores stay bounded). ``arb`` runs are checked at ``rtol`` to the power 1.25
+    :func:`float64_reference_suffices` (systems too large for ``arb`` to be quick, and one head
+    in continuous time without an MLP whose scores stay bounded or whose rescaled tokens grow by
+    at most ``e^3``). ``arb`` runs are checked at ``rtol`` to the power 1.25
     and the bits :func:`working_bits` gives for that tolerance's digits — the rule that holds the
     run to its digits holds the reference to its tolerance, so its round-off stays below the
     run's by that power (``2^{-120}`` against ``2^{-99}`` for 20 digits on the sphere; twice the

@@ -15,8 +15,9 @@ in the one leg loop, ``_solve``.
 tighter controller and more bits (:func:`reference_settings`,
 :meth:`~verify.flow.solvers.StepController.tighter`) and every checkpoint records how far the
 two runs are apart (``Trajectory.error``) and on how many digits they agree
-(``Trajectory.digits``). Where a float64 reference suffices (large systems; scores that stay
-bounded, :func:`~verify.flow.precision_policy.float64_reference_suffices`) it starts from
+(``Trajectory.digits``). Where a float64 reference suffices (large systems; one head in
+continuous time without an MLP whose scores stay bounded, or whose rescaled tokens grow by at
+most ``e^3``: :func:`~verify.flow.precision_policy.float64_reference_suffices`) it starts from
 :func:`float64_twin`'s tokens and the field's round-off, measured in ``arb`` at a few
 checkpoints (:mod:`verify.flow.roundoff`), is added.
 

@@ -117,8 +117,9 @@ def draw(k: int, variants: list | None = None) -> dict:
              "attention": spec.get("attention", "softmax"), "mask": spec.get("mask", "full"),
              "normalisation": spec.get("normalisation", "none")}
     if spec.get("mlp"):
-        model["mlp"] = {"W": _matrix(rng, d, "general" if k % 2 else "lambdaI"),
-                        "activation": "relu" if k // 2 % 2 else "tanh"}
+        turn = k // len(variants)  # W and the activation cycle over the draws of the variant
+        model["mlp"] = {"W": _matrix(rng, d, "general" if turn % 2 else "lambdaI"),
+                        "activation": "relu" if turn // 2 % 2 else "tanh"}
     if model["form"] == "z" and model["normalisation"] != "none":
         model["form"] = "x"
     return {"k": k, "variant": name, "n": n, "d": d, "model": model, "x0": x0,

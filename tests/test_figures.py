@@ -201,8 +201,17 @@ def test_heatmaps_rank_panel_and_order(traj2):
     # the last heat map is P(T) with tokens grouped by leader: each row's 1 sits in its block
     order = [int(label.get_text()) - 1 for label in heat.get_yticklabels()]  # 1-based
     assert sorted(order) == list(range(traj2.n))
-    # the columns under every panel, in the rows' order
-    assert [int(label.get_text()) - 1 for label in heat.get_xticklabels()] == order * 3
+    # the columns under every panel, in the rows' order and colours, each under its column
+    columns = by_gid(heat.texts, "column-label")
+    assert [int(label.get_text()) - 1 for label in columns] == order * 3
+    assert [label.get_color() for label in columns] == \
+        [label.get_color() for label in heat.get_yticklabels()] * 3
+    (marks,) = by_gid(heat.lines, "column-ticks")
+    centres = [(left + right) / 2 for left, right, _, _ in
+               (image.get_extent() for image in heat.images)]
+    expected_x = [c - (traj2.n - 1) / 2 + j for c in centres for j in range(traj2.n)]
+    np.testing.assert_allclose([label.get_position()[0] for label in columns], expected_x)
+    np.testing.assert_allclose(marks.get_xdata(), expected_x)
     shown = heat.images[-1].get_array()
     np.testing.assert_array_equal(shown, traj2.attention[-1][np.ix_(order, order)])
     for k, index in enumerate((0, 4, 8)):                # panels at 0, T/2, T: P at those times

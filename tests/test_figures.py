@@ -72,7 +72,7 @@ def png_shape(fig, dpi):
     assert data[:8] == PNG_SIGNATURE
     image = mpimg.imread(io.BytesIO(data), format="png")
     w, h = fig.get_size_inches()
-    assert image.shape[2] == 4                           # RGBA, figsize·dpi pixels (Agg floors)
+    assert image.shape[2] == 3                           # opaque: RGB, figsize·dpi pixels
     assert abs(image.shape[0] - h * dpi) < 1 and abs(image.shape[1] - w * dpi) < 1
     return data
 
@@ -414,6 +414,29 @@ def test_one_mathtext_parser_draws_matplotlib_s_own_pixels(traj1, traj2, traj3):
             ours = figure_to_png_bytes(fig, dpi=60)
             FigureCanvasAgg(fig)
             assert figure_to_png_bytes(fig, dpi=60) == ours
+
+
+def _decoded(png: bytes) -> np.ndarray:
+    """The RGBA pixels of a PNG (an RGB one with alpha 255)."""
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def test_png_has_the_pixels_of_matplotlib_s_own_png(traj2, traj3):
+    # figure_to_png_bytes encodes Agg's pixels itself (RGB for an opaque figure, a faster zlib
+    # level): decoded, they are those of matplotlib's savefig(format="png"), alpha included
+    t = np.linspace(0, 6, 13)
+    transparent = plot_convergence(t, np.exp(-t))
+    transparent.patch.set_alpha(0)
+    for fig in (plot_attention_heatmaps(traj2), plot_trajectories(traj3),
+                plot_convergence(t, 2 * np.exp(-0.7 * t), fit=(0.7, np.log(2))), transparent):
+        ours = figure_to_png_bytes(fig, dpi=60)
+        theirs = io.BytesIO()
+        fig.savefig(theirs, format="png", dpi=60)
+        np.testing.assert_array_equal(_decoded(ours), _decoded(theirs.getvalue()))
+        mode = mpimg.imread(io.BytesIO(ours), format="png").shape[2]
+        assert mode == (4 if fig is transparent else 3)
 
 
 def _same_parser_in_child(parser, answer):

@@ -75,10 +75,13 @@ def run_traced(argv: list[str], path: str) -> int:
     import verify.cli as cli
     import verify.report.results as results
     import verify.run._runner as runner
+    import verify.run._tasks as tasks
 
     _log(path, what="imported", t=time.time(), cpu=time.process_time() - _START_CPU)
     _TRACE.update(path=path, run_task=runner.run_task, draw_ahead=results.draw_ahead)
-    runner.run_task, results.draw_ahead = traced_instance, traced_figure
+    # one instance, or each instance of a bundle judged on one instance (tasks.run_tasks)
+    runner.run_task = tasks.run_task = traced_instance
+    results.draw_ahead = traced_figure
     new_pool, write_reports = runner.new_pool, results.write_reports
 
     def pool(workers: int):

@@ -72,7 +72,7 @@ def png_shape(fig, dpi):
     assert data[:8] == PNG_SIGNATURE
     image = mpimg.imread(io.BytesIO(data), format="png")
     w, h = fig.get_size_inches()
-    assert image.shape[2] == 4                           # RGBA, figsize·dpi pixels (Agg floors)
+    assert image.shape[2] == 3                           # opaque: RGB, figsize·dpi pixels
     assert abs(image.shape[0] - h * dpi) < 1 and abs(image.shape[1] - w * dpi) < 1
     return data
 
@@ -201,8 +201,17 @@ def test_heatmaps_rank_panel_and_order(traj2):
     # the last heat map is P(T) with tokens grouped by leader: each row's 1 sits in its block
     order = [int(label.get_text()) - 1 for label in heat.get_yticklabels()]  # 1-based
     assert sorted(order) == list(range(traj2.n))
-    # the columns under every panel, in the rows' order
-    assert [int(label.get_text()) - 1 for label in heat.get_xticklabels()] == order * 3
+    # the columns under every panel, in the rows' order and colours, each under its column
+    columns = by_gid(heat.texts, "column-label")
+    assert [int(label.get_text()) - 1 for label in columns] == order * 3
+    assert [label.get_color() for label in columns] == \
+        [label.get_color() for label in heat.get_yticklabels()] * 3
+    (marks,) = by_gid(heat.lines, "column-ticks")
+    centres = [(left + right) / 2 for left, right, _, _ in
+               (image.get_extent() for image in heat.images)]
+    expected_x = [c - (traj2.n - 1) / 2 + j for c in centres for j in range(traj2.n)]
+    np.testing.assert_allclose([label.get_position()[0] for label in columns], expected_x)
+    np.testing.assert_allclose(marks.get_xdata(), expected_x)
     shown = heat.images[-1].get_array()
     np.testing.assert_array_equal(shown, traj2.attention[-1][np.ix_(order, order)])
     for k, index in enumerate((0, 4, 8)):                # panels at 0, T/2, T: P at those times
@@ -405,6 +414,29 @@ def test_one_mathtext_parser_draws_matplotlib_s_own_pixels(traj1, traj2, traj3):
             ours = figure_to_png_bytes(fig, dpi=60)
             FigureCanvasAgg(fig)
             assert figure_to_png_bytes(fig, dpi=60) == ours
+
+
+def _decoded(png: bytes) -> np.ndarray:
+    """The RGBA pixels of a PNG (an RGB one with alpha 255)."""
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def test_png_has_the_pixels_of_matplotlib_s_own_png(traj2, traj3):
+    # figure_to_png_bytes encodes Agg's pixels itself (RGB for an opaque figure, a faster zlib
+    # level): decoded, they are those of matplotlib's savefig(format="png"), alpha included
+    t = np.linspace(0, 6, 13)
+    transparent = plot_convergence(t, np.exp(-t))
+    transparent.patch.set_alpha(0)
+    for fig in (plot_attention_heatmaps(traj2), plot_trajectories(traj3),
+                plot_convergence(t, 2 * np.exp(-0.7 * t), fit=(0.7, np.log(2))), transparent):
+        ours = figure_to_png_bytes(fig, dpi=60)
+        theirs = io.BytesIO()
+        fig.savefig(theirs, format="png", dpi=60)
+        np.testing.assert_array_equal(_decoded(ours), _decoded(theirs.getvalue()))
+        mode = mpimg.imread(io.BytesIO(ours), format="png").shape[2]
+        assert mode == (4 if fig is transparent else 3)
 
 
 def _same_parser_in_child(parser, answer):

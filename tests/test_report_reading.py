@@ -86,9 +86,8 @@ def test_figure_labels_number_tokens_from_one(suite):
             for ax in fig.axes:  # the paths' token labels, the heat maps' tick labels
                 labels += [t.get_text().strip() for t in ax.texts
                            if t.get_text().strip().isdigit()]
-                if ax.get_ylabel() == "token $i$":  # the heat maps' rows and columns
-                    labels += [t.get_text() for t in ax.get_xticklabels()]
-                    labels += [t.get_text() for t in ax.get_yticklabels()]
+                if ax.get_ylabel() == "token $i$":  # the heat maps' rows (the columns are
+                    labels += [t.get_text() for t in ax.get_yticklabels()]  # texts, above)
         numbers = sorted({int(v) for v in labels})
         assert numbers and numbers[0] == 1 and numbers[-1] == n, (record["instance"], numbers)
 

@@ -11,6 +11,7 @@ from concurrent.futures import Executor
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 from run_claims_helpers import DATA, load_conclusions
 
@@ -439,3 +440,92 @@ def test_verify_run_does_not_load_the_conjecture_search(tmp_path):
     assert run.EXIT_CODES is run._check.EXIT_CODES
     with pytest.raises(AttributeError):
         run.no_such_name  # noqa: B018
+
+
+# ------------------------------------------------------------------ claims sharing one instance
+def _pair(k: int = 1) -> tuple:
+    """The tasks of polytope and polytope-vertices-generic on instance k of paper-uniform-2d
+    (one instance, one horizon, one precision: the same first run), without proofs."""
+    from verify.run._runner import _bundles
+
+    paper = {c.id: c for c in load_claims(Path(__file__).parents[1] / "claims")}
+    selected = [paper["polytope"], paper["polytope-vertices-generic"]]
+    bundles = _bundles(_tasks(selected, None, None, None, None, Budget(proof=0)))
+    together = [[t.key for t in b] for b in bundles if len(b) > 1]
+    assert together == [[f"polytope/paper-uniform-2d#{i}",
+                         f"polytope-vertices-generic/paper-uniform-2d#{i}"] for i in (0, 1)]
+    return next(b for b in bundles if len(b) > 1 and b[0].k == k)
+
+
+def test_claims_judged_on_one_instance_share_its_run(monkeypatch):
+    import verify.judge._engine as engine
+    from verify.run import run_tasks
+
+    runs: list = []
+    simulate = engine.simulate
+    monkeypatch.setattr(engine, "simulate", lambda *a, **k: runs.append(simulate(*a, **k))
+                        or runs[-1])
+    pair = _pair()
+    separate = [run_task(task) for task in pair]
+    assert len(runs) == 2                                # each integrates its first run
+    shared = run_tasks(pair)
+    assert len(runs) == 3                                # integrated once for both
+    timing = ("seconds", "cpu_seconds")
+    for alone, together in zip(separate, shared, strict=True):
+        assert {k: v for k, v in alone.items() if k not in timing} == \
+            {k: v for k, v in together.items() if k not in timing}
+    # the shared run is the very trajectory each separate run computed (same code and
+    # arguments in one process: simulate is deterministic)
+    for alone in runs[:2]:
+        assert alone.times == runs[2].times and alone.stats == runs[2].stats
+        for name in ("state", "attention", "scaled_scores", "margins", "error", "entry_error",
+                     "margin_error", "score_error"):
+            np.testing.assert_array_equal(getattr(alone, name), getattr(runs[2], name))
+
+
+def test_only_equal_instances_and_arguments_share_a_run(monkeypatch):
+    import verify.judge._engine as engine
+    from verify.model import Instance, Model
+
+    calls: list = []
+    monkeypatch.setattr(engine, "simulate", lambda *a, **k: calls.append((a, k)) or len(calls))
+    model = Model(V=[[1, 0], [0, 1]])
+    x0 = [[1, 0], [0, 1], ["-1", "-1/2"]]
+    times = [Fraction(0), Fraction(1), Fraction(2)]
+    with engine.shared_runs() as runs:
+        first = engine._first_run(Instance(model, x0, "a"), Fraction(2), times, "float64")
+        assert engine._first_run(Instance(Model(V=[[1, 0], [0, 1]]), x0, "a"), Fraction(2),
+                                 list(times), "float64") == first
+        others = [engine._first_run(Instance(model, x0, "b"), Fraction(2), times, "float64"),
+                  engine._first_run(Instance(model, [[1, 0], [0, 1], [-1, "-1/3"]], "a"),
+                                    Fraction(2), times, "float64"),
+                  engine._first_run(Instance(model, x0, "a"), Fraction(3), times, "float64"),
+                  engine._first_run(Instance(model, x0, "a"), Fraction(2), times[:2], "float64"),
+                  engine._first_run(Instance(model, x0, "a"), Fraction(2), times, "auto")]
+        assert len(runs) == 6 and others == [2, 3, 4, 5, 6]
+    engine._first_run(Instance(model, x0, "a"), Fraction(2), times, "float64")
+    assert len(calls) == 7                               # outside the block: nothing shared
+
+
+class _LosesBundles(Executor):
+    """Runs jobs at once, but a bundle of tasks fails as if its worker had died."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        from verify.run import run_tasks
+
+        if fn is run_tasks:
+            def lost(*_args):
+                raise RuntimeError("worker died")
+            return InlineExecutor().submit(lost)
+        return InlineExecutor().submit(fn, *args, **kwargs)
+
+
+def test_a_lost_bundle_stores_each_of_its_tasks_as_lost(tmp_path, monkeypatch):
+    import verify.run._runner as runner
+
+    pair = _pair(0)
+    monkeypatch.setattr(runner, "_tasks", lambda *args: list(pair))
+    run = run_claims([pair[0].claim, pair[1].claim], out_dir=tmp_path / "l",
+                     executor=_LosesBundles(), progress=False)
+    assert sorted(run.records) == sorted(t.key for t in pair)
+    assert all(r.get("lost") and "worker died" in r["exception"] for r in run.records.values())

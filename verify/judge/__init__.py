@@ -51,12 +51,18 @@ from verify.judge._decision import (
     inconclusive,
     not_applicable,
 )
-from verify.judge._engine import DEFAULT_HORIZON_BUDGET, RECHECK_FACTOR, judge_request
+from verify.judge._engine import (
+    DEFAULT_HORIZON_BUDGET,
+    RECHECK_FACTOR,
+    judge_request,
+    shared_runs,
+)
 from verify.judge._trend import Trend, tends_to_zero
 from verify.predict._evaluation import Evaluation, Value, quantity_error
 from verify.predict._expressions import check_expression, evaluate
 
-__all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "Evaluation", "Value",
+__all__ = ["judge_request", "shared_runs", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR",
+           "Evaluation", "Value",
            "quantity_error", "decide", "inconclusive", "not_applicable", "combine", "failed",
            "budget_used_up",
            "Certificate", "certify_end", "degenerate_equilibrium", "Trend", "tends_to_zero",

@@ -63,6 +63,9 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
@@ -75,14 +78,17 @@ from verify.flow.simulate import (
     seconds_per_unit_time,
     simulate,
 )
+from verify.flow.trajectory import Trajectory
 from verify.judge._decision import combine, inconclusive, judged_twice, not_applicable
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
+from verify.model.instance_file import instance_to_toml
 from verify.numerics._monitor import remaining_wall_seconds
 from verify.predict import Unavailable
 from verify.predict._evaluation import Evaluation
 from verify.vocabulary.hypothesis_expressions import check_hypotheses
 
-__all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpoint_grid"]
+__all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpoint_grid",
+           "shared_runs"]
 
 #: Without ``parameters.max_horizon``, runs are extended up to this many times the horizon
 #: (the first run already goes to 3/2 of it; one doubling then reaches 3 times it).
@@ -126,6 +132,50 @@ def _times(request, horizon: Fraction, run_to: Fraction) -> list[Fraction]:
     return times
 
 
+_SHARED: ContextVar[dict | None] = ContextVar("shared_runs", default=None)
+
+
+@contextmanager
+def shared_runs() -> Iterator[dict]:
+    r"""Within the block, the first runs of :func:`judge_request` are shared: a request whose
+    first run is ``simulate(instance, run_to, checkpoints=times, precision=p)`` with an
+    instance, :math:`T_{\text{run}}`, checkpoints and precision equal to an earlier request's
+    gets that request's trajectory instead of integrating it again (two claims judged on one
+    instance: ``polytope`` and ``polytope-vertices-generic`` on ``paper-uniform-2d``).
+
+    It is the very trajectory a run of its own would compute: ``simulate`` depends on nothing
+    but these arguments (its one pseudo-random draw is seeded), the instances are compared by
+    their exact instance files (:func:`~verify.model.instance_file.instance_to_toml`, which
+    reads back to the same instance) and the arguments exactly, and no judge changes a
+    trajectory (an extension continues it into a new one). Only the first run is shared, never
+    an extension; the shared runs (yielded: ``{key: Trajectory}``) are dropped with the block.
+    One per thread and task (a :class:`~contextvars.ContextVar`).
+
+    >>> with shared_runs() as runs:
+    ...     len(runs)
+    0
+    """
+    runs: dict = {}
+    token = _SHARED.set(runs)
+    try:
+        yield runs
+    finally:
+        _SHARED.reset(token)
+
+
+def _first_run(instance, run_to: Fraction, times: list[Fraction], precision) -> Trajectory:
+    """``simulate(instance, run_to, checkpoints=times, precision=precision)``, shared within
+    :func:`shared_runs`."""
+    runs = _SHARED.get()
+    if runs is None:
+        return simulate(instance, run_to, checkpoints=times, precision=precision)
+    key = (instance_to_toml(instance), str(run_to), tuple(str(t) for t in times),
+           repr(precision))
+    if key not in runs:
+        runs[key] = simulate(instance, run_to, checkpoints=times, precision=precision)
+    return runs[key]
+
+
 def _simulate(request, horizon: Fraction, run_to: Fraction, previous=None):
     """``(trajectory, None)`` or ``(None, inconclusive result)``. A float64 run that fails
     (float64 no longer resolves the scores, typically) is repeated once in arbitrary precision
@@ -138,10 +188,9 @@ def _simulate(request, horizon: Fraction, run_to: Fraction, previous=None):
         if traj is None:
             return None, inconclusive(request, tried)
     else:
-        traj = simulate(request.instance, run_to, checkpoints=times,
-                        precision=request.precision)
+        traj = _first_run(request.instance, run_to, times, request.precision)
         if not traj.success and request.precision == "float64":
-            traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
+            traj = _first_run(request.instance, run_to, times, "auto")
     if not traj.success:
         return None, inconclusive(request, f"the integration to t = {float(run_to):.4g} failed "
                                   f"({traj.status}: {traj.message})"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.markers import TICKDOWN
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
@@ -168,11 +171,11 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
         ax.vlines((starts[:, None] + lines[None, :]).ravel(), -0.5, n - 0.5, color="0.55", lw=0.6)
     ax.set_xlim(-0.5, starts[-1] + n - 0.5)
     ax.set_ylim(n - 0.5, -0.5)
-    ax.set_xticks((starts[:, None] + ticks[None, :]).ravel(), tick_text * k, fontsize=9)
+    _column_labels(ax, (starts[:, None] + ticks[None, :]).ravel(), tick_text * k,
+                   [colours[order[j]] for j in ticks] * k)
     ax.set_yticks(ticks, tick_text, fontsize=9)  # the rows: the same order in every panel
-    for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
-        for lab, j in zip(labels, np.tile(ticks, len(labels) // len(ticks)), strict=True):
-            lab.set_color(colours[order[j]])
+    for lab, j in zip(ax.get_yticklabels(), ticks, strict=True):
+        lab.set_color(colours[order[j]])
     for spine in ax.spines.values():
         spine.set_visible(False)
     ax.set_ylabel(r"token $i$", fontsize=9)
@@ -196,6 +199,23 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     fig.suptitle(rf"Attention $P(t)$, $n = {n}$ tokens {order_note}", fontsize=11, y=0.99,
                  va="top")
     return fig
+
+
+def _column_labels(ax: Any, positions: np.ndarray, texts: list[str], colours: list) -> None:
+    """The columns' tick marks and labels under every panel, drawn as the x axis draws its
+    ticks (the same marker, transform and pad: the same pixels) but as one line of markers and
+    one text per label (``gid="column-label"``): an axis tick is five artists (two tick lines,
+    a grid line, two labels), built and updated for each of the ``k`` panels' columns."""
+    ax.set_xticks([])
+    size = mpl.rcParams["xtick.major.size"]
+    ax.plot(positions, np.zeros(len(positions)), ls="none", marker=TICKDOWN, ms=size,
+            mew=mpl.rcParams["xtick.major.width"], color=mpl.rcParams["xtick.color"],
+            transform=ax.get_xaxis_transform("tick1"), clip_on=False,
+            zorder=Line2D.zorder + 0.01, gid="column-ticks")
+    transform, va, ha = ax.get_xaxis_text1_transform(size + mpl.rcParams["xtick.major.pad"])
+    for x, text, colour in zip(positions, texts, colours, strict=True):
+        ax.text(x, 0, text, transform=transform, va=va, ha=ha, fontsize=9, color=colour,
+                clip_on=False, gid="column-label")
 
 
 # The heat maps' fixed layout, in inches: room for the titles above, for the first panel's row

@@ -32,7 +32,14 @@ from verify.run._cluster import ClusterPool, connect
 from verify.run._progress import Progress, progress_enabled
 from verify.run._runner import DEFAULT_WORKERS, InlineExecutor, RunResult, new_run_id, run_claims
 from verify.run._store import ResultStore
-from verify.run._tasks import Task, exact_inputs, higher_precision, longer_checkpoints, run_task
+from verify.run._tasks import (
+    Task,
+    exact_inputs,
+    higher_precision,
+    longer_checkpoints,
+    run_task,
+    run_tasks,
+)
 
 # start-up: the conjecture modules (``verify check``) import the search and with it Hypothesis
 # (~0.2 s, measured with `python -X importtime -c "import verify.run"`), which ``verify run``
@@ -52,7 +59,8 @@ def __getattr__(name: str):
 
 
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS",
-           "ResultStore", "Progress", "progress_enabled", "Task", "run_task", "exact_inputs",
+           "ResultStore", "Progress", "progress_enabled", "Task", "run_task", "run_tasks",
+           "exact_inputs",
            "higher_precision", "longer_checkpoints", "Conjecture", "load_conjecture",
            "parse_conjecture", "check_conjecture", "judge_instance_file", "CheckRun",
            "EXIT_CODES", "Budget", "parse_memory", "ClusterPool", "connect"]

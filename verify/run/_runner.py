@@ -10,10 +10,13 @@ process as they finish (:class:`~verify.run._store.ResultStore`).
 **Scheduling.** The instances are handed to the executor a few at a time, the most expensive
 first (:func:`~verify.run._costs.expected_seconds`: the seconds an earlier run of the same
 instances recorded, ``history``, else a static guess), so that a long instance never runs
-alone at the end while the other worker idles; *side jobs* (``side_jobs``: work that does not
-depend on the verdicts, such as the report's fixed figures, or that depends on one claim only,
-such as its figures once its instances are judged) go ahead of the remaining instances as soon
-as they are known, so that they are done alongside the checks instead of after them.  An
+alone at the end while the other worker idles; the tasks of several claims judged on one
+instance go to one worker together, which integrates their common first run once
+(:func:`~verify.run._tasks.run_tasks`, :func:`verify.judge.shared_runs`); *side jobs*
+(``side_jobs``: work that does not depend on the verdicts, such as the report's fixed figures,
+or that depends on one claim only, such as its figures once its instances are judged) go ahead
+of the remaining instances as soon as they are known, so that they are done alongside the
+checks instead of after them.  An
 instance whose worker died (a broken pool, a Dask ``KilledWorker``) is stored as *lost*
 (``"lost": true``, verdict inconclusive) and computed again by a resumed run, whichever
 executor it uses.
@@ -41,7 +44,7 @@ from verify.run._budget import Budget
 from verify.run._costs import expected_cost, expected_seconds, recorded_seconds
 from verify.run._progress import Progress
 from verify.run._store import ResultStore
-from verify.run._tasks import Task, _error_result, new_record, run_task
+from verify.run._tasks import Task, _error_result, new_record, run_task, run_tasks, same_instance
 from verify.run._workers import new_pool, stop_workers
 
 __all__ = ["run_claims", "RunResult", "InlineExecutor", "new_run_id", "DEFAULT_WORKERS",
@@ -305,7 +308,8 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                    else None)
     expected = expected_seconds(todo, {} if history is None else recorded_seconds(
         history, parameters=parameters, proof=proof, exclude=out_dir))
-    queue = sorted(todo, key=lambda t: expected[t.key], reverse=True)  # the longest first
+    queue = sorted(_bundles(todo), key=lambda bundle: sum(expected[t.key] for t in bundle),
+                   reverse=True)  # the longest first
     side: list = []  # (key, function, args), ahead of the queued instances
     side_results: dict = {}
     remaining = {claim.id: sum(t.claim.id == claim.id and t.key not in records
@@ -327,7 +331,7 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
     limit = _in_flight(pool)
     finished = False
     try:
-        futures: dict = {}  # future -> Task, or ("side", key)
+        futures: dict = {}  # future -> ("side", key) or ("tasks", bundle)
         order: dict = {}
 
         def submit() -> None:
@@ -336,32 +340,36 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                     key, function, args = side.pop(0)
                     future, what = pool.submit(function, *args), ("side", key)
                 else:
-                    what = queue.pop(0)
-                    future = pool.submit(run_task, what)
+                    bundle = queue.pop(0)
+                    future = pool.submit(run_task, bundle[0]) if len(bundle) == 1 else \
+                        pool.submit(run_tasks, bundle)
+                    what = ("tasks", bundle)
                 futures[future], order[future] = what, len(order)
 
         submit()
         while futures:
             ready, _ = wait(set(futures), timeout=_TICK_SECONDS, return_when=FIRST_COMPLETED)
             for future in sorted(ready, key=order.__getitem__):
-                task = futures.pop(future)
-                if isinstance(task, tuple):  # a side job: its caller redoes what failed
+                kind, what = futures.pop(future)
+                if kind == "side":  # a side job: its caller redoes what failed
                     if not future.cancelled() and future.exception() is None:
-                        side_results[task[1]] = future.result()
+                        side_results[what] = future.result()
                     continue
                 try:
-                    record = future.result()
+                    found = future.result()
+                    found = [found] if len(what) == 1 else found
                 except Exception as exc:  # noqa: BLE001 - e.g. a worker process died
-                    record = _lost_record(task, exc)
-                record = write_certificate(_write_counterexample(record, out_dir), out_dir)
-                store.append(record)
-                records[task.key] = record
-                bar.update(task.key, record["result"]["verdict"])
-                if callable(progress):
-                    progress(task.key, record)
-                remaining[task.claim.id] -= 1
-                if not remaining[task.claim.id]:
-                    claim_done(task.claim)
+                    found = [_lost_record(task, exc) for task in what]
+                for task, record in zip(what, found, strict=True):
+                    record = write_certificate(_write_counterexample(record, out_dir), out_dir)
+                    store.append(record)
+                    records[task.key] = record
+                    bar.update(task.key, record["result"]["verdict"])
+                    if callable(progress):
+                        progress(task.key, record)
+                    remaining[task.claim.id] -= 1
+                    if not remaining[task.claim.id]:
+                        claim_done(task.claim)
             submit()
             bar.tick()
         finished = True
@@ -380,6 +388,16 @@ def run_claims(claims: Iterable, *, instances: int | None = None, seed: int | No
                      (stored_run or {}).get("started", started.isoformat()),
                      datetime.now(UTC).isoformat(), time.perf_counter() - clock, len(done),
                      type(pool).__name__ if todo else "", side=side_results)
+
+
+def _bundles(tasks: list[Task]) -> list[tuple[Task, ...]]:
+    """``tasks`` in bundles of one :func:`~verify.run._tasks.same_instance` key (in their
+    order; mostly of one task): a bundle goes to one worker, which integrates each first run
+    once (:func:`~verify.run._tasks.run_tasks`)."""
+    groups: dict[str, list[Task]] = {}
+    for task in tasks:
+        groups.setdefault(same_instance(task), []).append(task)
+    return [tuple(group) for group in groups.values()]
 
 
 def _lost_record(task: Task, exc: BaseException) -> dict:

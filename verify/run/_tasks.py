@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 
 from verify.claim import (
@@ -34,13 +34,14 @@ from verify.claim import (
 from verify.errors import OutOfScope, UserFunctionError
 from verify.exact.plain import to_plain
 from verify.flow.simulate import _growth_rate, choose_bits, scaled_checkpoints
-from verify.judge import RECHECK_FACTOR, failed, judge_request
+from verify.judge import RECHECK_FACTOR, failed, judge_request, shared_runs
 from verify.model.instance_file import instance_to_toml
 from verify.numerics import bits_to_digits
 from verify.proof import certify_drift, certify_masked, prove_result
 from verify.run._budget import judge_within
 
-__all__ = ["Task", "run_task", "judge_on_instance", "new_record", "instance_fields",
+__all__ = ["Task", "run_task", "run_tasks", "same_instance", "judge_on_instance", "new_record",
+           "instance_fields",
            "higher_precision", "longer_checkpoints", "exact_inputs", "RECHECK_HORIZON_FACTOR",
            "RECHECK_EXTRA_DIGITS"]
 
@@ -162,6 +163,29 @@ def run_task(task: Task) -> dict:
         claim, family, instance, seed=seed, horizon=horizon, checkpoints=family.checkpoints,
         precision=precision))
     return finish(result, **extra)
+
+
+def run_tasks(tasks: tuple[Task, ...]) -> list[dict]:
+    """:func:`run_task` of each of ``tasks`` in turn, in one worker, with their first runs
+    shared (:func:`verify.judge.shared_runs`): for tasks of one :func:`same_instance` key,
+    whose claims judge the same instance, each run is integrated once. Raises what
+    :func:`run_task` raises (the runner then stores every task of the bundle as lost)."""
+    with shared_runs():
+        return [run_task(task) for task in tasks]
+
+
+def same_instance(task: Task) -> str:
+    """Equal for tasks that draw the same instance (their families equal but for their
+    descriptions and counts: instance ``k`` is drawn alike) at the same horizon, checkpoints,
+    precision and seed: the runner gives them to one worker (:func:`run_tasks`). Only groups
+    them: whether a run is shared is decided on the exact instance and arguments
+    (:func:`verify.judge.shared_runs`)."""
+    family = task.claim.family(task.family)
+    if not is_dataclass(family):
+        return task.key
+    spec = {f.name: getattr(family, f.name) for f in fields(family)
+            if f.name not in ("description", "count")}
+    return repr((type(family).__name__, spec, task.k, task.seed, task.precision, task.horizon))
 
 
 def new_record(claim, family: str, k: int, seed: int | None, precision: object,

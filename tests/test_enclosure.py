@@ -284,12 +284,12 @@ def _sum_series(coefficients: list[list[list]], s) -> list[list]:
 
 def test_a_step_from_a_wide_box_holds_the_solutions_through_its_points():
     """One step from a box of radius 1e-6 (rescaled form, non-normal V, Q ≠ I): the a-priori
-    box B (the initial box's own Taylor polynomial over [0, h], module docstring of
-    ``_taylor``) and the step's enclosure ``over`` contain the solutions through corners and
-    interior points of the box at times in [0, h], computed at 256 bits by the independent
-    route (Picard iteration on FLINT's power series with the raw softmax; 30 orders, truncation
-    far below the balls). Fails if the box is built from the centre's coefficients instead of
-    the box's, or if the flow's Jacobian W is replaced by I (both checked)."""
+    box B (the centre's Taylor polynomial over [0, h] and the box's spread under the flow's
+    Jacobian, module docstring of ``_taylor``) and the step's enclosure ``over`` contain the
+    solutions through corners and interior points of the box at times in [0, h], computed at
+    256 bits by the independent route (Picard iteration on FLINT's power series with the raw
+    softmax; 30 orders, truncation far below the balls). Fails if the box and its inclusion
+    test leave the spread out (checked), or if the flow's Jacobian W is replaced by I."""
     model = Model(V=[["1/2", 1], ["-1/3", "1/4"]], Q=[[1, "1/2"], [0, 1]])
     x0 = [[1, 0], ["9/10", "1/5"], ["-1/2", "3/4"]]
     inst = Instance(model, x0)

@@ -541,3 +541,31 @@ def test_float64_jets_only_at_128_bits_coarse_tolerances_and_with_the_compiled_k
         assert spec.jets(Fraction(0), point, 4, refs)["arithmetic"] == "arb"
         box = arb_mat([[v + arb(0, "1e-6")] for v in point.entries()])
         assert spec.jets(Fraction(0), box, 4, refs)["arithmetic"] == "float64"
+
+
+@pytest.mark.parametrize("rows, cols, orthonormal", [(6, 6, True), (36, 36, True),
+                                                     (8, 3, True), (7, 4, False)])
+def test_the_pseudo_inverse_contains_the_exact_one(rows, cols, orthonormal):
+    """Lohner's pseudo-inverse (AᵀA)⁻¹Aᵀ of a float64-orthonormal Q (the Neumann-series
+    enclosure) and of a matrix far from orthonormal (Arb's solve) contains the exact one,
+    computed in exact rationals (FLINT's fmpq_mat) from the same float entries. Fails when
+    the Neumann term η is dropped (the exact inverse differs from Qᵀ in the 16th digit)."""
+    from flint import fmpq, fmpq_mat
+
+    from verify.enclosure._enclosure import _pseudo_inverse
+
+    rng = np.random.default_rng(rows * 100 + cols)
+    M = rng.standard_normal((rows, cols))
+    if orthonormal:
+        M = np.linalg.qr(M)[0]
+    else:
+        M[:, 0] += 3 * M[:, 1]
+    exact = fmpq_mat([[fmpq(*Fraction(float(v)).as_integer_ratio()) for v in row] for row in M])
+    truth = (exact.transpose() * exact).solve(exact.transpose())
+    with ctx.workprec(128):
+        Y = _pseudo_inverse(arb_mat(M.tolist()))
+    assert (Y.nrows(), Y.ncols()) == (cols, rows)
+    with ctx.workprec(512):  # the rationals as (nearly exact) balls
+        for i in range(cols):
+            for j in range(rows):
+                assert Y[i, j].contains(truth[i, j]), (i, j)

@@ -228,7 +228,8 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
     offsets = A * r
     X = centre + arb_mat(rows, cols, offsets.entries())
     references = field.references(t0, centre)
-    point = field.coefficients(t0, centre, order, references)
+    # the centre's orders < N (its order N would only feed the step-size guess)
+    point = field.coefficients(t0, centre, order - 1, references)
     # the initial set's jets only to the orders DF's series needs (the a-priori box is the
     # centre's polynomial and the spread under W's polynomial, module docstring)
     initial = field.jets(t0, X, _W_ORDER - 1, references, attention=_W_ORDER)

@@ -284,12 +284,12 @@ def _sum_series(coefficients: list[list[list]], s) -> list[list]:
 
 def test_a_step_from_a_wide_box_holds_the_solutions_through_its_points():
     """One step from a box of radius 1e-6 (rescaled form, non-normal V, Q ≠ I): the a-priori
-    box B (the initial box's own Taylor polynomial over [0, h], module docstring of
-    ``_taylor``) and the step's enclosure ``over`` contain the solutions through corners and
-    interior points of the box at times in [0, h], computed at 256 bits by the independent
-    route (Picard iteration on FLINT's power series with the raw softmax; 30 orders, truncation
-    far below the balls). Fails if the box is built from the centre's coefficients instead of
-    the box's, or if the flow's Jacobian W is replaced by I (both checked)."""
+    box B (the centre's Taylor polynomial over [0, h] and the box's spread under the flow's
+    Jacobian, module docstring of ``_taylor``) and the step's enclosure ``over`` contain the
+    solutions through corners and interior points of the box at times in [0, h], computed at
+    256 bits by the independent route (Picard iteration on FLINT's power series with the raw
+    softmax; 30 orders, truncation far below the balls). Fails if the box and its inclusion
+    test leave the spread out (checked), or if the flow's Jacobian W is replaced by I."""
     model = Model(V=[["1/2", 1], ["-1/3", "1/4"]], Q=[[1, "1/2"], [0, 1]])
     x0 = [[1, 0], ["9/10", "1/5"], ["-1/2", "3/4"]]
     inst = Instance(model, x0)
@@ -541,3 +541,31 @@ def test_float64_jets_only_at_128_bits_coarse_tolerances_and_with_the_compiled_k
         assert spec.jets(Fraction(0), point, 4, refs)["arithmetic"] == "arb"
         box = arb_mat([[v + arb(0, "1e-6")] for v in point.entries()])
         assert spec.jets(Fraction(0), box, 4, refs)["arithmetic"] == "float64"
+
+
+@pytest.mark.parametrize("rows, cols, orthonormal", [(6, 6, True), (36, 36, True),
+                                                     (8, 3, True), (7, 4, False)])
+def test_the_pseudo_inverse_contains_the_exact_one(rows, cols, orthonormal):
+    """Lohner's pseudo-inverse (AᵀA)⁻¹Aᵀ of a float64-orthonormal Q (the Neumann-series
+    enclosure) and of a matrix far from orthonormal (Arb's solve) contains the exact one,
+    computed in exact rationals (FLINT's fmpq_mat) from the same float entries. Fails when
+    the Neumann term η is dropped (the exact inverse differs from Qᵀ in the 16th digit)."""
+    from flint import fmpq, fmpq_mat
+
+    from verify.enclosure._enclosure import _pseudo_inverse
+
+    rng = np.random.default_rng(rows * 100 + cols)
+    M = rng.standard_normal((rows, cols))
+    if orthonormal:
+        M = np.linalg.qr(M)[0]
+    else:
+        M[:, 0] += 3 * M[:, 1]
+    exact = fmpq_mat([[fmpq(*Fraction(float(v)).as_integer_ratio()) for v in row] for row in M])
+    truth = (exact.transpose() * exact).solve(exact.transpose())
+    with ctx.workprec(128):
+        Y = _pseudo_inverse(arb_mat(M.tolist()))
+    assert (Y.nrows(), Y.ncols()) == (cols, rows)
+    with ctx.workprec(512):  # the rationals as (nearly exact) balls
+        for i in range(cols):
+            for j in range(rows):
+                assert Y[i, j].contains(truth[i, j]), (i, j)

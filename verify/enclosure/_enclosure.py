@@ -64,10 +64,39 @@ def _initial_balls(instance) -> arb_mat:
     return arb_mat(rows)
 
 
+#: Below this bound on :math:`\\|A^\\top A - I\\|_\\infty` the pseudo-inverse is enclosed by the
+#: Neumann series (:func:`_pseudo_inverse`), above it by Arb's solve.
+_NEARLY_ORTHONORMAL = 2.0 ** -20
+
+
 def _pseudo_inverse(A: arb_mat) -> arb_mat:
-    """An enclosure of :math:`(A^\\top A)^{-1} A^\\top` (``A`` with independent columns)."""
+    """An enclosure of :math:`(A^\\top A)^{-1} A^\\top` (``A`` with independent columns).
+
+    Lohner's ``A`` is orthonormal in float64, so :math:`A^\\top A = I + \\Delta` with
+    :math:`\\varepsilon \\ge \\|\\Delta\\|_\\infty` of the order of the rounding; then
+    :math:`(I + \\Delta)^{-1} = I - \\Delta (I + \\Delta)^{-1}`, whose second term has
+    :math:`\\infty`-norm — so every entry — at most :math:`\\eta = \\varepsilon / (1 -
+    \\varepsilon)` (the Neumann series), and the pseudo-inverse lies in :math:`(I + [\\pm
+    \\eta])\\, A^\\top` (entrywise balls): a product instead of a solve (a third of the
+    Lohner update's CPU for ``n d = 36``). Otherwise (``ε`` above :data:`_NEARLY_ORTHONORMAL`,
+    e.g. the symmetries' basis) Arb's solve of :math:`A^\\top A\\, Y = A^\\top`.
+
+    >>> from flint import arb_mat
+    >>> Y = _pseudo_inverse(arb_mat([[0.6, -0.8], [0.8, 0.6]]))
+    >>> all(Y[i, j].contains(v) for i, j, v in [(0, 0, 0.6), (0, 1, 0.8), (1, 0, -0.8)])
+    True
+    """
     At = A.transpose()
-    return (At * A).solve(At)
+    gram = At * A
+    k = gram.nrows()
+    entries = gram.entries()
+    epsilon = max((sum((abs(entries[i * k + j] - (1 if i == j else 0)) for j in range(k)),
+                       arb(0)) for i in range(k)), default=arb(0)).upper()
+    if not epsilon <= _NEARLY_ORTHONORMAL:
+        return gram.solve(At)
+    eta = (epsilon / (1 - epsilon)).upper()
+    return arb_mat(k, k, [arb(1 if i == j else 0, eta) for i in range(k)
+                          for j in range(k)]) * At
 
 
 def _symmetry_group(instance):
@@ -196,7 +225,7 @@ class Enclosure:
         delta = arb_mat(self.n * self.d, 1, [v - c for v, c in zip(
             P.entries(), centre.entries(), strict=True)])
         M = step.WA_end
-        mids = np.array([[float(v.mid()) for v in row] for row in M.tolist()])
+        mids = np.array([float(v) for v in M.mid().entries()]).reshape(M.nrows(), M.ncols())
         radii = np.array([float(v.rad()) for v in self.r.entries()])
         order = np.argsort(-np.linalg.norm(mids * radii, axis=0), kind="stable")
         Q = np.linalg.qr(mids[:, order])[0]
@@ -205,9 +234,8 @@ class Enclosure:
                                  for q in Q.T])
         A = arb_mat(Q.tolist())
         inverse = _pseudo_inverse(A)
-        permuted = arb_mat([[row[j] for j in order] for row in M.tolist()])
-        r_perm = arb_mat(len(order), 1, [self.r.entries()[j] for j in order])
-        self.r = (inverse * permuted) * r_perm + inverse * delta
+        # the columns are ordered for the QR only: (inverse M) r sums the same terms
+        self.r = (inverse * M) * self.r + inverse * delta
         self.A, self.centre = A, centre
         self.x = self._hull()
 

@@ -280,18 +280,20 @@ def _softmax_series(U: list, A: list, G: list, refs: list[int], V, length: int,
     # entry (k, a·d + b) of the n × d² layout goes to (a, k·d + b) of the d × nd one
     layout = [k * d * d + a * d + b for a in range(d) for k in range(n) for b in range(d)]
     A_entries = [c.entries() for c in A]
+    means = {r: [c.entries() for c in weighted[r]] for r in weighted}
+    g_entries = [c.entries() for c in g]
     rows: list[list] = [[] for _ in range(length)]
     for i in range(n):
         r = refs[i]
         W, scale, g_i = [], [], []
         for m in range(length):
-            mean = arb_mat(1, d, weighted[r][m].entries()[i * d:(i + 1) * d])
+            mean = arb_mat(1, d, means[r][m][i * d:(i + 1) * d])
             W.append(offsets[r][m] - ones * mean)  # row k: w_ik^T
             D = arb_mat(n, n)
             for q in range(n):
                 D[q, q] = A_entries[m][i * n + q]
             scale.append(D)
-            g_i.append(arb_mat(1, d, g[m].entries()[i * d:(i + 1) * d]))
+            g_i.append(arb_mat(1, d, g_entries[m][i * d:(i + 1) * d]))
         second = _cauchy(_cauchy([w.transpose() for w in W], _cauchy(scale, W, length),
                                  length), Gt, length)  # C_i G^T
         outer = _cauchy([arb_mat(n * d, 1, w.entries()) for w in W], g_i, length)

@@ -3,38 +3,51 @@ CAPD, with boxes instead of Lohner's rotated parallelepipeds).
 
 **Theorem (the step).** Let :math:`F(t, x)` be analytic, :math:`X` a box of states at
 :math:`t_0` with centre :math:`\hat x`, :math:`h > 0`, :math:`T = [t_0, t_0 + h]`, let
-:math:`c_j(X)` (:math:`j < N`) enclose the Taylor coefficients at :math:`t_0` of the solutions
-through every point of :math:`X`, and let :math:`B` be a box such that
+:math:`c_j(\hat x)` (:math:`j < N`) enclose the Taylor coefficients at :math:`t_0` of the
+solution through :math:`\hat x`, :math:`B` a box, :math:`c_N(T, B)` an enclosure of the
+:math:`N`-th Taylor coefficient of the solution through every base point in :math:`T \times B`
+(ball arithmetic, :func:`verify.enclosure._jets.taylor_coefficients`), and :math:`\mathcal
+W \subseteq \mathbb R^{m \times m}` a box that contains the flow's Jacobian :math:`W(s)`,
+:math:`s \in [0, h]`, along every solution from :math:`X` that stays in :math:`B` on
+:math:`[0, s]` (below). If
 
-.. math:: \sum_{j<N} c_j(X)\,[0, h]^j + c_N(T, B)\,[0, h]^N \subseteq \operatorname{int} B ,
+.. math:: \sum_{j<N} c_j(\hat x)\,[0, h]^j + c_N(T, B)\,[0, h]^N + \mathcal W\,(X - \hat x)
+          \subseteq \operatorname{int} B ,
 
-where :math:`c_N(T, B)` encloses the :math:`N`-th Taylor coefficient of the solution through
-every base point in :math:`T \times B` (ball arithmetic,
-:func:`verify.enclosure._jets.taylor_coefficients`). Then (1) every solution with
-:math:`x(t_0) \in X` exists on :math:`T` and stays in :math:`B` (the *high-order enclosure* of
-Corliss & Rihm, 1996; Nedialkov, Jackson & Pryce, 2001: :math:`X \subseteq \operatorname{int}
-B`; if the solution stayed in :math:`B` exactly up to some :math:`s^* < h`, Taylor's theorem
-with the Lagrange remainder — entrywise, at base points :math:`(t_0 + \xi, x(t_0 + \xi)) \in T
-\times B` — would put :math:`x(t_0 + s^*)` in :math:`\operatorname{int} B`, and the solution
-would go on inside :math:`B`); (2) for :math:`s \in [0, h]`,
+then (1) every solution with :math:`x(t_0) \in X` exists on :math:`T` and stays in :math:`B`,
+and (2) for :math:`s \in [0, h]`,
 
-.. math:: x(t_0 + s) \in \sum_{j<N} c_j(\hat x)\, s^j + c_N(T, B)\, s^N + W(s)\,(x(t_0) - \hat x),
+.. math:: x(t_0 + s) \in \sum_{j<N} c_j(\hat x)\, s^j + c_N(T, B)\, s^N + W(s)\,(x(t_0) - \hat x).
 
-where :math:`c_j(\hat x)` are the Taylor coefficients at :math:`t_0` of the solution through
-:math:`\hat x` (Taylor's theorem with the Lagrange remainder for that solution, which stays in
-:math:`B`), and :math:`W(s)` encloses the flow's Jacobian on the segment from :math:`\hat x` to
+Here :math:`W(s)` encloses the flow's Jacobian on the segment from :math:`\hat x` to
 :math:`x(t_0)` (the mean value theorem for the flow map): :math:`W' = DF\, W`, :math:`W(0) = I`,
 so :math:`\|W(s) - I\|_\infty \le e^{Ls} - 1` with :math:`L = \| |J| \|_\infty` for any
 :math:`J \ni DF(t_0 + s, x(t_0 + s))` along the solutions from :math:`X` (Grönwall), and
-:math:`W` is its Taylor polynomial with the Lagrange remainder (:func:`_flow_jacobian`). ∎
+:math:`W` is its Taylor polynomial — coefficients at :math:`t_0` over :math:`X` — with the
+Lagrange remainder over :math:`T \times B` (:func:`_flow_jacobian`). *Proof.* Let :math:`s^*`
+be the supremum of the :math:`s \le h` such that every solution from :math:`X` exists and stays
+in :math:`B` on :math:`[0, s]`; :math:`s^* > 0`, since :math:`X \subseteq \operatorname{int} B`
+(:math:`s = 0` in the hypothesis) and :math:`X` is compact. On :math:`[0, s^*]` every base
+point the terms of (2) use — the centre's solution in Taylor's theorem with the Lagrange
+remainder (entrywise, at :math:`(t_0 + \xi, x(t_0 + \xi)) \in T \times B`), the solutions from
+the segment in the mean value theorem and in :math:`W`'s Grönwall bound and remainder — lies
+in :math:`T \times B`, so (2) holds there and, by the hypothesis, puts every solution in
+:math:`\operatorname{int} B` at :math:`s^*`; if :math:`s^* < h`, the solutions would go on
+inside :math:`B` beyond it. So :math:`s^* = h`. ∎ (The *high-order enclosure* of Corliss &
+Rihm, 1996, and Nedialkov, Jackson & Pryce, 2001, in mean-value form: the initial set's own
+Taylor coefficients :math:`c_j(X)` are not needed, only :math:`DF`'s first :math:`k` along it.)
 
-The a-priori box is the initial set's own Taylor polynomial over :math:`[0, h]`: it follows the
-tokens' common motion through the step, where the first-order (Picard) form
+The a-priori box is the centre's Taylor polynomial over :math:`[0, h]` and the initial set's
+spread under :math:`W`'s Taylor polynomial: it follows the tokens' common motion through the
+step, where the first-order (Picard) form
 :math:`X + [0, h]\,(F(T, \hat x) + J\,(B - \hat x)) \subseteq B` needs the Jacobian over the
 whole box :math:`B`, which in ball arithmetic loses the tokens' correlation (in a transition
 row of attention the scores' widths multiply :math:`E^\top B E`): on hyperplanes'
 random-good-triple#0 at :math:`t = 2` its :math:`\| |J| \|_\infty` over :math:`B` was 582, at
-the centre 32, and that inclusion alone held the steps to :math:`h \le 2^{-11}`.
+the centre 32, and that inclusion alone held the steps to :math:`h \le 2^{-11}`. (Until
+session 9 it was the initial set's own polynomial :math:`\sum_{j<N} c_j(X)\,[0, h]^j`: the
+same steps and balls on hyperplanes' paper figures, at the cost of the initial set's jets to
+order :math:`N - 1` instead of :math:`k - 1` — about a sixth of a step.)
 
 The mean-value form is what keeps the balls small: the width of the state is multiplied by
 :math:`|W(h)| \approx |I + hJ|` per step — the flow's own expansion, entry by entry — instead of
@@ -43,8 +56,9 @@ Jacobian's Taylor coefficients are in closed form (:mod:`verify.enclosure._jacob
 
 Step sizes are dyadic (8 significant bits, so that times stay exact): the previous one, doubled
 at most, shrunk until the remainder :math:`c_N(T, B)\, h^N` is below
-``tol`` times the state (then the inclusion holds: the box is the polynomial widened by
-four times that).
+``tol`` times the state (then the inclusion holds unless :math:`W`'s remainder is large: the
+box is the polynomial and the spread widened by four times that and by
+:data:`_SPREAD_MARGIN` of the spread).
 """
 
 from __future__ import annotations
@@ -69,6 +83,9 @@ _SHRINK_FLOOR = 1.0 / 16
 _W_ORDER = 3
 #: The a-priori box is widened by this much of its radius beyond the accepted remainder.
 _RADIUS_ROUNDING = 2.0 ** -16
+#: ... and by this much of the initial set's spread beyond W's Taylor polynomial (room for W's
+#: Lagrange remainder, of relative size about :math:`\|\Psi_{k+1}\| h^{k+1}`).
+_SPREAD_MARGIN = 2.0 ** -4
 
 
 class StepFailure(Exception):
@@ -160,7 +177,8 @@ def _fundamental(J: list, length: int) -> list:
     return W
 
 
-def _flow_jacobian(low: list, high: list, h: Fraction) -> tuple[arb_mat, arb_mat]:
+def _flow_jacobian(low: list, high: list, h: Fraction,
+                   W: list | None = None) -> tuple[arb_mat, arb_mat]:
     """``(W(h), W([0, h]))`` for :math:`W' = DF\\, W`, :math:`W(0) = I`: the Taylor
     polynomial :math:`\\sum_{j \\le k} W_j s^j` from the coefficients :math:`J_0, \\dots,
     J_{k-1}` of :math:`DF` along the solutions from the initial box (``low``, :math:`k` of them),
@@ -170,7 +188,8 @@ def _flow_jacobian(low: list, high: list, h: Fraction) -> tuple[arb_mat, arb_mat
     :math:`T \\times B`, :math:`k + 1` of them) and :math:`W(\\tau) \\in I + [\\pm(e^{L h} -
     1)]` (Grönwall, :math:`L = \\| |J| \\|_\\infty` with :math:`J = \\sum_{j < k} J_j [0, h]^j
     + \\mathrm{high}_k [0, h]^k \\ni DF` along every solution from the initial box: Taylor's
-    theorem for :math:`s \\mapsto DF(t_0 + s, x(s))`)."""
+    theorem for :math:`s \\mapsto DF(t_0 + s, x(s))`); ``W``: the polynomial's coefficients
+    :math:`W_0, \\dots, W_k` when already computed from ``low``."""
     k = len(low)
     m = low[0].nrows()
     identity = _identity(m)
@@ -179,7 +198,7 @@ def _flow_jacobian(low: list, high: list, h: Fraction) -> tuple[arb_mat, arb_mat
     L = max(sum((abs(v) for v in row), arb(0)) for row in J.tolist()).upper()
     omega = ((L * ball_of(h)).exp() - 1).upper()
     gronwall = identity + arb_mat(m, m, [arb(0, omega)] * (m * m))
-    W = _fundamental(low, k + 1)
+    W = _fundamental(low, k + 1) if W is None else W
     rest = _fundamental(high, k + 2)[k + 1] * gronwall
     return _horner(W + [rest], s_end), _horner(W + [rest], s_all)
 
@@ -206,12 +225,16 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
     the next step is predicted with the growth measured between a rejected and the accepted
     attempt, which saves the rejected attempt (one jets evaluation over the box) per step."""
     rows, cols = centre.nrows(), centre.ncols()
-    X = centre + arb_mat(rows, cols, (A * r).entries())
+    offsets = A * r
+    X = centre + arb_mat(rows, cols, offsets.entries())
     references = field.references(t0, centre)
-    point = field.coefficients(t0, centre, order, references)
-    # orders < N of the initial set (the a-priori box's polynomial): its order N is not used
-    initial = field.jets(t0, X, order - 1, references, attention=_W_ORDER)
+    # the centre's orders < N (its order N would only feed the step-size guess)
+    point = field.coefficients(t0, centre, order - 1, references)
+    # the initial set's jets only to the orders DF's series needs (the a-priori box is the
+    # centre's polynomial and the spread under W's polynomial, module docstring)
+    initial = field.jets(t0, X, _W_ORDER - 1, references, attention=_W_ORDER)
     low = jacobian_series(field, initial, _W_ORDER)
+    spread_polynomial = _fundamental(low, _W_ORDER + 1)
     sizes = [_max_abs(c.entries()) for c in point]
     scale = max(1.0, sizes[0])
     target = tol * scale
@@ -225,12 +248,16 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
     why = "no step validates"
     for _ in range(_HALVINGS):
         s_range, times = dyadic_ball(Fraction(0), h), dyadic_ball(t0, t0 + h)
-        # the a-priori box: the initial set's Taylor polynomial over [0, h], widened by more
-        # than the remainder term that the step accepts (step (1) of the module docstring) and
-        # than the rounding of the radii (30 bits in arb)
-        polynomial = _horner(initial["state"][:order], s_range).entries()
-        B = arb_mat(rows, cols, [v + arb(0, margin + v.rad() * _RADIUS_ROUNDING)
-                                 for v in polynomial])
+        # the a-priori box: the centre's Taylor polynomial over [0, h] and the initial set's
+        # spread under W's Taylor polynomial (without its remainder), widened by more than the
+        # remainder term that the step accepts, by _SPREAD_MARGIN of the spread (W's remainder)
+        # and by more than the rounding of the radii (30 bits in arb)
+        polynomial = _horner(point[:order], s_range).entries()
+        guess = (_horner(spread_polynomial, s_range) * offsets).entries()
+        B = arb_mat(rows, cols, [
+            v + w + arb(0, margin + abs(w).upper() * _SPREAD_MARGIN
+                        + (v.rad() + w.rad()) * _RADIUS_ROUNDING)
+            for v, w in zip(polynomial, guess, strict=True)])
         jets = field.jets(times, B, order, references, attention=_W_ORDER + 1)
         remainder = jets["state"][order]
         size = _max_abs(remainder.entries()) * float(h) ** order
@@ -241,21 +268,24 @@ def taylor_step(field, t0: Fraction, centre: arb_mat, A: arb_mat, r: arb_mat,
             rejected = (float(h), size) if math.isfinite(size) else None
             h = _dyadic_floor(float(h) * min(max(shrink, _SHRINK_FLOOR), 0.9))
             continue
-        tail = (remainder * s_range ** order).entries()
-        if not all(b.contains_interior(p + e) for b, p, e in zip(B.entries(), polynomial, tail,
-                                                                  strict=True)):
-            why = f"the a-priori inclusion fails for h = {float(h):.3g}"
-            h = _dyadic_floor(float(h) / 2)
-            continue
-        W_end, W_all = _flow_jacobian(low, jacobian_series(field, jets, _W_ORDER + 1), h)
+        W_end, W_all = _flow_jacobian(low, jacobian_series(field, jets, _W_ORDER + 1), h,
+                                      spread_polynomial)
         if not all(v.is_finite() for v in W_all.entries()):
             why = f"the flow's Jacobian is not finite at h = {float(h):.3g}"
+            h = _dyadic_floor(float(h) / 2)
+            continue
+        WA_all = W_all * A
+        tail = (remainder * s_range ** order).entries()
+        spread = (WA_all * r).entries()
+        if not all(b.contains_interior(p + e + w) for b, p, e, w in zip(
+                B.entries(), polynomial, tail, spread, strict=True)):
+            why = f"the a-priori inclusion fails for h = {float(h):.3g}"
             h = _dyadic_floor(float(h) / 2)
             continue
         if rejected is not None and 0 < size < rejected[1]:
             power = min(max(math.log(rejected[1] / size) / math.log(rejected[0] / float(h)),
                             float(order)), 4.0 * order)
         grow = min(2.0, 0.9 * (target / size) ** (1.0 / power)) if size > 0 else 2.0
-        return Step(t0, h, point[:order] + [remainder], r, W_end * A, W_all * A, B,
+        return Step(t0, h, point[:order] + [remainder], r, W_end * A, WA_all, B,
                     _dyadic_floor(float(h) * max(grow, 0.5)), power)
     raise StepFailure(f"no step validates ({why}).")

@@ -228,6 +228,9 @@ def test_settings_are_checked_as_scipy_checks_them():
         DOP853Stepper(linear, 0.0, np.array([[np.nan, 0, 0, 0]]), 1.0, 1e-8, 1e-10)
     with pytest.raises(ValueError, match="forward"):
         DOP853Stepper(linear, 1.0, Y4, 0.0, 1e-8, 1e-10)
+    empty = DOP853Stepper(linear, 1.0, Y4, 1.0, 1e-8, 1e-10)  # t_bound = t0: SciPy's corner
+    assert empty.step() is None and empty.status == "finished" and empty.t == 1.0
+    assert np.array_equal(empty.interpolant()(1.0), Y4)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         stepper = DOP853Stepper(linear, 0.0, Y4, 1.0, 1e-17, 1e-20)

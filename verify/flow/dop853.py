@@ -157,8 +157,8 @@ class DOP853Stepper:
 
     def __init__(self, fun: Callable, t0: float, y0: np.ndarray, t_bound: float, rtol: float,
                  atol: float) -> None:
-        if not t_bound > t0:
-            raise ValueError(f"DOP853Stepper integrates forward: t_bound={t_bound} <= t0={t0}.")
+        if t_bound < t0:
+            raise ValueError(f"DOP853Stepper integrates forward: t_bound={t_bound} < t0={t0}.")
         eps = np.finfo(float).eps
         if rtol < 100 * eps:
             warnings.warn("At least one element of `rtol` is too small. Setting `rtol = "
@@ -215,6 +215,8 @@ class DOP853Stepper:
         if y0.size == 0:
             return math.inf
         interval = self.t_bound - self.t
+        if interval == 0.0:
+            return 0.0
         scale = self.atol + np.abs(y0) * self.rtol
         d0, d1 = _rms(y0 / scale), _rms(f0 / scale)
         h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
@@ -233,8 +235,8 @@ class DOP853Stepper:
         if self.status != "running":
             raise RuntimeError("Attempt to step on a failed or finished solver.")
         t, K = self.t, self._K
-        if self.y.size == 0:
-            self.t_old, self.t, self.status = t, self.t_bound, "finished"
+        if self.y.size == 0 or t == self.t_bound:  # nothing to integrate (SciPy's corner case)
+            self.t_old, self.y_old, self.t, self.status = t, self.y, self.t_bound, "finished"
             return None
         if self.t_old is not None:  # y_k and K_0 = f(t_k, y_k) (the last step's K_12)
             np.copyto(K[_Y], self.y.ravel())
@@ -302,6 +304,8 @@ class DOP853Stepper:
         ``t ↦ y(t)`` for ``t`` in ``[t_old, t]``, a new array of the state's shape."""
         if self.t_old is None:
             raise RuntimeError("Dense output is available after a successful step was made.")
+        if self.t == self.t_old:  # a step of length 0 (see step)
+            return lambda t: self.y.copy()
         tab, K, h, t_old = self._tab, self._K, self.h_previous, self.t_old
         # the step's rows are intact until the next step: y_k, K_0 … K_12, and hA at h
         for s in range(_STAGES + 1, _EXTENDED):

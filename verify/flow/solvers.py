@@ -10,8 +10,9 @@ check fails. The reference run of the error estimate is the same call with a tig
 (:meth:`StepController.tighter`) and a backend with more bits
 (:func:`~verify.flow.precision_policy.reference_settings`).
 
-* :class:`DOP853` — SciPy's DOP853 (order 8, embedded error estimate), float64, optionally in
-  the eigen-coordinates of the rescaled field;
+* :class:`DOP853` — SciPy's DOP853 (order 8, embedded error estimate; stepped by the lean
+  :class:`~verify.flow.dop853.DOP853Stepper`), float64, optionally in the eigen-coordinates of
+  the rescaled field;
 * :class:`Extrapolation` — Gragg–Bulirsch–Stoer extrapolation
   (:func:`~verify.numerics.integrate_extrapolation`) in any backend, exact rational times;
 * :class:`ResidualLayers` — the discrete layers ``x[k+1] = x[k] + h f(kh, x[k])`` themselves.
@@ -36,6 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.flow.dop853 import DOP853Stepper
 from verify.flow.legs import Certifier, Leg
 from verify.numerics import Arb, Backend, integrate_extrapolation
 from verify.numerics._monitor import RunMonitor
@@ -151,7 +153,8 @@ class Solver(abc.ABC):
 
 
 class DOP853(Solver):
-    """SciPy's DOP853 with dense output at the checkpoints (float64).
+    """DOP853 with dense output at the checkpoints (float64): SciPy's method, step-size control
+    and interpolant, stepped by :class:`~verify.flow.dop853.DOP853Stepper`.
 
     Parameters
     ----------
@@ -180,16 +183,12 @@ class DOP853(Solver):
 
     def segment(self, field, backend, times, index, t_start, y_start, controller, *,
                 certifier=None, no_switch_before=None, monitor=None, steps_done=0) -> Segment:
-        from scipy.integrate import DOP853 as SciPyDOP853  # start-up: ~0.4 s, float64 runs only
-
         eigen = self.eigen
-        f = field if eigen is None else eigen
-        shape = y_start.shape
         t_float = self.times(times)
         after = -math.inf if no_switch_before is None else no_switch_before
         y_w = y_start if eigen is None else eigen.to_w(y_start)
-        solver = SciPyDOP853(lambda t, y: f(t, y.reshape(shape)).ravel(), t_start, y_w.ravel(),
-                             t_float[-1], rtol=controller.rtol, atol=controller.atol)
+        solver = DOP853Stepper(field if eigen is None else eigen, t_start, y_w, t_float[-1],
+                               controller.rtol, controller.atol)
         states, steps, leg = [], steps_done, None
         status, message = "success", "reached the horizon"
         while index < len(t_float):
@@ -213,26 +212,27 @@ class DOP853(Solver):
                 message = f"DOP853 failed at t={solver.t:.6g}: {outcome or 'non-finite state'}."
                 break
             if self.observer is not None:
-                self._observe(solver, shape)
+                self._observe(solver)
             if t_float[index] <= solver.t:  # dense output costs 3 evaluations: only when needed
-                dense = solver.dense_output()
+                dense = solver.interpolant()
                 while index < len(t_float) and t_float[index] <= solver.t:
-                    w = dense(t_float[index]).reshape(shape)
+                    w = dense(t_float[index])
                     states.append(w if eigen is None else eigen.to_z(w))
                     index += 1
             if certifier is not None and index < len(t_float) and solver.t > after:
-                leg = certifier.certify(solver.t, solver.y.reshape(shape), eigen=eigen)
+                leg = certifier.certify(solver.t, solver.y, eigen=eigen)
                 if leg is not None:
                     break
         return Segment(states, status, message, leg, steps - steps_done,
                        {"steps": steps - steps_done, "rhs_evals": solver.nfev})
 
-    def _observe(self, solver, shape) -> None:
-        """Hand the accepted step to the observer (``K[0]``, ``K[-1]``: the field at both
-        ends) with its error estimate (:func:`dop853_local_error`)."""
-        self.observer(solver.t_old, solver.y_old.reshape(shape), solver.t,
-                      solver.y.reshape(shape), solver.K[0].reshape(shape),
-                      solver.K[-1].reshape(shape),
+    def _observe(self, solver: DOP853Stepper) -> None:
+        """Hand the accepted step to the observer (``K_0``, ``K_12``: the field at both ends)
+        with its error estimate (:func:`dop853_local_error`)."""
+        K = solver.K
+        shape = solver.shape
+        self.observer(solver.t_old, solver.y_old, solver.t, solver.y, K[0].reshape(shape),
+                      K[-1].reshape(shape),
                       dop853_local_error(solver, solver.t - solver.t_old).reshape(shape))
 
     def totals(self) -> dict:

@@ -486,6 +486,7 @@ def test_claims_judged_on_one_instance_share_its_run(monkeypatch):
 def test_only_equal_instances_and_arguments_share_a_run(monkeypatch):
     import verify.judge._engine as engine
     from verify.model import Instance, Model
+    from verify.numerics._monitor import wall_budget
 
     calls: list = []
     monkeypatch.setattr(engine, "simulate", lambda *a, **k: calls.append((a, k)) or len(calls))
@@ -505,6 +506,10 @@ def test_only_equal_instances_and_arguments_share_a_run(monkeypatch):
         assert len(runs) == 6 and others == [2, 3, 4, 5, 6]
     engine._first_run(Instance(model, x0, "a"), Fraction(2), times, "float64")
     assert len(calls) == 7                               # outside the block: nothing shared
+    with engine.shared_runs() as runs, wall_budget(600.0):  # a budgeted run stops on its own
+        engine._first_run(Instance(model, x0, "a"), Fraction(2), times, "float64")
+        engine._first_run(Instance(model, x0, "a"), Fraction(2), times, "float64")
+        assert not runs and len(calls) == 9
 
 
 class _LosesBundles(Executor):

@@ -148,8 +148,10 @@ def shared_runs() -> Iterator[dict]:
     their exact instance files (:func:`~verify.model.instance_file.instance_to_toml`, which
     reads back to the same instance) and the arguments exactly, and no judge changes a
     trajectory (an extension continues it into a new one). Only the first run is shared, never
-    an extension; the shared runs (yielded: ``{key: Trajectory}``) are dropped with the block.
-    One per thread and task (a :class:`~contextvars.ContextVar`).
+    an extension, and not under an instance's wall-clock budget
+    (:func:`~verify.numerics._monitor.wall_budget`: where such a run stops depends on the time
+    its own instance had); the shared runs (yielded: ``{key: Trajectory}``) are dropped with the
+    block. One per thread and task (a :class:`~contextvars.ContextVar`).
 
     >>> with shared_runs() as runs:
     ...     len(runs)
@@ -167,8 +169,8 @@ def _first_run(instance, run_to: Fraction, times: list[Fraction], precision) -> 
     """``simulate(instance, run_to, checkpoints=times, precision=precision)``, shared within
     :func:`shared_runs`."""
     runs = _SHARED.get()
-    if runs is None:
-        return simulate(instance, run_to, checkpoints=times, precision=precision)
+    if runs is None or remaining_wall_seconds() is not None:  # where a budgeted run stops
+        return simulate(instance, run_to, checkpoints=times, precision=precision)  # is its own
     key = (instance_to_toml(instance), str(run_to), tuple(str(t) for t in times),
            repr(precision))
     if key not in runs:

@@ -101,8 +101,9 @@ def plot_attention_heatmaps(traj: Trajectory, times: Any = None, *, max_panels: 
     fig : matplotlib.figure.Figure
         Axes: the heat maps (one axes: the panels side by side, images with
         ``gid="heat-<panel>"``, their titles ``gid="heat-title"``; the rows labelled on the
-        left, the columns under every panel), the colour bar, the rank panel (its line has
-        ``gid="rank"``). The layout is fixed (no text measured to place the axes).
+        left by the axis' ticks, the columns under every panel by texts ``gid="column-label"``
+        and one line of tick marks ``gid="column-ticks"``), the colour bar, the rank panel (its
+        line has ``gid="rank"``). The layout is fixed (no text measured to place the axes).
 
     Raises
     ------

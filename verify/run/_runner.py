@@ -16,10 +16,9 @@ instance go to one worker together, which integrates their common first run once
 (``side_jobs``: work that does not depend on the verdicts, such as the report's fixed figures,
 or that depends on one claim only, such as its figures once its instances are judged) go ahead
 of the remaining instances as soon as they are known, so that they are done alongside the
-checks instead of after them.  An
-instance whose worker died (a broken pool, a Dask ``KilledWorker``) is stored as *lost*
-(``"lost": true``, verdict inconclusive) and computed again by a resumed run, whichever
-executor it uses.
+checks instead of after them.  An instance whose worker died (a broken pool, a Dask
+``KilledWorker``) is stored as *lost* (``"lost": true``, verdict inconclusive) and computed
+again by a resumed run, whichever executor it uses.
 """
 
 from __future__ import annotations

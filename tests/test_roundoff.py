@@ -5,6 +5,8 @@ uses python-flint arb), and a 40-digit arb run for the error the estimate must c
 
 from __future__ import annotations
 
+import warnings
+
 import mpmath
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from verify.flow.precision_policy import TWIN_GROWTH_LIMIT, rescaled_growth_rate
 from verify.flow.roundoff import accumulated, float64_field, score_perturbation, spot_check
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
-from verify.numerics import STORED_ULPS, Float64, estimate_bound, ulps
+from verify.numerics import STORED_ULPS, Float64, estimate_bound, reachable_rtol, ulps
 
 V = [[1, "1/3"], ["-1/5", "1/2"]]  # not symmetric: the general (non-eigen) float64 field
 X0 = [["7/10", "1/10"], ["-3/10", "9/10"], ["1/7", "-2/3"]]
@@ -276,3 +278,16 @@ def test_arb_reference_tolerance_covers_the_conserved_scores(monkeypatch):
     assert np.max(diagonal) > 10 * allowance.max()     # the drift is there, above rounding
     true_state = np.max(np.abs(run.state - truth.state), axis=2)
     assert np.all(true_state <= estimate_bound(run.error) + 1e-15)
+
+
+def test_a_symmetric_run_records_the_tolerance_its_float64_reference_reaches():
+    """Kept on a symmetry's subspace, a float64 reference integrates by extrapolation, which
+    raises a tolerance below ``reachable_rtol`` to it: the reference's recorded tolerance (and
+    the floor added for it) is the raised one, not DOP853's ``3e-14``."""
+    instance = Instance(Model(V=[[1, 0], [0, 1]]), [[1, "1/4"], [1, "-1/4"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no "rtol below what Float64() can reach"
+        traj = simulate(instance, 3, checkpoints=4, rtol=1e-12, atol=1e-14)
+    assert traj.symmetry is not None
+    assert traj.reference["backend"] == "float64"
+    assert traj.reference["rtol"] == reachable_rtol(Float64()) > 3e-14

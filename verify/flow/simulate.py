@@ -100,7 +100,15 @@ from verify.flow.solvers import (
 )
 from verify.flow.trajectory import Trajectory
 from verify.model import Instance
-from verify.numerics import ESTIMATE_SAFETY, RESOLUTION_ULPS, Arb, Backend, Float64, ulps
+from verify.numerics import (
+    ESTIMATE_SAFETY,
+    RESOLUTION_ULPS,
+    Arb,
+    Backend,
+    Float64,
+    reachable_rtol,
+    ulps,
+)
 from verify.numerics._monitor import RunMonitor, stderr_progress
 
 __all__ = ["simulate", "choose_bits", "reference_settings", "checkpoint_times",
@@ -260,6 +268,10 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
         # the reference run: the same call with a tighter controller and more bits
         ref_backend, ref_rtol = reference_settings(backend, controller.rtol, instance,
                                                    float(times[-1]))
+        if group is not None and isinstance(ref_backend, Float64):
+            # kept on a symmetry's subspace, float64 integrates by extrapolation, whose floor
+            # is above DOP853's: the reference's tolerance (and the floor added for it) is that
+            ref_rtol = max(ref_rtol, reachable_rtol(ref_backend))
         ref_controller = controller.tighter(ref_rtol)
         ref_monitor = monitor("reference run", ref_controller.max_steps)
         previous_ref = None if resume is None else resume.reference_run

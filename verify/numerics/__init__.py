@@ -16,6 +16,7 @@ from verify.numerics._extrapolation import (
     GraggBulirschStoer,
     IntegrationResult,
     integrate_extrapolation,
+    reachable_rtol,
 )
 from verify.numerics._fits import LineFit, fit_doubly_exponential, fit_line, fit_power_law
 from verify.numerics._rounding import (
@@ -40,6 +41,7 @@ __all__ = [
     "GraggBulirschStoer",
     "IntegrationResult",
     "integrate_extrapolation",
+    "reachable_rtol",
     "LineFit",
     "fit_line",
     "fit_power_law",

@@ -51,7 +51,8 @@ from verify.errors import InvalidArgument
 from verify.exact.inputs import to_rational
 from verify.numerics._backends import Backend
 
-__all__ = ["GraggBulirschStoer", "IntegrationResult", "integrate_extrapolation", "lebesgue"]
+__all__ = ["GraggBulirschStoer", "IntegrationResult", "integrate_extrapolation", "lebesgue",
+           "reachable_rtol"]
 
 # Step-size factors of ODEX (HNW II.9): H_j = H * SAFETY * (SAFETY_ERR / err_j)^(1/(2j-1)),
 # clamped to [FAC_MIN^(1/(2j-1)) / FAC_MAX, FAC_MAX].
@@ -177,6 +178,18 @@ class IntegrationResult:
         return self.status == "success"
 
 
+def reachable_rtol(backend: Backend) -> float:
+    """The smallest ``rtol`` :func:`integrate_extrapolation` keeps in ``backend``'s arithmetic:
+    ``ROUNDOFF_MARGIN · lebesgue(MIN_COLUMNS) · ε`` (a smaller one is raised to it, with a
+    warning), so that :data:`MIN_COLUMNS` columns stay above the round-off they amplify.
+
+    >>> from verify.numerics import Float64
+    >>> f"{reachable_rtol(Float64()):.3g}"
+    '5.87e-14'
+    """
+    return ROUNDOFF_MARGIN * float(lebesgue(MIN_COLUMNS)) * backend.epsilon
+
+
 def integrate_extrapolation(
     field: Callable, t_eval: Sequence, y0, *, backend: Backend, rtol: float, atol: float,
     solver: GraggBulirschStoer | None = None, first_step=None, max_steps: int = 100_000,
@@ -281,7 +294,7 @@ def integrate_extrapolation(
     if fixed_step is None and solver.fixed_columns == 1:
         raise InvalidArgument("fixed_columns=1 (int) gives no error estimate; adaptive steps "
                               "need fixed_columns >= 2, or pass fixed_step=...")
-    floor = ROUNDOFF_MARGIN * float(lebesgue(MIN_COLUMNS)) * backend.epsilon
+    floor = reachable_rtol(backend)
     if rtol < floor:
         warnings.warn(f"rtol={rtol:g} is below what {backend!r} can reach (round-off); using "
                       f"rtol={floor:.3g}. Use a backend with more bits.", stacklevel=2)

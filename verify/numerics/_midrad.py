@@ -185,7 +185,7 @@ def hadamard_sum(left: list[Balls], right: list[Balls]) -> Balls:
 
 
 def product_sum(left: list[Balls], right: list[Balls]) -> Balls:
-    r""":math:`\sum_j L_j R_j` (matrix products) as **one** product of the concatenations
+    r""":math:`\sum_j L_j R_j` (matrix products) from the concatenations
     :math:`[L_0 \cdots L_{k-1}]` and :math:`[R_0; \dots; R_{k-1}]` (inner length :math:`K`),
     by BLAS in any order: midpoint :math:`\mathrm{fl}(M_L M_R)`, error :math:`\le \gamma_K
     |M_L||M_R| + K\eta`; radius :math:`[\,|M_L|\;\; R_L\,]\,[\,R_R;\; |M_R| + R_R\,] +

@@ -175,6 +175,24 @@ def _route(compiled: bool):
 
 
 @_ROUTES
+def test_a_subnormal_times_a_large_entry_stays_within_the_cauchy_products_radius(compiled):
+    """The example Hypothesis found (session 9): 1e25 times the subnormal 2.2250738585072e-309
+    in a Cauchy product. The NumPy route formed γ_K |M_R| first, which underflowed, and the
+    lost η was multiplied by 1e25: the exact product escaped the radius."""
+    with _route(compiled):
+        small, large = np.zeros((3, 2)), np.zeros((2, 3))
+        small[2, 1], large[1, 2] = 2.225073858507203e-309, 1e25
+        zeros_l, zeros_r = Balls.exact(np.zeros((2, 3))), Balls.exact(np.zeros((3, 2)))
+        L = _stack([zeros_l, zeros_l, Balls.exact(large), zeros_l])
+        R = _stack([zeros_r, Balls.exact(small), zeros_r, zeros_r])
+        out = new_stack(2, 2)
+        cauchy_product(L, R, 0, 2, 3, out, 1)
+        exact = np.zeros((2, 2), dtype=object)
+        exact[1, 1] = Fraction(1e25) * Fraction(2.225073858507203e-309)
+        assert _contains(_read(out, 1), exact)
+
+
+@_ROUTES
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(_ball((2, 3)), _ball((3, 2))), min_size=2, max_size=5),
        st.data())

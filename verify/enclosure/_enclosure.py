@@ -64,7 +64,7 @@ def _initial_balls(instance) -> arb_mat:
     return arb_mat(rows)
 
 
-#: Below this bound on :math:`\\|A^\\top A - I\\|_\\infty` the pseudo-inverse is enclosed by the
+#: Below this bound on :math:`\|A^\top A - I\|_\infty` the pseudo-inverse is enclosed by the
 #: Neumann series (:func:`_pseudo_inverse`), above it by Arb's solve.
 _NEARLY_ORTHONORMAL = 2.0 ** -20
 

@@ -185,13 +185,15 @@ def hadamard_sum(left: list[Balls], right: list[Balls]) -> Balls:
 
 
 def product_sum(left: list[Balls], right: list[Balls]) -> Balls:
-    r""":math:`\sum_j L_j R_j` (matrix products) as **one** product of the concatenations
+    r""":math:`\sum_j L_j R_j` (matrix products) from the concatenations
     :math:`[L_0 \cdots L_{k-1}]` and :math:`[R_0; \dots; R_{k-1}]` (inner length :math:`K`),
     by BLAS in any order: midpoint :math:`\mathrm{fl}(M_L M_R)`, error :math:`\le \gamma_K
-    |M_L||M_R| + K\eta`; radius :math:`[\,|M_L|\;\; R_L\,]\,[\,R_R + \gamma_K |M_R|;\;
-    |M_R| + R_R\,]` (one product of inner length :math:`2K` after two entrywise operations:
-    at most :math:`2 + 2K` rounded operations along any path, a fused multiply–add counting
-    as one).
+    |M_L||M_R| + K\eta`; radius :math:`[\,|M_L|\;\; R_L\,]\,[\,R_R;\; |M_R| + R_R\,] +
+    \gamma_K (|M_L||M_R|)` (two products, of inner lengths :math:`2K` and :math:`K`: at most
+    :math:`3 + 2K` rounded operations along any path, a fused multiply–add counting as one).
+    :math:`\gamma_K` multiplies the product, not :math:`|M_R|` before it: :math:`\gamma_K
+    |M_R|` underflows for a subnormal entry, and the lost :math:`\eta` would then be
+    multiplied by :math:`|M_L|` (a subnormal times 1e25 escaped the radius).
 
     >>> I = Balls.exact([[1.0, 0.0], [0.0, 1.0]])
     >>> product_sum([I], [I]).mid.tolist()
@@ -204,9 +206,10 @@ def product_sum(left: list[Balls], right: list[Balls]) -> Balls:
     K = mL.shape[1]
     mid = mL @ mR
     aR = np.abs(mR)
-    rad = (np.concatenate([np.abs(mL), rL], axis=1)
-           @ np.concatenate([rR + gamma(K) * aR, aR + rR], axis=0))
-    return Balls(mid, _upward(rad, 2 + 2 * K))
+    aL = np.abs(mL)
+    rad = (np.concatenate([aL, rL], axis=1) @ np.concatenate([rR, aR + rR], axis=0)
+           + gamma(K) * (aL @ aR))
+    return Balls(mid, _upward(rad, 3 + 2 * K))
 
 
 

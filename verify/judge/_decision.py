@@ -261,7 +261,7 @@ def unmeasured_estimate(result: InstanceResult, why: str = UNMEASURED_ESTIMATE
     *fit* weighted and bounded by it — is *inconclusive* with ``why`` (the estimate's coverage is
     not measurable, so ``margin > κ·error`` says nothing); rigorous decisions (exact,
     enclosure, certificate) and evidence are returned as they are; an undecided part (often
-    for want of the reference run that is then not made) says ``why`` as well.
+    for want of the reference run that is then not made) says ``why`` first.
 
     >>> from types import SimpleNamespace
     >>> req = SimpleNamespace(instance=SimpleNamespace(name="f#0"), family=SimpleNamespace(
@@ -271,11 +271,11 @@ def unmeasured_estimate(result: InstanceResult, why: str = UNMEASURED_ESTIMATE
     'inconclusive'
     >>> unmeasured_estimate(decide(req, 1.0, 0, "r_2(0) <= C", unit="r", basis="exact")).label
     'holds (exact)'
-    >>> unmeasured_estimate(inconclusive(req, "no reference run"), "no coverage").reason
-    'no reference run — no coverage.'
+    >>> unmeasured_estimate(inconclusive(req, "no reference run."), "no coverage").reason
+    'no coverage; so: no reference run.'
     """
     if result.verdict is InstanceVerdict.INCONCLUSIVE:
-        return replace(result, reason=f"{result.reason.rstrip('.')} — {why}.")
+        return replace(result, reason=f"{why}; so: {result.reason}")
     if result.verdict not in (InstanceVerdict.HOLDS, InstanceVerdict.VIOLATED) or \
             result.basis not in (Basis.ESTIMATE, Basis.FIT):
         return result

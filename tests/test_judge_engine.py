@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from verify.claim import (
     CheckRequest,
     InstanceVerdict,
     effective_verdict,
+    load_claim,
     parse_claim,
     register_conclusion,
 )
@@ -244,3 +246,57 @@ def test_a_variant_no_certificate_covers_is_judged_at_its_horizon_only():
     longer = _judge({"type": "test-violated-without-certificate"}, family,
                     parameters={"max_horizon": 6})
     assert [h["horizon"] for h in longer.evidence["horizons"]] == ["2", "4"]
+
+
+# --------------------------------------------------------------------------- a field with kinks
+@register_conclusion("test-holds-on-the-estimate", summary="test", needs="test",
+                     asymptotic=False)
+def _holds_on_the_estimate(ev):
+    return decide(ev.request, 1.0, ev.trajectory.error_estimate or 0.0, "a margin read off the "
+                  "run", unit="test", basis="estimate")
+
+
+@register_conclusion("test-holds-exactly", summary="test", needs="test", asymptotic=False)
+def _holds_exactly(ev):
+    return decide(ev.request, 1.0, 0.0, "an exact fact of the data", unit="test", basis="exact")
+
+
+def _mlp_case(activation):
+    return {"name": "mlp", "kind": "explicit", "V": [["0.6", "0.8"], ["0.6", "0.6"]],
+            "x0": [[1, 0], ["-1/2", "1/4"], ["1/3", "-1"]], "horizon": 1, "checkpoints": 5,
+            "model": {"mlp": {"W": [[1, 0], [0, 1]], "activation": activation}}}
+
+
+def test_a_relu_mlp_run_decides_nothing_on_its_error_estimate():
+    """ReLU makes the field only piecewise smooth: the reference extrapolates across its kinks
+    and its estimate has no measured coverage, so a part decided on the estimate is undecided,
+    saying why, and no reference run is made; an exact part is unaffected."""
+    relu = _judge([{"type": "test-holds-on-the-estimate"}, {"type": "test-holds-exactly"}],
+                  _mlp_case("relu"))
+    assert relu.verdict is InstanceVerdict.INCONCLUSIVE
+    estimated, exact = relu.evidence["parts"]
+    assert estimated["verdict"] == "inconclusive" and estimated["basis"] == "estimate"
+    assert "field with kinks (ReLU MLP) has no measured coverage" in estimated["reason"]
+    assert (exact["verdict"], exact["basis"]) == ("holds", "exact")
+    assert relu.evidence["error_estimate"] is None and "no_error_estimate" in relu.evidence
+
+
+def test_a_tanh_mlp_run_keeps_its_error_estimate_and_its_decisions():
+    tanh = _judge([{"type": "test-holds-on-the-estimate"}, {"type": "test-holds-exactly"}],
+                  _mlp_case("tanh"))
+    assert tanh.label == "holds (estimate)"
+    assert 0 < tanh.evidence["error_estimate"] < 1e-6 and "no_error_estimate" not in tanh.evidence
+
+
+def test_the_monotone_coordinates_of_a_relu_mlp_are_undecided_and_say_why():
+    """The §12 claim's ReLU, W = I part (every coordinate non-decreasing) was *holds (estimate)*
+    on margins of 2e-10 against an estimate that is not trustworthy there."""
+    claim = load_claim(Path(__file__).parents[1] / "claims" / "mlp.toml")
+    family = next(f for f in claim.families if f.name == "relu-identity")
+    request = CheckRequest(claim, family, family.instance(1), None, family.horizon,
+                           family.checkpoints, family.precision, dict(claim.parameters))
+    result = judge_request(request)
+    judged = [p for p in result.evidence["parts"] if p["verdict"] != "out-of-scope"]
+    assert len(judged) == 2 and result.verdict is InstanceVerdict.INCONCLUSIVE
+    assert all(p["verdict"] == "inconclusive" and "no measured coverage" in p["reason"]
+               for p in judged)

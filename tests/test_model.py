@@ -137,3 +137,11 @@ def test_instance_file_round_trip_is_exact(tmp_path):
     again = load_instance_file(path).instance
     assert np.array_equal(again.x0, inst.x0) and np.array_equal(again.model.V, model.V)
     assert again.model.beta == Fraction(3, 2) and again.model.describe() == model.describe()
+
+
+def test_a_relu_mlp_makes_the_field_kinked_and_tanh_does_not():
+    V = [[1, 0], [0, 1]]
+    assert Model(V=V, mlp={"W": V, "activation": "relu"}).field_has_kinks
+    assert not Model(V=V, mlp={"W": V, "activation": "tanh"}).field_has_kinks
+    assert not Model(V=V, mlp={"W": V, "activation": "identity"}).field_has_kinks
+    assert not Model(V=V).field_has_kinks

@@ -8,7 +8,10 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
 2. **The run.** The instance is simulated with its error estimate. When some conclusion is
    about ``t → ∞`` the run goes to ``3/2`` of the horizon ``T``, so that every asymptotic
    conclusion is judged **twice**: on the run stopped at ``T`` and on the whole run. A first
-   float64 run that fails is repeated once in arbitrary precision.
+   float64 run that fails is repeated once in arbitrary precision. A field with kinks (a ReLU
+   MLP, :attr:`~verify.model.Model.field_has_kinks`) is simulated without one: its estimate
+   has no measured coverage, so its parts on an estimate or a fit are undecided, saying why
+   (:func:`~verify.judge._decision.unmeasured_estimate`), and its reference run is not made.
 3. **The rules for ``t → ∞``.** An asymptotic conclusion *holds* only if it holds at both
    horizons (a hold is re-checked at a longer horizon exactly as a violation is); it is
    *violated* — able to refute — only on a rigorous basis (:class:`~verify.claim.Basis`: a
@@ -79,7 +82,14 @@ from verify.flow.simulate import (
     simulate,
 )
 from verify.flow.trajectory import Trajectory
-from verify.judge._decision import combine, inconclusive, judged_twice, not_applicable
+from verify.judge._decision import (
+    UNMEASURED_ESTIMATE,
+    combine,
+    inconclusive,
+    judged_twice,
+    not_applicable,
+    unmeasured_estimate,
+)
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.model.instance_file import instance_to_toml
 from verify.numerics._monitor import remaining_wall_seconds
@@ -138,10 +148,11 @@ _SHARED: ContextVar[dict | None] = ContextVar("shared_runs", default=None)
 @contextmanager
 def shared_runs() -> Iterator[dict]:
     r"""Within the block, the first runs of :func:`judge_request` are shared: a request whose
-    first run is ``simulate(instance, run_to, checkpoints=times, precision=p)`` with an
-    instance, :math:`T_{\text{run}}`, checkpoints and precision equal to an earlier request's
-    gets that request's trajectory instead of integrating it again (two claims judged on one
-    instance: ``polytope`` and ``polytope-vertices-generic`` on ``paper-uniform-2d``).
+    first run is ``simulate(instance, run_to, checkpoints=times, precision=p,
+    error_estimate=e)`` with an instance, :math:`T_{\text{run}}`, checkpoints, precision and
+    ``e`` equal to an earlier request's gets that request's trajectory instead of integrating
+    it again (two claims judged on one instance: ``polytope`` and ``polytope-vertices-generic``
+    on ``paper-uniform-2d``).
 
     It is the very trajectory a run of its own would compute: ``simulate`` depends on nothing
     but these arguments (its one pseudo-random draw is seeded), the instances are compared by
@@ -165,16 +176,21 @@ def shared_runs() -> Iterator[dict]:
         _SHARED.reset(token)
 
 
-def _first_run(instance, run_to: Fraction, times: list[Fraction], precision) -> Trajectory:
-    """``simulate(instance, run_to, checkpoints=times, precision=precision)``, shared within
-    :func:`shared_runs`."""
+def _first_run(instance, run_to: Fraction, times: list[Fraction], precision,
+               error_estimate: bool = True) -> Trajectory:
+    """``simulate(instance, run_to, checkpoints=times, precision=precision,
+    error_estimate=error_estimate)``, shared within :func:`shared_runs`."""
+    def run() -> Trajectory:
+        return simulate(instance, run_to, checkpoints=times, precision=precision,
+                        error_estimate=error_estimate)
+
     runs = _SHARED.get()
     if runs is None or remaining_wall_seconds() is not None:  # where a budgeted run stops
-        return simulate(instance, run_to, checkpoints=times, precision=precision)  # is its own
+        return run()  # is its own
     key = (instance_to_toml(instance), str(run_to), tuple(str(t) for t in times),
-           repr(precision))
+           repr(precision), error_estimate)
     if key not in runs:
-        runs[key] = simulate(instance, run_to, checkpoints=times, precision=precision)
+        runs[key] = run()
     return runs[key]
 
 
@@ -190,19 +206,28 @@ def _simulate(request, horizon: Fraction, run_to: Fraction, previous=None):
         if traj is None:
             return None, inconclusive(request, tried)
     else:
-        traj = _first_run(request.instance, run_to, times, request.precision)
+        estimate = _estimate_decides(request)
+        traj = _first_run(request.instance, run_to, times, request.precision, estimate)
         if not traj.success and request.precision == "float64":
-            traj = _first_run(request.instance, run_to, times, "auto")
+            traj = _first_run(request.instance, run_to, times, "auto", estimate)
     if not traj.success:
         return None, inconclusive(request, f"the integration to t = {float(run_to):.4g} failed "
                                   f"({traj.status}: {traj.message})"
                                   + ("." if tried is None else f"; tried: {tried}."))
-    if traj.error is None:
+    if traj.error is None and _estimate_decides(request):
         return None, inconclusive(request, "the trajectory has no error estimate (the "
                                   "reference run failed: "
                                   f"{(traj.reference or {}).get('message', '')}), so no margin "
                                   "can be judged.", {"reference": traj.reference})
     return traj, None
+
+
+def _estimate_decides(request) -> bool:
+    """Whether the run's error estimate can decide anything, so that its reference run is
+    worth making: not for a field with kinks (:attr:`~verify.model.Model.field_has_kinks`),
+    whose estimate has no measured coverage (:data:`~verify.judge._decision.UNMEASURED_ESTIMATE`;
+    its parts on an estimate or a fit are undecided, :func:`unmeasured_estimate`)."""
+    return not request.instance.model.field_has_kinks
 
 
 def _extended(request, previous, times: list[Fraction], run_to: Fraction):
@@ -221,7 +246,8 @@ def _extended(request, previous, times: list[Fraction], run_to: Fraction):
     full = times if resume is None else [*previous.times, *(t for t in times if t > end)]
     if request.precision != "float64":
         traj = simulate(request.instance, run_to, checkpoints=full,
-                        precision=request.precision, resume=resume)
+                        precision=request.precision, resume=resume,
+                        error_estimate=_estimate_decides(request))
         tried = f"{request.precision} " + (f"continued from t = {float(end):.4g}"
                                            if resume is not None else "from t = 0")
     else:
@@ -260,7 +286,7 @@ def _escalated(request, previous, resume, full: list[Fraction], times: list[Frac
                       f"{resolves_until:.3g} (their decay up to t = {start:.4g}, continued), "
                       f"and {cost}.")
     traj = simulate(request.instance, run_to, checkpoints=full, precision="float64",
-                    resume=resume)
+                    resume=resume, error_estimate=_estimate_decides(request))
     tried = f"float64 {where}"
     if traj.success:
         return traj, tried
@@ -268,7 +294,8 @@ def _escalated(request, previous, resume, full: list[Fraction], times: list[Frac
     if hopeless:
         return None, (f"the extension to t = {float(run_to):.4g} failed: {tried}; it was not "
                       f"tried in arbitrary precision: {cost}.")
-    traj = simulate(request.instance, run_to, checkpoints=times, precision="auto")
+    traj = simulate(request.instance, run_to, checkpoints=times, precision="auto",
+                    error_estimate=_estimate_decides(request))
     tried = f"{tried}, then arbitrary precision from t = 0"
     traj.stats[ESCALATED] = tried  # named in the horizons' evidence and the reason
     return traj, tried
@@ -393,6 +420,8 @@ def judge_request(request) -> InstanceResult:
                                           horizon, run_to))
             else:
                 parts.append(_judge(request, traj, spec, at_R, shared, traj))
+        if not _estimate_decides(request):
+            parts = [unmeasured_estimate(p) for p in parts]
         end = _end_state(request, traj) if asymptotic else None
         attempts.append({"horizon": str(horizon), "re_check": str(run_to) if asymptotic
                          else None, "verdict": combine(request, parts).verdict.value,
@@ -402,6 +431,8 @@ def judge_request(request) -> InstanceResult:
                             if ESCALATED in traj.stats else {})})
         overall = combine(request, parts, {"horizons": attempts,
                                            "error_estimate": traj.error_estimate,
+                                           **({} if _estimate_decides(request) else
+                                              {"no_error_estimate": UNMEASURED_ESTIMATE}),
                                            "symmetry": None if traj.symmetry is None
                                            else traj.symmetry["description"]})
         pending = [p for p, spec in zip(parts[len(parts_na):], applying, strict=True)

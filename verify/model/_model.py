@@ -31,7 +31,8 @@ also names the *variant* (design.md, "The model family"):
 :attr:`~Model.softmax`, :attr:`~Model.full_mask`, :attr:`~Model.causal_mask`,
 :attr:`~Model.on_sphere`, :attr:`~Model.pre_ln`, :attr:`~Model.normalised`,
 :attr:`~Model.bounded_scores`, :attr:`~Model.single_head`, :attr:`~Model.has_mlp`,
-:meth:`~Model.departures`), so that a new variant is answered here once.
+:attr:`~Model.field_has_kinks`, :meth:`~Model.departures`), so that a new variant is answered
+here once.
 
 Every matrix is kept **exactly** (an object array of :class:`~fractions.Fraction`, see
 :mod:`verify.exact.inputs`) together with its float64 rounding.
@@ -417,6 +418,20 @@ class Model:
     def has_mlp(self) -> bool:
         """An MLP ``W σ(·) (+ b)`` after the attention."""
         return self.mlp is not None
+
+    @property
+    def field_has_kinks(self) -> bool:
+        """The vector field is only piecewise smooth: an MLP with ``σ = relu`` (kinks where a
+        coordinate of ``V Σ_j P_ij (z_j − z_i)`` crosses 0; ``tanh`` and ``identity`` are smooth).
+        An integrator's error expansion does not hold across a kink, so the error estimate of
+        such a run has no measured coverage.
+
+        >>> relu = Model(V=[[1, 0], [0, 1]], mlp={"W": [[1, 0], [0, 1]]})
+        >>> tanh = Model(V=[[1, 0], [0, 1]], mlp={"W": [[1, 0], [0, 1]], "activation": "tanh"})
+        >>> relu.field_has_kinks, tanh.field_has_kinks, Model(V=[[1]]).field_has_kinks
+        (True, False, False)
+        """
+        return self.mlp is not None and self.mlp.activation == "relu"
 
     def departures(self) -> list[str]:
         """How this variant departs from the paper's model (1.1) — one softmax head, full

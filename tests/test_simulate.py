@@ -256,6 +256,28 @@ def test_cli_simulate(capsys, tmp_path):
     assert load_trajectory(tmp_path / "t.npz").n == 20
 
 
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_cli_simulate_says_a_kinked_field_s_estimate_is_not_a_bound(activation, capsys, tmp_path):
+    path = tmp_path / "mlp.toml"
+    path.write_text(f'''name = "mlp"
+[model]
+V = [["1", "0"], ["0", "1"]]
+form = "z"
+mlp = {{ W = [["1", "0"], ["0", "1"]], activation = "{activation}" }}
+[tokens]
+x0 = [["1", "0"], ["0", "1"], ["-1", "1/2"]]
+[simulation]
+horizon = "1"
+''')
+    assert main(["simulate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("error estimate: not a bound here — the field has kinks" in out) == (
+        activation == "relu")
+    assert main(["simulate", str(path), "--json"]) == 0
+    note = json.loads(capsys.readouterr().out)["estimate_coverage"]
+    assert (note is not None and "coverage is not measured" in note) == (activation == "relu")
+
+
 SPECTRAL_ASIDE = """
 import multiprocessing, sys
 from verify.analysis.summary import spectral_reading, spectral_reading_aside

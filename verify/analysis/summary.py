@@ -137,6 +137,14 @@ def spectral_reading_aside(loaded: InstanceFile) -> Iterator[Callable[[], str | 
             conn.close()
 
 
+#: What ``verify simulate`` says of the error estimate of a field with kinks
+#: (:attr:`verify.model.Model.field_has_kinks`); the claim suite decides nothing on it.
+_KINKS_NOTE = ("not a bound here — the field has kinks (an MLP with ReLU): the reference run "
+               "extrapolates across them and the estimate's coverage is not measured (runs at "
+               "32, 48 and 64 digits disagree by 1–3e-8 where estimates say 1e-10); "
+               "`verify run` and `verify check` decide nothing on it")
+
+
 def _why_no_estimate(status: str) -> str:
     """Why a trajectory has no error estimate: the re-run is made only after a run reaches T."""
     if status == "success":
@@ -250,6 +258,7 @@ def simulation_summary(loaded: InstanceFile, traj: Trajectory, tolerance: float,
         "final_attention_certified_by": certified_by,
         "agreeing_digits": None if traj.digits is None else traj.digits.tolist(),
         "spectral_class": spectral() if spectral is not None else spectral_reading(loaded),
+        "estimate_coverage": (_KINKS_NOTE if loaded.instance.model.field_has_kinks else None),
         "hardmax": attention_reading(traj, mask=loaded.instance.model.mask_for(traj.n),
                                      instance=loaded.instance),
     }
@@ -318,6 +327,8 @@ def format_summary(summary: dict, max_rows: int = 12, max_cols: int = 8) -> str:
                 "cannot see it)")
     else:
         lines.append(f"error estimate: not computed ({_why_no_estimate(run['status'])})")
+    if summary.get("estimate_coverage"):
+        lines.append(f"error estimate: {summary['estimate_coverage']}")
     if run["symmetry"]:
         sym = run["symmetry"]
         lines.append(f"symmetry: {sym['description']}; kept exactly on the fixed subspace: "

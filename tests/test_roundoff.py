@@ -6,6 +6,7 @@ uses python-flint arb), and a 40-digit arb run for the error the estimate must c
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -291,3 +292,37 @@ def test_a_symmetric_run_records_the_tolerance_its_float64_reference_reaches():
     assert traj.symmetry is not None
     assert traj.reference["backend"] == "float64"
     assert traj.reference["rtol"] == reachable_rtol(Float64()) > 3e-14
+
+
+def test_the_arb_reference_does_not_step_over_a_switch_of_the_attention(monkeypatch):
+    """The ``arb`` reference of a float64 run must be far more accurate than the run: its
+    distance to the run is the error estimate. Here (``benchmarks/error_coverage.py --set growth``
+    draw #48: ``z`` form, ``V`` with eigenvalues ``0.22 ± 0.41i``, ``β = 2``, ``μT = 3.5``, ``T =
+    16``) token 5's attention switches within ``~10⁻⁴`` of time, several times between ``t = 13.5``
+    and ``13.71``. With the reference held to ``rtol = 10⁻¹⁵`` the extrapolation integrator took
+    a step that ended inside such a switch, accepted with the tableau's estimate below the
+    tolerance while its local error was ``10⁻¹⁰``–``10⁻⁴`` (which, depends on the step sequence:
+    in one trial a step of ``H = 0.046`` had estimate 0.59 and local error ``1.2·10⁻⁴``; steps
+    with the same tableau pattern elsewhere had local errors of ``10⁻²⁰``: no tableau test tells
+    them apart). The reference was then off by ``4.6·10⁻¹⁰`` at ``t = 40/3``, as large as the
+    run's own error, and the estimate missed the true score error at ``t = 16`` 10.9 times. At
+    the reference's tolerance (``reference_settings``) its steps are short enough here.
+    Independent route: float64 DOP853 at ``rtol = 10⁻¹³`` without continuation (within
+    ``7.5·10⁻¹²`` of a 32-digit ``arb`` run on this window). The ``arb`` route is forced: this
+    run (``ν = 0``) gets the float64 twin, but runs with ``ν·T > 3``, several heads or an MLP
+    keep ``arb`` and its tolerance."""
+    monkeypatch.setattr(verify.flow.precision_policy, "float64_reference_suffices",
+                        lambda instance, horizon: False)
+    model = Model(V=[["47/64", "29/32"], ["-31/64", "-19/64"]], beta=2)
+    x0 = [["11/32", "37/64"], ["3/4", "-27/64"], ["-9/16", "51/64"], ["-51/64", "9/64"],
+          ["-31/32", "-51/64"]]
+    instance = Instance(model, x0)
+    traj = simulate(instance, 16, checkpoints=7)
+    assert traj.reference["backend"].startswith("arb")
+    reference = traj.reference_run
+    times = [Fraction(16 * k, 6) for k in range(6)]                    # up to 40/3
+    check = simulate(instance, times[-1], checkpoints=times, precision="float64", rtol=1e-13,
+                     atol=1e-15, error_estimate=False, continuation=False, symmetry="off")
+    assert check.success
+    own_error = np.abs(reference.state[:6].astype(float) - check.state)
+    assert np.max(own_error) < 3e-11

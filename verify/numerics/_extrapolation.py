@@ -206,11 +206,7 @@ def integrate_extrapolation(
     Step size and columns follow ODEX (HNW §II.9) with four changes, all for high precision. Row
     :math:`i` proposes :math:`H_i = H \cdot 0.94 (0.65/err_i)^{1/(2i-1)}`, clamped to
     :math:`[0.02^{1/(2i-1)}/4, 4]`. A step with target :math:`k` columns is accepted at the
-    first row :math:`j \ge k-1` with :math:`err_j \le 1` — at row :math:`k-1` only if
-    :math:`err_{k-2} \le 1` too (ODEX asks one estimate there: a step ending inside a sharp
-    switch of the attention had :math:`err_{2..4}` = 1e9, 8e4, 0.59 and a local error 1e11
-    tolerances, the same pattern as good steps elsewhere; a second row within the tolerance
-    rejects it) —, or earlier (from row 4) where every
+    first row :math:`j \ge k-1` with :math:`err_j \le 1`, or earlier (from row 4) where every
     estimate from row 3 on shrank and :math:`err_j \le 10^{-3}`: a step short for its order
     (the first step's guess, a step clipped at a checkpoint) has converged there, and ODEX's
     window would build rows that only push the error further below the tolerance. It is
@@ -402,8 +398,7 @@ class _Run:
             if fixed:
                 if j == k:
                     return ("accept" if err <= 1 else "reject"), row[-1], j, errs
-            elif err <= 1 and (j >= k or (j == k - 1 and errs.get(j - 1, 2.0) <= 1)
-                               or self.converged_early(errs, j)):
+            elif err <= 1 and (j >= k - 1 or self.converged_early(errs, j)):
                 return "accept", row[-1], j, errs
             elif j == k + 1 or (j >= k - 1 and self.hopeless(errs, j, k + 1)):
                 return "reject", None, j, errs

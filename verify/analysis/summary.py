@@ -23,6 +23,7 @@ from verify.analysis.leader_map import hardmax_at
 from verify.exact import exact_rank
 from verify.flow.trajectory import Trajectory
 from verify.model.instance_file import InstanceFile
+from verify.numerics import KINKED_FIELD_COVERAGE
 
 __all__ = ["position_clusters", "simulation_summary", "format_summary", "spectral_reading",
            "spectral_reading_aside", "final_attention"]
@@ -139,10 +140,9 @@ def spectral_reading_aside(loaded: InstanceFile) -> Iterator[Callable[[], str | 
 
 #: What ``verify simulate`` says of the error estimate of a field with kinks
 #: (:attr:`verify.model.Model.field_has_kinks`); the claim suite decides nothing on it.
-_KINKS_NOTE = ("not a bound here — the field has kinks (an MLP with ReLU): the reference run "
-               "extrapolates across them and the estimate's coverage is not measured (runs at "
-               "32, 48 and 64 digits disagree by 1–3e-8 where estimates say 1e-10); "
-               "`verify run` and `verify check` decide nothing on it")
+_KINKS_NOTE = ("not a bound here — the field has kinks (an MLP with ReLU), so the estimate's "
+               f"coverage is not measured: {KINKED_FIELD_COVERAGE}; `verify run` and `verify "
+               "check` decide nothing on it")
 
 
 def _why_no_estimate(status: str) -> str:

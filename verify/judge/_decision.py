@@ -72,6 +72,7 @@ from fractions import Fraction
 
 from verify.analysis.evidence import Basis
 from verify.judge._verdicts import InstanceResult, InstanceVerdict, judge_instance
+from verify.numerics import KINKED_FIELD_COVERAGE
 from verify.vocabulary.hypothesis_expressions import about_data, check_hypotheses
 
 __all__ = ["decide", "inconclusive", "not_applicable", "combine", "VERDICT_ORDER",
@@ -245,14 +246,11 @@ def beyond_the_run(request, result: InstanceResult, until: float, end: float) ->
 
 
 #: Why the error estimate of a field with kinks (:attr:`verify.model.Model.field_has_kinks`)
-#: decides nothing: the measurement of session 9 (benchmarks/error_coverage.py ``--set growth``).
+#: decides nothing (:data:`verify.numerics.KINKED_FIELD_COVERAGE`, the measurement).
 UNMEASURED_ESTIMATE = (
-    "the error estimate of a field with kinks (ReLU MLP) has no measured coverage: its arb "
-    "Gragg–Bulirsch–Stoer reference extrapolates across the kinks, where its error expansion "
-    "does not hold (on ReLU draws, runs at 32, 48 and 64 digits and a float64 run at rtol 1e-13 "
-    "disagree by 1–3e-8 while the estimates say ~1e-10, ~100× beyond the safety factor κ = 4; "
-    "on mlp relu-random-w#1 the estimate is 0.022 against a true error of 6.9e-9), so no "
-    "reference run is made and nothing is decided on an estimate or a fit of one")
+    "the error estimate of a field with kinks (ReLU MLP) has no measured coverage: "
+    f"{KINKED_FIELD_COVERAGE}, so no reference run is made and nothing is decided on an estimate "
+    "or a fit of one")
 
 
 def unmeasured_estimate(result: InstanceResult, why: str = UNMEASURED_ESTIMATE

@@ -11,7 +11,7 @@
 """
 
 from verify.numerics._backends import Arb, Backend, Float64, bits_to_digits, digits_to_bits
-from verify.numerics._coverage import ESTIMATE_SAFETY, estimate_bound
+from verify.numerics._coverage import ESTIMATE_SAFETY, KINKED_FIELD_COVERAGE, estimate_bound
 from verify.numerics._extrapolation import (
     GraggBulirschStoer,
     IntegrationResult,
@@ -47,6 +47,7 @@ __all__ = [
     "fit_power_law",
     "fit_doubly_exponential",
     "ESTIMATE_SAFETY",
+    "KINKED_FIELD_COVERAGE",
     "estimate_bound",
     "EPS",
     "ulps",

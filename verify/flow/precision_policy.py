@@ -75,8 +75,13 @@ def score_growth_rate(model: Model) -> float:
     """
     if model.bounded_scores:
         return 0.0
-    return max(0.0, *(float(np.max(np.linalg.eigvals(as_float_array(h.V)).real))
-                      for h in model.heads))
+    return max(0.0, *(float(np.max(real)) for real in _eigenvalues_real_parts(model)))
+
+
+def _eigenvalues_real_parts(model: Model) -> list[np.ndarray]:
+    """``Re λ(V_h)`` for each head ``h`` (float64 eigenvalues: the growth rates only size the
+    precision and pick the reference's route)."""
+    return [np.linalg.eigvals(as_float_array(h.V)).real for h in model.heads]
 
 
 def rescaled_growth_rate(model: Model) -> float:
@@ -98,8 +103,7 @@ def rescaled_growth_rate(model: Model) -> float:
     """
     if not model.rescaled:
         return 0.0
-    return max(0.0, *(-float(np.min(np.linalg.eigvals(as_float_array(h.V)).real))
-                      for h in model.heads))
+    return max(0.0, *(-float(np.min(real)) for real in _eigenvalues_real_parts(model)))
 
 
 def score_scale(instance: Instance) -> float:

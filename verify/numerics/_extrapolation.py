@@ -448,7 +448,8 @@ class _Run:
 
     @staticmethod
     def converged_early(errs: dict, j: int) -> bool:
-        """Whether row ``j < k - 1`` may accept: the step was short for its order — the first
+        """Whether row ``j < k`` may accept before ODEX's window (or at ``k - 1`` while row
+        ``k - 2`` is above the tolerance): the step was short for its order — the first
         step's guess, a step clipped at a checkpoint —, which shows as an estimate far inside
         the tolerance (``err_j ≤ EARLY_ERR``) while every row from 3 on has shrunk it (row
         ``j`` is in the converging part of the tableau, not at an accidental small value).

@@ -177,6 +177,52 @@ def test_early_acceptance_needs_shrinking_estimates(errs, j, early):
     assert _Run.converged_early(errs, j) is early
 
 
+def fun_quartic(t, y):
+    """``y' = 4t³``: ``y = t⁴``, which row 3 of the tableau (order 6) integrates exactly."""
+    return arb_mat(1, 1, [4 * t ** 3])
+
+
+def test_a_row_at_the_round_off_floor_lets_the_step_grow():
+    """The order-control trap. For ``y = t⁴`` row 3 is exact, so its estimate sits at the
+    round-off floor while row 2 (a second-order estimate) grows like ``H³``. With at most 4
+    columns the target is ``k = 3``. ODEX's one-estimate bound on row 2,
+    ``err₂ > ((k+1)k)² = 144``, then rejects every step long enough to let ``H`` grow. Measured
+    on main 5ea38c0: 200 steps reach ``t = 2.5·10⁻⁵``. Here the bound is not used at row 2 when
+    ``k ≥ 3``: row 3 decides, and the step grows ×4 each time. The result is checked against the
+    exact ``t⁴``."""
+    b, tol = Arb(bits=123), 1e-26
+    times = [0, Fraction(1, 3), 1]
+    res = integrate_extrapolation(fun_quartic, times, state(b, [[0]]), backend=b, rtol=tol,
+                                  atol=tol, solver=GraggBulirschStoer(max_columns=4),
+                                  max_steps=200)
+    assert res.success, res.message
+    assert res.stats["rejected"] == 0
+    with mpmath.workdps(REF_DPS):
+        for t, y in zip(res.ts, res.ys, strict=True):
+            assert tol_units(entries(b, y), [mp_time(t) ** 4], tol, tol) < 1
+
+
+@pytest.mark.parametrize("errs, j, k, accepted", [
+    ({2: 1.1e9, 3: 7.7e4, 4: 0.59}, 4, 5, False),   # #48's step into a switch: one estimate
+    ({2: 1.1e9, 3: 0.8, 4: 0.59}, 4, 5, True),      # two rows within the tolerance
+    ({2: 1.1e9, 3: 7.7e4, 4: 0.59}, 4, 4, True),    # row k: ODEX's window
+    ({2: 1360.0, 3: 4.6e-12}, 3, 4, True),          # row k - 1 at the round-off floor
+    ({2: 1360.0, 3: 4.6e-9}, 3, 4, False),          # ... and just above it
+    ({2: 0.5}, 2, 3, False),                        # k = 3: row 2 alone never accepts
+    ({2: 1e9, 3: 1e5, 4: 1e-4}, 4, 5, True),        # converged early (far inside, shrinking)
+])
+def test_row_k_minus_1_accepts_on_two_estimates_or_at_the_floor(errs, j, k, accepted):
+    """ODEX accepts at row ``k − 1`` on one estimate; here row ``k − 2`` must be within the
+    tolerance too, unless row ``k − 1`` is at the round-off floor ``lebesgue(k−1)·ε/rtol``
+    (123 bits, rtol 1e-26: ``ε/rtol = 1.9·10⁻¹¹``, row 3's floor ``6.2·10⁻¹¹``)."""
+    from verify.numerics._extrapolation import _Run
+
+    b = Arb(bits=123)
+    run = _Run(fun_exp, b, GraggBulirschStoer(), 1e-26, 1e-26, None)
+    assert run.roundoff == pytest.approx(2.0 ** -122 / 1e-26)
+    assert run.accepts(errs, j, k) is accepted
+
+
 # --- order of convergence --------------------------------------------------------------------
 
 @pytest.mark.parametrize("columns", [2, 3])

@@ -68,6 +68,11 @@ class Backend:
         (:class:`Arb`'s ``bits_until``)."""
         return contextlib.nullcontext()
 
+    def step_epsilon(self, t_end) -> float:
+        """Unit round-off inside :meth:`step_precision` for a step ending at ``t_end``
+        (:attr:`epsilon` unless the precision follows a schedule)."""
+        return self.epsilon
+
     def scalar(self, value: Fraction | int | float | str):  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -172,7 +177,13 @@ class Arb(Backend):
     def step_precision(self, t_end) -> contextlib.AbstractContextManager:
         if self.bits_until is None:
             return contextlib.nullcontext()
-        return working_precision(max(53, min(self.bits, int(self.bits_until(float(t_end))))))
+        return working_precision(self._step_bits(t_end))
+
+    def step_epsilon(self, t_end) -> float:
+        return self.epsilon if self.bits_until is None else 2.0 ** (1 - self._step_bits(t_end))
+
+    def _step_bits(self, t_end) -> int:
+        return max(53, min(self.bits, int(self.bits_until(float(t_end)))))
 
     def scalar(self, value):
         if isinstance(value, float):

@@ -203,20 +203,41 @@ def integrate_extrapolation(
     more accurate :math:`T_{jj}` is kept (local extrapolation). Steps are clipped so every
     checkpoint is hit exactly.
 
-    Step size and columns follow ODEX (HNW §II.9) with four changes, all for high precision. Row
+    Step size and columns follow ODEX (HNW §II.9) with the changes marked *ODEX:* below. Row
     :math:`i` proposes :math:`H_i = H \cdot 0.94 (0.65/err_i)^{1/(2i-1)}`, clamped to
-    :math:`[0.02^{1/(2i-1)}/4, 4]`. A step with target :math:`k` columns is accepted at the
-    first row :math:`j \ge k-1` with :math:`err_j \le 1`, or earlier (from row 4) where every
-    estimate from row 3 on shrank and :math:`err_j \le 10^{-3}`: a step short for its order
-    (the first step's guess, a step clipped at a checkpoint) has converged there, and ODEX's
-    window would build rows that only push the error further below the tolerance. It is
-    rejected at row :math:`k+1`, or earlier when the ratio of the last two estimates,
-    extrapolated geometrically, predicts no convergence by row :math:`k+1` (ODEX's fixed bound
-    rejects good small steps again and again at high precision). Next, with the work per unit step
-    :math:`W_i = A_i/H_i` (:math:`A_i = i^2 + 1` evaluations; :math:`H_i` unclamped), the
-    cheapest row is used if :math:`W < 0.8 W_j` (ODEX looks only at :math:`j-1`), else
-    :math:`j+1` columns if accepted and :math:`W_j < 0.9 W_{j-1}`, else :math:`j`; never more
-    columns nor a longer step right after a rejection.
+    :math:`[0.02^{1/(2i-1)}/4, 4]`. Row :math:`i` is *at the round-off floor* when
+    :math:`err_i \le \mathrm{lebesgue}(i)\,\varepsilon/\mathrm{rtol}` (:func:`lebesgue`;
+    :math:`\varepsilon` of the step's precision): the rounding of the :math:`T_{m1}` amplified by
+    the extrapolation, so the row has converged and its truncation error is smaller still. A
+    step with target :math:`k` columns is
+
+    * **accepted** at the first row :math:`j \ge k` with :math:`err_j \le 1`; at row
+      :math:`k-1` only if also :math:`err_{k-2} \le 1`, or row :math:`k-1` is at the floor
+      (*ODEX:* one estimate there. A step of :math:`H = 0.046` ending inside a sharp switch of
+      the attention had :math:`err_{2,3,4}` = 1e9, 8e4, 0.59 tolerances and a local error of
+      1e11 tolerances; a good step 0.04 earlier showed the same pattern, so no single estimate
+      tells them apart; a second row within the tolerance rejects the bad one. At the floor
+      the row has converged and one estimate says so); or at any row :math:`4 \le j < k` where
+      every estimate from row 3 on shrank and :math:`err_j \le 10^{-3}` (*ODEX:* not before
+      :math:`k-1`. A step short for its order, such as the first step's guess or a step clipped at a
+      checkpoint, has converged there; ODEX's window would build rows that only push the error
+      further below the tolerance);
+    * **rejected** at row :math:`k+1`, or from row :math:`k-1` on when the ratio of the last
+      two estimates, extrapolated geometrically, predicts no convergence by row :math:`k+1`
+      (*ODEX:* a fixed bound, which rejects good small steps again and again at high
+      precision). With one estimate only (row 2) ODEX's bound :math:`err_2 > ((k+1)k)^2` is
+      kept for :math:`k = 2` and not used for :math:`k \ge 3` (*ODEX:* used there). Where row 3
+      is at the floor and row 2 is not, it rejects every step long enough to let :math:`H`
+      grow, and the run stalls: :math:`y' = 4t^3` at 123 bits, rtol 1e-26, at most 4 columns
+      (2 000 steps reach :math:`t = 1.4 \cdot 10^{-4}`); the steps after a kink of a ReLU
+      field at 25 digits once the row :math:`k-1` rule above was added (the order control
+      had lowered :math:`k` to 3 for rows 3 and 4 at the floor);
+    * continued, with the work per unit step :math:`W_i = A_i/H_i` (:math:`A_i = i^2 + 1`
+      evaluations; :math:`H_i` unclamped), with the cheapest row's columns if
+      :math:`W < 0.8 W_j` (*ODEX:* looks only at :math:`j-1`), else :math:`j+1` if accepted and
+      :math:`W_j < 0.9 W_{j-1}`, else :math:`j`; never more columns nor a longer step right
+      after a rejection. A row at the floor may be the cheapest: its :math:`W_i` over-states
+      its work, so fewer columns are safe there.
 
     Parameters
     ----------
@@ -331,6 +352,7 @@ class _Run:
         self.field, self.backend, self.solver = field, backend, solver
         self.rtol, self.atol, self.project = rtol, atol, project
         self.monitor = self.switch = None
+        self.roundoff = backend.epsilon / rtol  # ε/rtol of the step attempted last
         self.switch_each_step = False
         self.kmax = solver.fixed_columns or max(
             (k for k in range(3, solver.max_columns + 1)
@@ -378,8 +400,25 @@ class _Run:
         """Build rows 1.. of the tableau, at the backend's precision for a step ending at
         ``t + H`` (:meth:`~verify.numerics.Backend.step_precision`); return (verdict, state,
         row j, errors by row)."""
+        self.roundoff = self.backend.step_epsilon(t + H) / self.rtol
         with self.backend.step_precision(t + H):
             return self._attempt(t, y, f0, H, k, fixed)
+
+    def at_floor(self, errs: dict, j: int) -> bool:
+        """Whether row ``j``'s estimate is at the round-off floor of the step just attempted,
+        ``err_j ≤ lebesgue(j)·ε/rtol``: the rounding of the ``T_{i1}`` amplified by the
+        extrapolation, in tolerance units. Such an estimate says the row has converged, not how
+        long a step it could take (its truncation error is smaller still, by an unknown
+        amount)."""
+        return errs[j] <= float(lebesgue(j)) * self.roundoff
+
+    def accepts(self, errs: dict, j: int, k: int) -> bool:
+        """Whether row ``j`` (``err_j ≤ 1``) may end a step with target ``k`` columns: from row
+        ``k`` on; at row ``k - 1`` if row ``k - 2`` is within the tolerance too, or row ``k - 1``
+        is at the round-off floor; before that only by :meth:`converged_early`."""
+        if j >= k or j == k - 1 and (errs.get(j - 1, math.inf) <= 1 or self.at_floor(errs, j)):
+            return True
+        return self.converged_early(errs, j)
 
     def _attempt(self, t, y, f0, H, k, fixed):
         prev, errs = None, {}
@@ -398,9 +437,10 @@ class _Run:
             if fixed:
                 if j == k:
                     return ("accept" if err <= 1 else "reject"), row[-1], j, errs
-            elif err <= 1 and (j >= k - 1 or self.converged_early(errs, j)):
+            elif err <= 1 and self.accepts(errs, j, k):
                 return "accept", row[-1], j, errs
-            elif j == k + 1 or (j >= k - 1 and self.hopeless(errs, j, k + 1)):
+            elif j == k + 1 or (j >= k - 1 and (j > 2 or k == 2)
+                                and self.hopeless(errs, j, k + 1)):
                 return "reject", None, j, errs
         if fixed:  # fixed_columns == 1: no error estimate, always accepted
             return "accept", prev[-1], top, errs
@@ -408,7 +448,8 @@ class _Run:
 
     @staticmethod
     def converged_early(errs: dict, j: int) -> bool:
-        """Whether row ``j < k - 1`` may accept: the step was short for its order — the first
+        """Whether row ``j < k`` may accept before ODEX's window (or at ``k - 1`` while row
+        ``k - 2`` is above the tolerance): the step was short for its order — the first
         step's guess, a step clipped at a checkpoint —, which shows as an estimate far inside
         the tolerance (``err_j ≤ EARLY_ERR``) while every row from 3 on has shrunk it (row
         ``j`` is in the converging part of the tableau, not at an accidental small value).
@@ -426,7 +467,8 @@ class _Run:
         ODEX assumes the error shrinks by :math:`(n_1/n_i)^2` per row; with the small steps of
         high precision it shrinks far faster, and that rule would reject good steps again and
         again. So the ratio of the last two estimates is extrapolated geometrically (ODEX's
-        bound is kept when only one estimate exists).
+        bound is kept when only one estimate exists; :meth:`_attempt` asks it at row 2 only when
+        ``k = 2``).
         """
         if j == 2 or errs[j - 1] == 0:  # ODEX's (n_{k+1} n_k / n_1^2)^2 for row k - 1
             return errs[j] > (last * (last - 1)) ** 2

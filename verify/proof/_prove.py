@@ -588,35 +588,35 @@ COARSER = {"bits": 128, "tol": 2.0 ** -28, "allowance": 2.0 ** -16}
 COARSEST = {"bits": 128, "tol": 2.0 ** -24, "allowance": 2.0 ** -8}
 SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
 #: The rungs of a good triple whose enclosure the followers' drift will carry on
-#: (:func:`_drift_settled` false: the drift holds in floats only at a later mark, so the
-#: enclosure that proves the good triple at :math:`t_1` goes on to that mark beside the
-#: proof). **What decides the rung** is the slack of both lemmas, measured on the look-ahead's
-#: float64 run before anything is enclosed (:func:`_carried`): the smaller of the widest
-#: float balls on which the good triple holds at :math:`t^*` and on which lemma
-#: ``hyperplane-drift`` holds at the first later mark where it holds in floats. The first rung
-#: whose ``"allowance"`` that slack reaches is tried (the coarsest first); its balls must stay
-#: within the slack (:class:`_Narrow` to :math:`t^*`, the same test while carried on), else it
-#: is given up for the next one. Where the drift is still undecided on a rung although it
-#: holds in floats at a later mark, :func:`_drift_beside` falls back to the fine enclosure
-#: (``SETTINGS[0]``) from 0 to those marks, with its own budget (:data:`FALLBACK_SHARE`): the
-#: good triple's proof is never at stake (a rung failing it is given up for the fine one, as
-#: the coarse ones are), and the drift is tried on the enclosure the proof used to carry on.
-#: Measured on the paper's figures (128 bits, to :math:`t_1` / to 5/2, steps; the slack on
-#: the grid of :data:`ALLOWANCE_STEP`): paper-2d (slack 2^-12) 345 / 433 at 2^-32 against
-#: 416 / 514 at 2^-40; paper-3d-positive-pair (2^-12) 321 / 345 against 408 / 437;
-#: paper-3d-negative-pair (2^-16) 353 / 417 at 2^-36 against 408 / 476 — and at 2^-32 it
-#: ends at 5.3e-4 of the state at 5/2, wider than the drift allows (2^-16): its drift is
-#: undecided there. Each rung is 2^20 times narrower than the slack it needs, the ratio at
-#: which every one of these kept 85–200 times its slack at 5/2 and the one below it (2^16,
+#: (:func:`_drift_settled` false: the drift holds in floats only at a later mark, so the enclosure
+#: that proves the good triple at :math:`t_1` goes on to that mark beside the proof). **What decides
+#: the rung** is the slack of both lemmas, measured on the look-ahead's float64 run before anything
+#: is enclosed (:func:`_carried`): the smaller of the widest float balls on which the good triple
+#: holds at :math:`t^*` and on which lemma ``hyperplane-drift`` holds at the first later mark where
+#: it holds in floats. The first rung whose ``"allowance"`` that slack reaches is tried (the
+#: coarsest first); its balls must stay within the slack (:class:`_Narrow` to :math:`t^*`, the same
+#: test while carried on), else it is given up for the next one. Where the drift is still undecided
+#: on a rung although it holds in floats at a later mark, :func:`_drift_beside` falls back to the
+#: fine enclosure (``SETTINGS[0]``) from 0 to those marks, with its own budget
+#: (:data:`FALLBACK_SHARE`): the good triple's proof is never at stake (a rung failing it is given
+#: up for the fine one, as the coarse ones are), and the drift gets the fine enclosure it had before
+#: these rungs. Measured on the paper's figures (128 bits, to :math:`t_1` / to 5/2, steps; the slack
+#: on the grid of :data:`ALLOWANCE_STEP`): paper-2d (slack 2^-12) 345 / 433 at 2^-32 against 416 /
+#: 514 at 2^-40; paper-3d-positive-pair (2^-12) 321 / 345 against 408 / 435; paper-3d-negative-pair
+#: (2^-16) 353 / 417 at 2^-36 against 408 / 476 — and at 2^-32 it ends at 5.3e-4 of the state at
+#: 5/2, wider than the drift allows (2^-16): its drift is undecided there. The proofs' CPU with the
+#: drift (VERIFY_COMPILED=0, side by side at load 4–7): 19.5 / 29.8 / 25.5 -> 16.7 / 25.6 / 20.7 s,
+#: the drift decided the same. Each rung is 2^20 times narrower than the slack it needs, the ratio
+#: at which every one of these kept 85–200 times its slack at 5/2 and the one below it (2^16,
 #: negative-pair at 2^-32) did not.
 DRIFT_RUNGS = ({"bits": 128, "tol": 2.0 ** -32, "allowance": 2.0 ** -12},
                {"bits": 128, "tol": 2.0 ** -36, "allowance": 2.0 ** -16})
 #: The fine enclosure a rung falls back to for the drift (:data:`DRIFT_RUNGS`) has at most
 #: ``FALLBACK_SHARE`` times the CPU the proof had taken when its drift was tried (or
 #: :data:`DRIFT_SECONDS` if more), within the proof's budget: from 0 it repeats what the proof
-#: on the rung did, to the drift's mark, where the enclosure the proof used to carry on had
-#: :data:`DRIFT_SHARE` beside a fine proof; on the paper's figures the fine enclosure to 5/2
-#: costs 1.5–2 times the look-ahead and the rung to :math:`t_1`.
+#: on the rung did, to the drift's mark, where before these rungs the fine enclosure was carried
+#: on with :data:`DRIFT_SHARE` beside a fine proof; on the paper's figures the fine proof with its
+#: drift to 5/2 costs 1.3–1.4 times the look-ahead and the rung to :math:`t_1`.
 FALLBACK_SHARE = 3.0
 #: The lemmas whose look-ahead refines :math:`t^*` on the finer grid (:data:`LOOKAHEAD_STEP`):
 #: measured on the leader map's instances of the paper suite and on the good triple's (the six
@@ -1036,7 +1036,8 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock,
     carried on only while its balls stay that narrow; where the drift is still undecided on it
     at those marks, the fine enclosure (``SETTINGS[0]``) goes from 0 to them with its own
     budget (:data:`FALLBACK_SHARE`), on the same clock, and the lemma is tried on it; the
-    record's ``rung`` and ``fallback`` say what each did. Returns the record for the proof's
+    record's ``fallback`` says what the rung and the fine enclosure did, and its
+    ``cpu_seconds`` count both. Returns the record for the proof's
     evidence (``behaviour`` overall and per side: ``drifts``, ``turns``, ``converges`` or
     ``undecided``, with the reason when undecided) and the lemma's certificate document, or
     ``None`` when the lemma does not hold there or the checker rejects it. It never changes

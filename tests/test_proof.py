@@ -752,3 +752,141 @@ def test_a_good_triple_whose_followers_drift_is_not_ahead_is_proved_on_the_coars
     fine = Enclosure(request.instance)
     assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
     assert prove._drift_at(request, fine, t1)[0] is None
+
+
+def _rung_request() -> CheckRequest:
+    """V = diag(1, -1/2), tokens (1, 0), (1/2, 1), (-1/4, 0), as an instance of the hyperplanes
+    claim: the good triple first holds in floats at t* = 1/2, the followers' drift only at the
+    mark 5/2 (so the proof's enclosure is carried on to 5/2 beside it)."""
+    from verify.model import Instance, Model
+
+    claim = load_claim(CLAIMS / "hyperplanes.toml")
+    family = claim.family("symmetric-middle")
+    instance = Instance(Model(V=[[1, 0], [0, Fraction(-1, 2)]]),
+                        [[1, 0], [Fraction(1, 2), 1], [Fraction(-1, 4), 0]], name="rung#0")
+    return CheckRequest(claim, family, instance, None, Fraction(4), family.checkpoints,
+                        family.precision, dict(claim.parameters))
+
+
+def test_a_good_triple_whose_drift_is_carried_on_is_proved_on_the_rung_its_slack_admits():
+    # the slack of both lemmas, measured in floats before anything is enclosed: the good triple
+    # at t* = 1/2 holds on float balls of 2^-8 of the state, the drift at 5/2 on 2^-14; the
+    # narrower, 2^-14, admits the 2^-36 rung (not 2^-32, which needs 2^-12); the proof is made on
+    # it at t*, with fewer steps than the fine enclosure, and the drift is decided at 5/2 on it
+    # as on the fine enclosure carried on from t1 (the independent route: what main does)
+    import verify.proof._prove as prove
+    from verify.enclosure import Enclosure
+    from verify.lemmas import good_triple, hyperplane_drift
+
+    request = _rung_request()
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE and check_certificate(
+        result.certificate["document"]).valid
+    proof = result.evidence["proof"]
+    carried = proof["look_ahead"]["carried"]
+    assert proof["look_ahead"]["allowance"] is None
+    assert carried["mark"] == "5/2" and carried["allowance"] == 2.0 ** -14
+    assert carried["allowance"] == min(carried["good_triple"], carried["drift"])
+    rung = prove.DRIFT_RUNGS[1]
+    assert prove.DRIFT_RUNGS[0]["allowance"] > carried["allowance"] >= rung["allowance"]
+    assert proof["enclosure"]["tol"] == rung["tol"] and "coarse" not in proof
+    t1 = Fraction(proof["t1"])
+    assert t1 == Fraction(proof["look_ahead"]["first"]) == Fraction(1, 2)
+    fine = Enclosure(request.instance)
+    assert fine.advance(t1) and proof["enclosure"]["steps"] < len(fine.steps)
+    assert prove.try_lemma(good_triple.ID, request.instance, fine, t1)[0] is not None
+    drift = proof["drift"]
+    assert drift["behaviour"] == "drifts" and drift["t1"] == "5/2" and "fallback" not in drift
+    [companion] = result.certificate["companions"]
+    assert check_certificate(companion["document"]).valid
+    assert fine.advance(Fraction(5, 2))
+    on_fine = prove.try_lemma(hyperplane_drift.ID, request.instance, fine, Fraction(5, 2))[0]
+    assert on_fine["conclusions"]["behaviour"] == "drifts"
+    drifting = [{k: w[k] for k in ("side", "leader", "follower", "rate")}
+                for w in companion["document"]["conclusions"]["drifting"]]
+    assert [{k: w[k] for k in ("side", "leader", "follower", "rate")}
+            for w in on_fine["conclusions"]["drifting"]] == drifting == \
+        [{"side": "plus", "leader": 0, "follower": 1, "rate": "1*2^-1"}]
+
+
+def test_a_rung_too_wide_for_the_drift_falls_back_to_the_fine_enclosure_from_0(monkeypatch):
+    # the rung's steps aiming at 2^-12 of the state (a real failure, not a faked one): it still
+    # proves the good triple at t* = 1/2, but carried on its balls outgrow the drift's slack
+    # (2^-14) before 5/2; the fine enclosure, from 0, decides the drift at 5/2 with its own
+    # budget, as the fine one carried on from t1 does, and its CPU counts in the drift's
+    import verify.proof._prove as prove
+
+    request = _rung_request()
+    monkeypatch.setitem(prove.DRIFT_RUNGS[1], "tol", 2.0 ** -12)
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    assert result.basis is Basis.CERTIFICATE and check_certificate(
+        result.certificate["document"]).valid
+    proof = result.evidence["proof"]
+    assert proof["enclosure"]["tol"] == 2.0 ** -12 and proof["t1"] == "1/2"
+    drift = proof["drift"]
+    assert drift["behaviour"] == "drifts" and drift["t1"] == "5/2"
+    fallback = drift["fallback"]
+    assert fallback["rung"]["tol"] == 2.0 ** -12 and "grew wider" in fallback["rung"]["why"]
+    assert Fraction(1, 2) < Fraction(fallback["rung"]["t"]) < Fraction(5, 2)
+    assert fallback["enclosure"]["tol"] == prove.SETTINGS[0]["tol"]
+    assert fallback["enclosure"]["t"] == "5/2"
+    assert 0 < fallback["cpu_seconds"] <= drift["cpu_seconds"] <= proof["cpu_seconds"]
+    [companion] = result.certificate["companions"]
+    assert check_certificate(companion["document"]).valid
+    assert companion["document"]["enclosure"]["steps"] == fallback["enclosure"]["steps"]
+
+
+def test_the_fallback_is_taken_when_the_drift_fails_on_the_rung_and_stops_at_its_budget(
+        monkeypatch):
+    # the drift lemma made to fail on the rung's enclosure (whatever its width): the fallback,
+    # the fine enclosure from 0, is taken and decides it; with no CPU of its own (share 0, no
+    # floor) it stops at once, the drift is undecided and the reason says both; the proof and
+    # its certificate are the same either way
+    import verify.proof._prove as prove
+
+    request = _rung_request()
+    real = prove._drift_at
+    rung_tol = prove.DRIFT_RUNGS[1]["tol"]
+
+    def fails_on_the_rung(request, enclosure, t1):
+        if enclosure.tol == rung_tol:
+            return None, "lead-plus fails (margin -1e-3)"
+        return real(request, enclosure, t1)
+
+    monkeypatch.setattr(prove, "_drift_at", fails_on_the_rung)
+
+    def proved():
+        with proof_budget(60):
+            return prove_result(request, _undecided(request))
+
+    taken = proved()
+    drift = taken.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "drifts" and drift["t1"] == "5/2"
+    assert "lead-plus fails (margin -1e-3)" in drift["fallback"]["rung"]["why"]
+    assert drift["fallback"]["rung"]["t"] == "5/2"  # carried on to the mark, undecided there
+    monkeypatch.setattr(prove, "FALLBACK_SHARE", 0.0)
+    monkeypatch.setattr(prove, "DRIFT_SECONDS", 0.0)
+    starved = proved()
+    drift = starved.evidence["proof"]["drift"]
+    assert drift["behaviour"] == "undecided" and drift["fallback"]["own_cpu"] == 0.0
+    assert "the fine enclosure from 0, with at most 0 CPU s of its own, did not decide it " \
+        "either: the enclosure stopped before t1 = 5/2" in drift["reason"]
+    assert "undecided on the enclosure of the proof" in drift["reason"]
+    assert taken.certificate["document"] == starved.certificate["document"]
+
+
+def test_no_rung_is_tried_where_the_slack_admits_none(monkeypatch):
+    # every rung asking for more slack than the lemmas leave: the fine enclosure, as on main
+    import verify.proof._prove as prove
+
+    request = _rung_request()
+    for rung in prove.DRIFT_RUNGS:
+        monkeypatch.setitem(rung, "allowance", 1.0)
+    with proof_budget(60):
+        result = prove_result(request, _undecided(request))
+    proof = result.evidence["proof"]
+    assert result.basis is Basis.CERTIFICATE
+    assert proof["enclosure"]["tol"] == prove.SETTINGS[0]["tol"] and "coarse" not in proof
+    assert proof["drift"]["behaviour"] == "drifts" and "fallback" not in proof["drift"]

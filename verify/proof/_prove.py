@@ -25,13 +25,15 @@ rests on an estimate (or is undecided), it
    the good triple where the followers' drift will not carry the enclosure on) the first
    enclosure is a coarse one (:data:`COARSE`, or where the lemma allows wider balls still
    :data:`COARSER`, :data:`COARSEST`: longer steps, wider balls), each given up for the next
-   finer one as soon as its balls are wider than the lemma allows in floats;
+   finer one as soon as its balls are wider than the lemma allows in floats; for the good
+   triple whose drift will carry it on, a rung of :data:`DRIFT_RUNGS` where both lemmas leave
+   the slack for it in floats, with the fine enclosure from 0 as the drift's fallback;
 4. has the document re-checked by :func:`verify.lemmas.check_certificate` — the checker, not the
    builder, decides — and on success returns the verdict **proved on this instance (for all
    t ≥ 0)** with basis ``certificate`` and the certificate document attached.
 
 Escalation before giving up: the (fine) enclosure has 128 bits and steps whose remainder is
-about 2^-40 of the state (the coarse ones, 2^-24..2^-32); when it loses accuracy it is started again
+about 2^-40 of the state (the coarse ones, 2^-24..2^-36); when it loses accuracy it is started again
 once with 256 bits and 2^-56 (more digits); later marks are lemmas at a later
 :math:`t_1`. All within the proof budget (``parameters.proof_seconds`` of the claim, default
 :data:`PROOF_SECONDS`: CPU seconds, so that a loaded machine proves what an idle one does) and
@@ -394,7 +396,9 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     :func:`_drift_settled`) the first enclosure is a coarse one
     (:data:`COARSEST`, :data:`COARSER`, :data:`COARSE`: the first the look-ahead's allowance
     admits), given up for the next finer one when its balls outgrow the look-ahead's
-    allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's.
+    allowance (:class:`_Narrow`) or the lemma fails on balls wider than the look-ahead's; the
+    good triple whose drift will carry the enclosure on gets a rung of :data:`DRIFT_RUNGS`
+    instead, the first its ``carried`` slack admits (:func:`_admitted`), given up likewise.
     No enclosure is computed when the lemma holds at no mark in floats. After a failure
     it stops early, saying why, when the lemma's failing margins have stopped improving
     (:func:`stalled`; when they are within the enclosure's width it escalates instead). Each
@@ -410,18 +414,19 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
     marks = _marks(last_mark)
     tried, history, ahead, stopped, coarse = [], [], None, None, None
     why = "no mark reached"
-    settings = [COARSEST, COARSER, COARSE, *SETTINGS]
+    settings = [COARSEST, COARSER, COARSE, *DRIFT_RUNGS, *SETTINGS]
     while settings:
         setting = settings.pop(0)
-        is_coarse, given_up = any(setting is c for c in (COARSEST, COARSER, COARSE)), False
+        is_coarse = any(setting is c for c in (COARSEST, COARSER, COARSE, *DRIFT_RUNGS))
+        given_up = False
         enclosure = Enclosure(instance, bits=setting["bits"], tol=setting["tol"])
         if ahead is None:
             ahead = look_ahead(request, lemma, enclosure, marks, runs)
             if ahead["first"] is None and ahead["reached"] == str(marks[-1]):
                 return {"proved": False, "reason": f"{lemma}: {ahead['reason']}",
                         "marks_tried": [], "margins": [], "look_ahead": ahead}
-        allowance = ahead.get("allowance")
-        if is_coarse and (allowance is None or allowance < setting.get("allowance", 0)):
+        allowance = _admitted(setting, ahead) if is_coarse else None
+        if is_coarse and allowance is None:
             continue  # not measured (COARSE_SEARCH), t* = 0, or too narrow for this one
         first = Fraction(ahead["first"] if ahead["first"] is not None else ahead["after"])
         margins, escalate = [], False
@@ -457,8 +462,9 @@ def _search(request, lemma: str, plans: list, expired: _Clock,
                     if coarse is not None:
                         found["coarse"] = coarse
                     if lemma == good_triple.ID:
+                        rung = allowance if any(setting is r for r in DRIFT_RUNGS) else None
                         found["drift"], found["drift_document"] = _drift_beside(
-                            request, enclosure, mark, expired, runs)
+                            request, enclosure, mark, expired, runs, rung)
                     return found
             if is_coarse and not held and _relative_radius(enclosure) > LOOKAHEAD_RADIUS:
                 # the lemma fails on balls wider than the float balls it held on: perhaps
@@ -505,6 +511,28 @@ def _coarse_record(enclosure, why: str) -> dict:
             "why": why}
 
 
+def _admitted(setting: dict, ahead: dict) -> float | None:
+    """The relative radius a coarse enclosure's balls must stay within (:class:`_Narrow`), or
+    ``None`` when the look-ahead does not admit ``setting``: a rung of :data:`DRIFT_RUNGS`
+    reads the look-ahead's ``carried`` allowance (the good triple at :math:`t^*` and the
+    followers' drift where the enclosure is carried on to, both in floats), the others its
+    ``allowance`` (the lemma at :math:`t^*`); each needs it at least as wide as its own
+    ``"allowance"``.
+
+    >>> _admitted(DRIFT_RUNGS[1], {"allowance": None, "carried": {"allowance": 2.0 ** -14}})
+    6.103515625e-05
+    >>> _admitted(DRIFT_RUNGS[0], {"allowance": None, "carried": {"allowance": 2.0 ** -14}})
+    >>> _admitted(COARSE, {"allowance": None, "carried": {"allowance": 2.0 ** -14}})
+    """
+    if any(setting is rung for rung in DRIFT_RUNGS):
+        allowance = (ahead.get("carried") or {}).get("allowance")
+    else:
+        allowance = ahead.get("allowance")
+    if allowance is None or allowance < setting.get("allowance", 0):
+        return None
+    return allowance
+
+
 class _Narrow:
     """The coarse enclosure's stop (:data:`COARSE`): its pace stop, and whether its balls
     have grown wider than the lemma allows at the look-ahead's mark (``allowance``: the
@@ -512,7 +540,7 @@ class _Narrow:
     given up for the fine enclosure at once instead of spending its steps on balls that
     cannot prove the lemma."""
 
-    def __init__(self, pace: _Pace, enclosure, allowance: float) -> None:
+    def __init__(self, pace: Callable[[], bool], enclosure, allowance: float) -> None:
         self.pace, self.enclosure, self.allowance = pace, enclosure, allowance
         self.wide: str | None = None
 
@@ -559,6 +587,37 @@ COARSE = {"bits": 128, "tol": 2.0 ** -32}
 COARSER = {"bits": 128, "tol": 2.0 ** -28, "allowance": 2.0 ** -16}
 COARSEST = {"bits": 128, "tol": 2.0 ** -24, "allowance": 2.0 ** -8}
 SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
+#: The rungs of a good triple whose enclosure the followers' drift will carry on
+#: (:func:`_drift_settled` false: the drift holds in floats only at a later mark, so the enclosure
+#: that proves the good triple at :math:`t_1` goes on to that mark beside the proof). **What decides
+#: the rung** is the slack of both lemmas, measured on the look-ahead's float64 run before anything
+#: is enclosed (:func:`_carried`): the smaller of the widest float balls on which the good triple
+#: holds at :math:`t^*` and on which lemma ``hyperplane-drift`` holds at the first later mark where
+#: it holds in floats. The first rung whose ``"allowance"`` that slack reaches is tried (the
+#: coarsest first); its balls must stay within the slack (:class:`_Narrow` to :math:`t^*`, the same
+#: test while carried on), else it is given up for the next one. Where the drift is still undecided
+#: on a rung although it holds in floats at a later mark, :func:`_drift_beside` falls back to the
+#: fine enclosure (``SETTINGS[0]``) from 0 to those marks, with its own budget
+#: (:data:`FALLBACK_SHARE`): the good triple's proof is never at stake (a rung failing it is given
+#: up for the fine one, as the coarse ones are), and the drift gets the fine enclosure it had before
+#: these rungs. Measured on the paper's figures (128 bits, to :math:`t_1` / to 5/2, steps; the slack
+#: on the grid of :data:`ALLOWANCE_STEP`): paper-2d (slack 2^-12) 345 / 433 at 2^-32 against 416 /
+#: 514 at 2^-40; paper-3d-positive-pair (2^-12) 321 / 345 against 408 / 435; paper-3d-negative-pair
+#: (2^-16) 353 / 417 at 2^-36 against 408 / 476 — and at 2^-32 it ends at 5.3e-4 of the state at
+#: 5/2, wider than the drift allows (2^-16): its drift is undecided there. The proofs' CPU with the
+#: drift (VERIFY_COMPILED=0, side by side at load 4–7): 19.5 / 29.8 / 25.5 -> 16.7 / 25.6 / 20.7 s,
+#: the drift decided the same. Each rung is 2^20 times narrower than the slack it needs, the ratio
+#: at which every one of these kept 85–200 times its slack at 5/2 and the one below it (2^16,
+#: negative-pair at 2^-32) did not.
+DRIFT_RUNGS = ({"bits": 128, "tol": 2.0 ** -32, "allowance": 2.0 ** -12},
+               {"bits": 128, "tol": 2.0 ** -36, "allowance": 2.0 ** -16})
+#: The fine enclosure a rung falls back to for the drift (:data:`DRIFT_RUNGS`) has at most
+#: ``FALLBACK_SHARE`` times the CPU the proof had taken when its drift was tried (or
+#: :data:`DRIFT_SECONDS` if more), within the proof's budget: from 0 it repeats what the proof
+#: on the rung did, to the drift's mark, where before these rungs the fine enclosure was carried
+#: on with :data:`DRIFT_SHARE` beside a fine proof; on the paper's figures the fine proof with its
+#: drift to 5/2 costs 1.3–1.4 times the look-ahead and the rung to :math:`t_1`.
+FALLBACK_SHARE = 3.0
 #: The lemmas whose look-ahead refines :math:`t^*` on the finer grid (:data:`LOOKAHEAD_STEP`):
 #: measured on the leader map's instances of the paper suite and on the good triple's (the six
 #: hyperplanes instances, ``verify run hyperplanes`` with and without it side by side: every t1
@@ -567,17 +626,18 @@ SETTINGS = ({"bits": 128, "tol": 2.0 ** -40}, {"bits": 256, "tol": 2.0 ** -56})
 #: enclosure on to 5/2 either way; the three instances of the n <= 8, d <= 3 benchmark
 #: 18.2 -> 16.1).
 REFINED_SEARCH = (leader_map.ID, good_triple.ID)
-#: The lemmas whose first enclosure is the coarse one (:data:`COARSE`): the leader map's. The
-#: good triple's only where the followers' drift will not carry the enclosure on
-#: (:func:`_drift_settled`: its lemma holds at t* on float balls as wide as the coarse
-#: enclosure's may grow, or fails in floats at t* and at the later marks tried): on
-#: hyperplanes paper-3d-negative-pair#0 the coarse enclosure, carried on beside the proof for
-#: the drift, fails at t = 2.47 (a remainder of NaN: its balls too wide for the softmax) before
-#: the mark 5/2 where the fine one certifies the drift. On the random-good-triples (no drift
-#: in floats) the coarse enclosure (2^-32) proves the good triple at the same t1 with 121
-#: instead of 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9 and 2e-9 of the
-#: state; the coarsest, 2^-24, with 92 and 21); on symmetric-middle (the drift holds at
-#: t* = 11/8 on float balls of 2^-8) with 78 (56 at 2^-24) instead of 110, the drift decided
+#: The lemmas whose first enclosure is the coarse one (:data:`COARSE`): the leader map's. The good
+#: triple's only where the followers' drift will not carry the enclosure on (:func:`_drift_settled`:
+#: its lemma holds at t* on float balls as wide as the coarse enclosure's may grow, or fails in
+#: floats at t* and at the later marks tried): on hyperplanes paper-3d-negative-pair#0 the coarse
+#: enclosure, carried on beside the proof for the drift, failed at t = 2.47 (a remainder of NaN: its
+#: balls too wide for the softmax; at 5ea38c0 it reaches 5/2 with balls of 5.3e-4 of the state, too
+#: wide for the drift) before the mark 5/2 where the fine one certifies the drift (where the drift
+#: does carry it on, the rungs of :data:`DRIFT_RUNGS` are chosen from both lemmas' slack). On the
+#: random-good-triples (no drift in floats) the coarse enclosure (2^-32) proves the good triple at
+#: the same t1 with 121 instead of 162 and 25 instead of 34 steps (allowance 2^-8, final radii 7e-9
+#: and 2e-9 of the state; the coarsest, 2^-24, with 92 and 21); on symmetric-middle (the drift holds
+#: at t* = 11/8 on float balls of 2^-8) with 78 (56 at 2^-24) instead of 110, the drift decided
 #: there as on the fine one (converges).
 COARSE_SEARCH = (leader_map.ID,)
 #: The look-ahead measures how wide the balls may be where the lemma first holds in floats:
@@ -685,8 +745,10 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
     reached, where the proof must look on its own when ``first`` is ``None``), ``margins``
     (the failing margins by mark), ``allowance`` (the leader map, and the good triple where
     :func:`_drift_settled`: the relative radius of the widest float balls on which it holds at
-    ``first`` (:func:`_allowance`), which picks the coarse enclosure; else ``None``) and
-    ``reason`` (when it holds nowhere: the inequality that fails and its best margin).
+    ``first`` (:func:`_allowance`), which picks the coarse enclosure; else ``None``),
+    ``carried`` (the good triple where the drift will carry the enclosure on: the slack of
+    both lemmas, :func:`_carried`, which picks the rung of :data:`DRIFT_RUNGS`; else ``None``)
+    and ``reason`` (when it holds nowhere: the inequality that fails and its best margin).
     Deciding where to spend the enclosure's effort is all it does: a lemma holding in floats
     proves nothing.
     """
@@ -696,14 +758,16 @@ def look_ahead(request, lemma: str, enclosure, marks: list[Fraction], runs: dict
         first, refined, where = _refine(request, lemma, enclosure, runs,
                                         reached if lemma in REFINED_SEARCH else None, mark)
         where = where or seen
-        allowance = None
+        allowance, carried = None, None
         if first > 0 and (lemma in COARSE_SEARCH or lemma == good_triple.ID):
             allowance = _allowance(request, lemma, where, first)
             if lemma == good_triple.ID and not _drift_settled(request, where, seen, first,
                                                               allowance):
-                allowance = None  # the drift carries the enclosure on: the fine one
+                # the drift carries the enclosure on: a rung of DRIFT_RUNGS, or the fine one
+                carried = _carried(request, where, seen, first, allowance)
+                allowance = None
         return {"first": str(first), "reached": str(mark), "margins": history,
-                "refined": refined, "allowance": allowance}
+                "refined": refined, "allowance": allowance, "carried": carried}
     after = next((m for m in marks if reached is None or m > reached), marks[-1])
     found = {"first": None, "reached": None if reached is None else str(reached),
              "after": str(after), "margins": history}
@@ -727,6 +791,26 @@ def _drift_settled(request, where: _FloatMarks, seen: _FloatMarks, first: Fracti
         return True
     return _drift_in_floats(request, where, [first])[0] is None and \
         _drift_in_floats(request, seen, _drift_marks(first))[0] is None
+
+
+def _carried(request, where: _FloatMarks, seen: _FloatMarks, first: Fraction,
+             allowance: float) -> dict | None:
+    """(The good triple, where the followers' drift will carry the enclosure on) the slack of
+    both lemmas on the look-ahead's float64 run, which picks the rung of :data:`DRIFT_RUNGS`:
+    the first of :math:`t^*` (``where``) and the :data:`DRIFT_MARKS` marks after it
+    (``seen``) where lemma ``hyperplane-drift`` holds in floats, the widest float balls on
+    which it holds there (:func:`_allowance`), and ``allowance``, the smaller of that and the
+    good triple's ``allowance`` at :math:`t^*`; ``None`` where the float64 run cannot tell
+    (the drift holds at no mark it reached). Effort only, like the look-ahead."""
+    for balls, times in ((where, [first]), (seen, _drift_marks(first))):
+        at, why = _drift_in_floats(request, balls, times)
+        if at is not None and why:
+            return None  # the float64 run has no state there
+        if at is not None:
+            drift = _allowance(request, hyperplane_drift.ID, balls, at)
+            return {"mark": str(at), "good_triple": allowance, "drift": drift,
+                    "allowance": min(allowance, drift)}
+    return None
 
 
 def _refine(request, lemma: str, enclosure, runs: dict, before: Fraction | None,
@@ -936,7 +1020,7 @@ def _drift_floats(request, enclosure, runs: dict, later: list[Fraction]) -> _Flo
 
 
 def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock,
-                  runs: dict | None = None) -> tuple[dict, dict | None]:
+                  runs: dict | None = None, rung: float | None = None) -> tuple[dict, dict | None]:
     """After a good-triple proof: lemma ``hyperplane-drift`` on the same enclosure at the same
     ``t1`` (milliseconds, no new enclosure) — what the followers of each trapped side do, which
     Theorem 4.2 and the hyperplanes claim leave open ("the other coordinates need not
@@ -947,16 +1031,21 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock,
     tried at each from the first where it holds on the float balls of the look-ahead's float64
     run (``runs``; where it holds at none of them, the enclosure is not carried on: effort
     only, like the look-ahead); the record's ``t1`` is the mark where it was decided, its
-    ``cpu_seconds`` those of the budget's clock. Returns the record for the proof's evidence
-    (``behaviour`` overall and per side: ``drifts``, ``turns``, ``converges`` or
+    ``cpu_seconds`` those of the budget's clock. When the proof's enclosure is a rung of
+    :data:`DRIFT_RUNGS` (``rung``: the relative radius its balls must stay within), it is
+    carried on only while its balls stay that narrow; where the drift is still undecided on it
+    at those marks, the fine enclosure (``SETTINGS[0]``) goes from 0 to them with its own
+    budget (:data:`FALLBACK_SHARE`), on the same clock, and the lemma is tried on it; the
+    record's ``fallback`` says what the rung and the fine enclosure did, and its
+    ``cpu_seconds`` count both. Returns the record for the proof's
+    evidence (``behaviour`` overall and per side: ``drifts``, ``turns``, ``converges`` or
     ``undecided``, with the reason when undecided) and the lemma's certificate document, or
     ``None`` when the lemma does not hold there or the checker rejects it. It never changes
     the verdict: the claim does not state it."""
     spent = expired.spent()
     seconds = max(DRIFT_SECONDS, DRIFT_SHARE * spent)
-
-    def stop() -> bool:
-        return expired() or expired.spent() - spent >= seconds
+    wide = _Narrow(lambda: expired() or expired.spent() - spent >= seconds, enclosure,
+                   math.inf if rung is None else rung)
 
     mark = t1
     document, why = _drift_at(request, enclosure, mark)
@@ -972,20 +1061,32 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock,
                     f"{later[0]}..{later[-1]} ({in_floats}), so the enclosure was not carried "
                     "on")
         later = [] if start is None else [m for m in later if m >= start]
-    for later_mark in later:
-        if not enclosure.advance(later_mark, expired=stop):
-            why += (f"; carried on with at most {seconds:.3g} CPU s beside the proof, the "
-                    f"enclosure stopped before t1 = {later_mark} ({enclosure.message})")
-            break
-        mark = later_mark
-        document, why = _drift_at(request, enclosure, mark)
-        if document is not None:
-            break
-    else:
-        if document is None and later:
-            why += f" (tried at t1 = {t1} and at {', '.join(map(str, later))})"
+    tried = f" (tried at t1 = {t1} and at {', '.join(map(str, later))})"
+    if later:
+        mark, document, why, stopped = _carry(request, enclosure, mark, later, wide, why)
+        if document is None:
+            why += (f"; carried on with at most {seconds:.3g} CPU s beside the proof, {stopped}"
+                    if stopped else tried)
+    fallback = None
+    if document is None and later and rung is not None:
+        # it holds in floats at these marks but not on the rung: the fine enclosure from 0
+        began, own = expired.spent(), max(DRIFT_SECONDS, FALLBACK_SHARE * spent)
+        fallback = {"rung": _coarse_record(enclosure, why), "own_cpu": round(own, 3)}
+        fine = Enclosure(request.instance, bits=SETTINGS[0]["bits"], tol=SETTINGS[0]["tol"])
+        mark, document, last, stopped = _carry(
+            request, fine, t1, later, lambda: expired() or expired.spent() - began >= own, "")
+        fallback.update(enclosure=fine.describe(), cpu_seconds=round(expired.spent() - began, 3))
+        if document is None:
+            why = (f"undecided on the enclosure of the proof (tol {enclosure.tol:.3g}: {why}); "
+                   f"the fine enclosure from 0, with at most {own:.3g} CPU s of its own, "
+                   + (f"did not decide it either: {stopped}" if stopped else
+                      f"did not decide it either: {last}{tried}"))
+        else:
+            why = last
     record = {"lemma": hyperplane_drift.ID, "t1": str(mark),
               "cpu_seconds": round(expired.spent() - spent, 3)}
+    if fallback is not None:
+        record["fallback"] = fallback
     if document is None:
         return {**record, "behaviour": "undecided", "reason": why}, None
     conclusions = document["conclusions"]
@@ -1002,6 +1103,24 @@ def _drift_beside(request, enclosure, t1: Fraction, expired: _Clock,
             sides[side]["rates"] = sorted({f"{float(parse_ball(w['rate']).mid()):.3g}"
                                            for w in certified})
     return {**record, "behaviour": overall, "sides": sides}, document
+
+
+def _carry(request, enclosure, mark: Fraction, marks: list[Fraction], stop: Callable[[], bool],
+           why: str) -> tuple[Fraction, dict | None, str, str | None]:
+    """``enclosure`` advanced to each of ``marks`` in turn (``stop`` ends it) and lemma
+    ``hyperplane-drift`` tried at each until it decides: the last mark where it was tried
+    (``mark`` where none), the lemma's certificate document (``None``: undecided), the last
+    reason it gave (``why`` where none), and, when the enclosure stopped before a mark, where
+    and why (else ``None``)."""
+    for later_mark in marks:
+        if not enclosure.advance(later_mark, expired=stop):
+            reason = getattr(stop, "wide", None) or enclosure.message
+            return mark, None, why, f"the enclosure stopped before t1 = {later_mark} ({reason})"
+        mark = later_mark
+        document, why = _drift_at(request, enclosure, mark)
+        if document is not None:
+            return mark, document, why, None
+    return mark, None, why, None
 
 
 def _drift_at(request, enclosure, t1: Fraction) -> tuple[dict | None, str]:

@@ -133,9 +133,12 @@ def test_an_attempt_is_the_tableau_and_hairers_error_norm(name, h):
 #: T = 16): its attention switches leader sharply for 13.2 ≲ t ≲ 13.8. From t₀ = 13.248862 the
 #: field changes by ~70 % over a step of H48, and DOP853's embedded estimate is not monotonic
 #: in ``h`` there: it dips to ~0.3 tolerances at h = H48 (~0.02 at 1.01·H48) between ~10 at
-#: 0.95·H48 and 1.05·H48, while the true local error grows through ~16 tolerances. The lean
-#: stepper's run of #48 (session 9's ``verify`` run, rtol 1e-10) accepted that step and lost
-#: ×8 of accuracy at t = 13.33 against SciPy's own run, whose steps fell elsewhere.
+#: 0.95·H48 and 1.05·H48, while the true local error grows through ~16 tolerances: one token
+#: switches, its error has one direction, and ``e₅`` changes sign near 1.007·H48 while ``e₃``
+#: stays ~2e4 tolerances, so Hairer's norm ``‖e₅‖²/√(‖e₅‖² + 0.01‖e₃‖²) ≈ 10‖e₅‖²/‖e₃‖``
+#: follows ``e₅`` through zero. The lean stepper's run of #48 (rtol 1e-10, session 9's main)
+#: accepted that step and lost ×8 of accuracy at t = 13.33 against SciPy's own run, whose
+#: steps fell elsewhere (they part by round-off in the step control from the second step on).
 MODEL_48 = Model(V=[["47/64", "29/32"], ["-31/64", "-19/64"]], beta=2)
 X0_48 = np.array([[11 / 32, 37 / 64], [3 / 4, -27 / 64], [-9 / 16, 51 / 64], [-51 / 64, 9 / 64],
                   [-31 / 32, -51 / 64]])

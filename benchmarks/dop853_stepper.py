@@ -18,16 +18,27 @@ stepper serves both runs).
 ``small`` — the float64 runs of claim-suite instances (``n ≤ 20``, ``d ≤ 3``; ``simulate`` with
 ``error_estimate=False``, each family's horizon and checkpoints).
 
-Run from the repository root: ``python benchmarks/dop853_stepper.py [hd|small|all]``. No wall-clock
-assertion; this is not a test.
+``accuracy`` — not speed: the true error of each stepper's run of the float64 draws of
+``benchmarks/error_coverage.py`` (``--set paper|growth``; ``simulate`` with
+``error_estimate=False`` at its default tolerances) against one truth at 32 digits, per
+variant: how many draws take the same number of steps, and the stepper's error over SciPy's.
+The two part by round-off in the step control; where the steps then fall differently the
+accuracy moves either way (sharp attention switches, ReLU kinks; benchmarks/README.md).
+
+Run from the repository root: ``python benchmarks/dop853_stepper.py [hd|small|all]``, or
+``python benchmarks/dop853_stepper.py accuracy --set growth --instances 120 --workers 2``
+(~9 CPU min). No wall-clock assertion; this is not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -187,12 +198,81 @@ def small_case(repeat: int, keys: list[str] = SMALL) -> None:
           f"{lean - fields['lean DOP853Stepper']:.3f} s")
 
 
+def draw_errors(k: int, growth: bool) -> dict | None:
+    """Draw ``k`` of error_coverage.py's set: each stepper's steps and largest true error over
+    the checkpoints (``|z − z_true|``, the truth at 32 digits without continuation); ``None``
+    for an arb draw."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import error_coverage
+
+    from verify.flow.simulate import entry_differences
+
+    data = error_coverage.draw(k, error_coverage.GROWTH_VARIANTS if growth else None)
+    if data["precision"] != "float64":
+        return None
+    inst, T = error_coverage.build(data), data["horizon"]
+    row, runs = {"k": k, "variant": data["variant"]}, {}
+    for name, stepper in STEPPERS.items():
+        solvers.DOP853Stepper = stepper
+        try:
+            runs[name] = simulate(inst, T, checkpoints=7, precision="float64",
+                                  error_estimate=False)
+        finally:
+            solvers.DOP853Stepper = DOP853Stepper
+        if not runs[name].success:
+            return {**row, "skipped": f"{name}: {runs[name].status}"}
+    truth = simulate(inst, T, checkpoints=7, precision=32, error_estimate=False,
+                     continuation=False, symmetry="off")
+    if not truth.success:
+        return {**row, "skipped": f"truth: {truth.status}"}
+    for name, run in runs.items():
+        row[name] = (run.stats["steps"],
+                     float(entry_differences(run, truth, truth.precision["bits"]).max()))
+    return row
+
+
+def accuracy_case(growth: bool, instances: int, workers: int) -> None:
+    with ProcessPoolExecutor(workers) as pool:
+        rows = [row for row in pool.map(functools.partial(draw_errors, growth=growth),
+                                        range(instances)) if row is not None]
+    base, lean = STEPPERS
+    print(f"\naccuracy: error_coverage.py's {'growth' if growth else 'paper'} draws 0–"
+          f"{instances - 1} (float64 ones), true error against 32 digits, lean / SciPy")
+    print(f"{'variant':38}{'draws':>6}{'same steps':>11}{'min':>8}{'median':>8}{'max':>8}  "
+          "draws outside ×0.95–1.05")
+    by_variant: dict[str, list[dict]] = {}
+    for row in rows:
+        if "skipped" in row:
+            print(f"  #{row['k']} skipped: {row['skipped']}")
+        else:
+            by_variant.setdefault(row["variant"], []).append(row)
+    for variant, group in by_variant.items():
+        ratios = [row[lean][1] / row[base][1] if row[base][1] > 0 else math.nan
+                  for row in group]
+        same = sum(row[lean][0] == row[base][0] for row in group)
+        moved = ", ".join(f"#{row['k']} ×{r:.3g}" for row, r in zip(group, ratios, strict=True)
+                          if not 0.95 <= r <= 1.05)
+        print(f"{variant[:37]:38}{len(group):6d}{same:11d}{np.nanmin(ratios):8.3g}"
+              f"{np.nanmedian(ratios):8.3g}{np.nanmax(ratios):8.3g}  {moved}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", nargs="?", default="all", choices=["hd", "small", "all"])
+    parser.add_argument("case", nargs="?", default="all",
+                        choices=["hd", "small", "all", "accuracy"])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each; the minimum CPU "
                         "seconds is printed (default 3)")
+    parser.add_argument("--set", choices=["paper", "growth"], default="growth",
+                        help="accuracy: error_coverage.py's draws (default growth)")
+    parser.add_argument("--instances", type=int, default=120,
+                        help="accuracy: draws 0 … N−1 (default 120)")
+    parser.add_argument("--workers", type=int, default=2, help="accuracy: processes")
     args = parser.parse_args(argv)
+    if args.case == "accuracy":
+        print(f"load average at the start: {os.getloadavg()[0]:.2f}")
+        accuracy_case(args.set == "growth", args.instances, args.workers)
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+        return 0
     print(f"load average at the start: {os.getloadavg()[0]:.2f}; VERIFY_COMPILED="
           f"{os.environ.get('VERIFY_COMPILED', '(unset)')}")
     if args.case in ("small", "all"):

@@ -55,7 +55,7 @@ import verify.flow.solvers as solvers  # noqa: E402
 from verify.claim import load_claim  # noqa: E402
 from verify.flow.dop853 import DOP853Stepper  # noqa: E402
 from verify.flow.fields import EigenRescaledField, VectorField  # noqa: E402
-from verify.flow.simulate import simulate  # noqa: E402
+from verify.flow.simulate import entry_differences, simulate  # noqa: E402
 from verify.model.instance_file import load_instance_file  # noqa: E402
 
 HD_INSTANCE = ROOT / "claims" / "examples" / "high-dimension.toml"
@@ -204,8 +204,6 @@ def draw_errors(k: int, growth: bool) -> dict | None:
     for an arb draw."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import error_coverage
-
-    from verify.flow.simulate import entry_differences
 
     data = error_coverage.draw(k, error_coverage.GROWTH_VARIANTS if growth else None)
     if data["precision"] != "float64":

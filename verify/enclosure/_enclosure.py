@@ -43,7 +43,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx, fmpq
 
 from verify.enclosure._fields import FieldSpec, exact_matrix, float64_jets, unsupported
-from verify.enclosure._taylor import StepFailure, ball_of, taylor_step
+from verify.enclosure._taylor import StepFailure, ball_of, norm_inf_upper, taylor_step
 from verify.errors import InvalidArgument
 from verify.exact.symmetry import find_symmetries
 
@@ -90,8 +90,8 @@ def _pseudo_inverse(A: arb_mat) -> arb_mat:
     gram = At * A
     k = gram.nrows()
     entries = gram.entries()
-    epsilon = max((sum((abs(entries[i * k + j] - (1 if i == j else 0)) for j in range(k)),
-                       arb(0)) for i in range(k)), default=arb(0)).upper()
+    epsilon = norm_inf_upper(arb_mat(k, k, [entries[i * k + j] - (1 if i == j else 0)
+                                            for i in range(k) for j in range(k)]))
     if not epsilon <= _NEARLY_ORTHONORMAL:
         return gram.solve(At)
     eta = (epsilon / (1 - epsilon)).upper()

@@ -177,6 +177,22 @@ def _fundamental(J: list, length: int) -> list:
     return W
 
 
+def norm_inf_upper(M: arb_mat) -> arb:
+    """An upper bound of :math:`\\|M\\|_\\infty = \\max_i \\sum_j |M_{ij}|` over every matrix in
+    the balls of ``M``: the largest of the rows' upper bounds (an exact ``arb``). Python's
+    ``max`` over the row sums as balls would not do: ``a > b`` is true for balls only when
+    certain, so ``max`` keeps the first of two overlapping balls, whose upper bound may be the
+    smaller one.
+
+    >>> from flint import arb, arb_mat
+    >>> M = arb_mat([[arb(3.0, 0.02)], [arb(3.04, 0.03)]])
+    >>> norm_inf_upper(M) >= 3.07, max(M[0, 0], M[1, 0]).upper() < 3.07
+    (True, True)
+    """
+    return max((sum((abs(v) for v in row), arb(0)).upper() for row in M.tolist()),
+               default=arb(0))
+
+
 def _flow_jacobian(low: list, high: list, h: Fraction,
                    W: list | None = None) -> tuple[arb_mat, arb_mat]:
     """``(W(h), W([0, h]))`` for :math:`W' = DF\\, W`, :math:`W(0) = I`: the Taylor
@@ -195,7 +211,7 @@ def _flow_jacobian(low: list, high: list, h: Fraction,
     identity = _identity(m)
     s_end, s_all = ball_of(h), dyadic_ball(Fraction(0), h)
     J = _horner(low + [high[k]], s_all)
-    L = max(sum((abs(v) for v in row), arb(0)) for row in J.tolist()).upper()
+    L = norm_inf_upper(J)
     omega = ((L * ball_of(h)).exp() - 1).upper()
     gronwall = identity + arb_mat(m, m, [arb(0, omega)] * (m * m))
     W = _fundamental(low, k + 1) if W is None else W

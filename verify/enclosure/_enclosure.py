@@ -43,7 +43,13 @@ import numpy as np
 from flint import arb, arb_mat, ctx, fmpq
 
 from verify.enclosure._fields import FieldSpec, exact_matrix, float64_jets, unsupported
-from verify.enclosure._taylor import StepFailure, ball_of, norm_inf_upper, taylor_step
+from verify.enclosure._taylor import (
+    StepFailure,
+    _identity,
+    ball_of,
+    norm_inf_upper,
+    taylor_step,
+)
 from verify.errors import InvalidArgument
 from verify.exact.symmetry import find_symmetries
 
@@ -89,9 +95,7 @@ def _pseudo_inverse(A: arb_mat) -> arb_mat:
     At = A.transpose()
     gram = At * A
     k = gram.nrows()
-    entries = gram.entries()
-    epsilon = norm_inf_upper(arb_mat(k, k, [entries[i * k + j] - (1 if i == j else 0)
-                                            for i in range(k) for j in range(k)]))
+    epsilon = norm_inf_upper(gram - _identity(k))
     if not epsilon <= _NEARLY_ORTHONORMAL:
         return gram.solve(At)
     eta = (epsilon / (1 - epsilon)).upper()

@@ -16,7 +16,7 @@ import pytest
 
 from verify.claim import CheckRequest, ConclusionSpec
 from verify.flow.consensus_cap import CAP_FACTOR, cap_bound, cap_unavailable, certify_cap
-from verify.flow.simulate import simulate
+from verify.flow.simulate import entry_differences, simulate
 from verify.judge import Evaluation
 from verify.judge._quantities import quantity_or_reason, quantity_series
 from verify.model import Instance, Model
@@ -127,7 +127,16 @@ def test_a_sphere_run_stops_integrating_at_consensus_and_says_by_how_much():
     # on its own), with its own chord added to the estimate
     assert ref_leg["kind"] == "cap" and ref_leg["t0"] <= leg["t0"]
     assert ref_leg.get("inherited", False) == (ref_leg["t0"] == leg["t0"])
-    assert frozen.reference["consensus_cap_added"] >= leg["bound"] + ref_leg["bound"]
+    # one cap, the reference's (the exact motion after its freeze, which |run − ref| cannot
+    # see; the run's chord bounds the same motion a second time), widened by 2√d·max|run − ref|
+    # (simulate._cap_bounds' lemma), after the reference's t0 and nowhere else
+    diff = entry_differences(frozen, frozen.reference_run, frozen.reference["bits"])
+    widen = 2 * math.sqrt(3) * np.max(diff, axis=(1, 2))
+    ref_after = np.array([float(t) > ref_leg["t0"] for t in frozen.t])
+    assert np.allclose(frozen.repeated_error[ref_after], ref_leg["bound"] + widen[ref_after],
+                       rtol=1e-12, atol=0)
+    assert np.all(frozen.repeated_error[~ref_after] == 0)
+    assert frozen.reference["consensus_cap_added"] == np.max(frozen.repeated_error)
 
 
 def test_an_arb_run_can_switch_between_checkpoints():

@@ -292,10 +292,11 @@ def simulate(instance: Instance, horizon: object, *, checkpoints: int | list | N
                                              np.abs(traj.margins - ref.margins))
             traj.score_error = np.abs(traj.scaled_scores - ref.scaled_scores)
             traj.reference_run = ref  # kept in memory (not saved): any quantity's second route
-            frozen = _cap_bounds(traj) + _cap_bounds(ref)  # states repeated after consensus
+            # after the reference froze at a consensus cap, |run − ref| cannot see the exact
+            # motion: the reference's chord and the widening bound it (_cap_bounds' lemma; the
+            # run's own freeze needs nothing, the reference moves on or repeats its state)
+            frozen = _cap_bounds(ref)
             if np.any(frozen):
-                # the exact tokens lie in the computed cap widened by the state error at t0
-                # (|run - ref| there, the repeated states), so they may move by that much more
                 widen = 2 * math.sqrt(traj.d) * np.max(traj.entry_error, axis=(1, 2))
                 frozen = np.where(frozen > 0, frozen + widen, 0.0)
                 _add_state_error(instance, traj, frozen)
@@ -545,8 +546,49 @@ def _add_state_error(instance: Instance, traj: Trajectory, added: np.ndarray) ->
 
 
 def _cap_bounds(run: Trajectory) -> np.ndarray:
-    """Per checkpoint, how far the exact tokens may be from a state a consensus leg
-    (:mod:`verify.flow.consensus_cap`) repeated: its chord bound after its ``t0``, else 0."""
+    r"""Per checkpoint, how far the exact tokens may be from a state a consensus leg
+    (:mod:`verify.flow.consensus_cap`) repeated: its chord bound ``2ρ`` after its ``t0``, else 0.
+    :func:`simulate` adds the **reference run's** (widened, below) to the error estimate, and
+    only that one, by this lemma.
+
+    **Lemma (one cap).** Let ``x(t)`` be the exact tokens (on the unit sphere), ``y(t)`` the
+    run's and ``r(t)`` the reference's, which froze at ``t_b`` (``r(t) = r(t_b)`` for
+    ``t > t_b``) with every ``r̂_i(t_b) = r_i/|r_i|`` within ``ρ`` of a unit ``c``, ``2ρ`` its
+    recorded bound; ``e_r = max_i |r_i(t_b) − x_i(t_b)|`` (2-norms throughout). Then for
+    ``t > t_b``, whatever the run did (it froze before ``t_b``, at it, after it, or never):
+
+    .. math:: |y_i(t) - x_i(t)| \le |y_i(t) - r_i(t_b)| + 2ρ + 3 e_r .
+
+    *Proof.* ``||r_i| − 1| = ||r_i| − |x_i|| ≤ e_r``, so ``|r_i − r̂_i| ≤ e_r`` and
+    ``|x_i(t_b) − c| ≤ e_r + e_r + ρ``: the exact tokens at ``t_b`` lie in the cap of chord
+    radius ``ρ + 2e_r`` around ``c``, which is forward invariant
+    (:mod:`verify.flow.consensus_cap`; ``ρ + 2e_r < √2``), so ``|x_i(t) − c| ≤ ρ + 2e_r``
+    for ``t ≥ t_b``; and ``|r_i(t_b) − c| ≤ ρ + e_r``. Add
+    ``|y_i − x_i(t)| ≤ |y_i − r_i(t_b)| + |r_i(t_b) − c| + |c − x_i(t)|``. ∎
+
+    Before ``t_b`` (or with no freeze of the reference) ``|y − x| ≤ |y − r| + e_r`` with ``r``
+    integrated: the ordinary estimate, also at checkpoints where the *run* repeats its state
+    (the reference moved on, so ``|y(t_a) − r(t)|`` is the error of the repeated state). So
+    the run's own cap is not needed; the run's cap gives a second bound,
+    ``|y_i(t_a) − x_i(t)| ≤ 2ρ_run + 3 e(t_a)`` for ``t > t_a`` (the same proof with the run's
+    error ``e(t_a)`` in place of ``e_r``): either route bounds the error, so adding both
+    caps (as before) counted the exact motion after the freeze twice. The reference's route
+    is the one that holds wherever the estimate misses motion (also where the reference froze
+    and the run did not) and is widened by the smaller error.
+
+    Rigorous: the inequality. An estimate: ``e_r`` is not known (as for every estimate, the
+    reference is assumed much closer to ``x`` than the run). Per entry, ``simulate`` adds
+    ``2ρ + 2√d·E`` to the estimate ``|y − r|`` (``E`` its largest entry at the checkpoint):
+    ``√d·E`` bounds ``|y_i − r_i(t_b)|`` in 2-norm, the other ``√d·E`` stands in for ``3e_r``.
+    :data:`Trajectory.repeated_error` is that addition, what the second route of a quantity
+    cannot see.
+
+    >>> from types import SimpleNamespace
+    >>> run = SimpleNamespace(t=[0, 1, 2, 3], continuation={"legs": [
+    ...     {"kind": "cap", "t0": 1.5, "bound": 1e-10}]})
+    >>> _cap_bounds(run).tolist()
+    [0.0, 0.0, 1e-10, 1e-10]
+    """
     out = np.zeros(len(run.t))
     for leg in (run.continuation or {}).get("legs", []):
         if leg.get("kind") == "cap":

@@ -116,6 +116,10 @@ def draw(k: int, variants: list | None = None) -> dict:
     model = {"V": V, "beta": beta, "form": spec.get("form", "z"),
              "attention": spec.get("attention", "softmax"), "mask": spec.get("mask", "full"),
              "normalisation": spec.get("normalisation", "none")}
+    if spec.get("heads"):  # several heads, V_h = c_h I, Q_h and K_h drawn
+        model["heads"] = [{"V": _matrix(rng, d, "lambdaI"), "Q": _rational(rng, (d, d)),
+                           "K": _rational(rng, (d, d))} for _ in range(spec["heads"])]
+        del model["V"]
     if spec.get("mlp"):
         turn = k // len(variants)  # W and the activation cycle over the draws of the variant
         model["mlp"] = {"W": _matrix(rng, d, "general" if turn % 2 else "lambdaI"),
@@ -162,6 +166,28 @@ GROWTH_VARIANTS = [
 ]
 
 
+#: runs that end frozen at a certified consensus (``--set consensus``): the sphere with
+#: ``V = λI`` and with two heads ``V_h = c_h I`` (any ``Q_h, K_h``), long horizons, where the
+#: estimate adds the consensus cap's chord at the checkpoints after a freeze
+CONSENSUS_VARIANTS = [
+    ("sphere SA longer (consensus), float64", {"n": (3, 12), "d": (2, 4), "T": 150,
+                                               "normalisation": "sphere", "V": "lambdaI"}),
+    ("sphere 2 heads long (consensus), float64", {"n": (3, 8), "d": (2, 4), "T": 150,
+                                                  "normalisation": "sphere", "heads": 2}),
+]
+
+#: the same in ``arb`` (``--set consensus-arb``): 20 digits, whose cap fires since its centre is
+#: computed in balls (the truth at 40 digits: ~10 CPU s a draw)
+CONSENSUS_ARB_VARIANTS = [
+    ("sphere SA long (consensus), arb", {"n": (3, 6), "d": (2, 3), "T": 80,
+                                         "normalisation": "sphere", "V": "lambdaI",
+                                         "precision": "auto"}),
+]
+
+SETS = {"paper": VARIANTS, "growth": GROWTH_VARIANTS, "consensus": CONSENSUS_VARIANTS,
+        "consensus-arb": CONSENSUS_ARB_VARIANTS}
+
+
 def build(data: dict):
     from verify.model import Instance, Model
 
@@ -170,7 +196,8 @@ def build(data: dict):
 
 # --------------------------------------------------------------------------- one instance
 def measure(data: dict, reference: str | tuple[str, ...] = "policy",
-            reference_rtols: tuple[float | None, ...] = (None,)) -> list[dict]:
+            reference_rtols: tuple[float | None, ...] = (None,),
+            inherit: bool = True, checkpoints: int = 7) -> list[dict]:
     """Run, reference and truth for one instance; the worst ratios (``None`` when the run or
     the truth failed: the row says why). ``reference``: the reference of float64 runs, one or
     several of ``"policy"`` (the library's choice), ``"arb"`` (the ``arb`` reference whatever
@@ -179,12 +206,19 @@ def measure(data: dict, reference: str | tuple[str, ...] = "policy",
     it says); ``data["float64_reference"]`` still forces the float64 one. One row per route and
     entry of ``reference_rtols``: the run with
     :data:`~verify.flow.precision_policy.ARB_REFERENCE_RTOL` set to it (``None``: the
-    library's), all against one truth."""
+    library's), all against one truth. ``inherit=False``: a reference run integrated to the
+    horizon even where the run froze at a certified consensus (it may freeze later on its own),
+    instead of inheriting the run's freeze (``--reference-integrated``). ``checkpoints``: how
+    many, equally spaced from 0 to the horizon."""
     import verify.flow.precision_policy as policy
+    import verify.flow.simulate as simulate_module
     from verify.flow.simulate import simulate
 
+    if not inherit:
+        simulate_module._reference_run = _integrated_reference
+
     instance = build(data)
-    T, times = data["horizon"], 7
+    T, times = data["horizon"], checkpoints
     row = {key: data[key] for key in ("k", "variant", "n", "d", "precision")}
     row["model"] = {key: data["model"][key] for key in ("form", "attention", "mask",
                                                         "normalisation", "beta")}
@@ -229,6 +263,17 @@ def measure(data: dict, reference: str | tuple[str, ...] = "policy",
             for r, (_, _, run, seconds) in zip(rows, runs, strict=True)]
 
 
+def _integrated_reference(instance, times, traj, backend, controller, group, continuation,
+                          monitor):
+    """``simulate``'s reference run without inheriting the run's consensus freeze."""
+    from verify.flow.simulate import _run, float64_twin
+    from verify.numerics import Float64
+
+    if isinstance(backend, Float64):
+        instance = float64_twin(instance)
+    return _run(instance, times, backend, controller, group, continuation, monitor)
+
+
 def _forced(answer: bool, instance, horizon=None) -> bool:
     """``float64_reference_suffices`` replaced by a fixed answer (``--reference arb|float64``)."""
     return answer
@@ -264,9 +309,67 @@ def _ratios(run, truth) -> dict:
             margin_estimate = run.margin_error + 2 * rounding[:, None]
             scores["margin_ratio"] = float(np.max(margin_true[1:] / margin_estimate[1:]))
     return {"state_ratio": float(np.max(state)), "state_worst_t": float(run.t[worst_state]),
-            **scores, "true_error": float(np.max(true)), "estimate": float(np.max(run.error)),
+            **scores, **_frozen(run, state), "true_error": float(np.max(true)),
+            "estimate": float(np.max(run.error)),
             "reference": run.reference["backend"], "truth_bits": bits,
             "continuation": bool((run.continuation or {}).get("legs"))}
+
+
+def _frozen(run, state_ratio: np.ndarray) -> dict:
+    """Where the run or its reference froze at a certified consensus (the ``t0`` of each cap
+    leg, and whether the reference inherited the run's), and the worst true/estimate ratio and
+    largest estimate over the checkpoints after the first freeze (``state_ratio``: per
+    checkpoint from the second, per token)."""
+    def cap_t0(continuation) -> float | None:
+        legs = [leg for leg in (continuation or {}).get("legs", []) if leg.get("kind") == "cap"]
+        return legs[0]["t0"] if legs else None
+
+    ref_legs = ((run.reference or {}).get("stats", {}).get("continuation") or {}).get("legs", [])
+    run_t0, ref_t0 = cap_t0(run.continuation), cap_t0({"legs": ref_legs})
+    out = {"run_freeze": run_t0, "ref_freeze": ref_t0,
+           "ref_inherited": any(leg.get("inherited", False) for leg in ref_legs)}
+    first = min((t for t in (run_t0, ref_t0) if t is not None), default=None)
+    after = [k for k in range(1, len(run.t)) if first is not None and float(run.t[k]) > first]
+    if after:
+        out["frozen_checkpoints"] = len(after)
+        out["frozen_ratio"] = float(np.max(state_ratio[[k - 1 for k in after]]))
+        out["frozen_estimate"] = float(np.max(run.error[after]))
+    # where only the run repeats its state (after its freeze, the reference still integrated)
+    alone = [k for k in after if run_t0 is not None and float(run.t[k]) > run_t0
+             and (ref_t0 is None or float(run.t[k]) <= ref_t0)]
+    if alone:
+        out["run_alone_checkpoints"] = len(alone)
+        out["run_alone_ratio"] = float(np.max(state_ratio[[k - 1 for k in alone]]))
+    return out
+
+
+def frozen_summary(rows: list[dict]) -> str:
+    """Per variant: how many draws froze (run, reference, inherited), at which ``t0``, and the
+    worst true/estimate ratio and median estimate at the checkpoints after a freeze."""
+    measured = [r for r in rows if "skipped" not in r]
+    lines = []
+    for name in dict.fromkeys(r["variant"] for r in measured):
+        mine = [r for r in measured if r["variant"] == name]
+        froze = [r for r in mine if r.get("frozen_checkpoints")]
+        if not froze:
+            continue
+        t0 = [r["run_freeze"] for r in mine if r["run_freeze"] is not None]
+        ratios = [r["frozen_ratio"] for r in froze]
+        lines.append(
+            f"{name:34} {len(mine):>3} draws: run froze {len(t0)}, reference froze "
+            f"{sum(r['ref_freeze'] is not None for r in mine)} (inherited "
+            f"{sum(r['ref_inherited'] for r in mine)}); run t0 min/median/max "
+            + (f"{min(t0):.3g}/{np.median(t0):.3g}/{max(t0):.3g}" if t0 else "—")
+            + f"; {sum(r['frozen_checkpoints'] for r in froze)} frozen checkpoints: "
+            f"true/estimate median {np.median(ratios):.3g}, max {max(ratios):.3g}; "
+            f"estimate there median {np.median([r['frozen_estimate'] for r in froze]):.3g}")
+        alone = [r for r in mine if r.get("run_alone_checkpoints")]
+        if alone:
+            lines.append(
+                f"{'':34} of which {sum(r['run_alone_checkpoints'] for r in alone)} where only "
+                f"the run repeats its state ({len(alone)} draws): true/estimate max "
+                f"{max(r['run_alone_ratio'] for r in alone):.3g}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- the table
@@ -293,7 +396,7 @@ def table(rows: list[dict]) -> tuple[str, float]:
         return (f"{name:34} {len(mine):>4} | {'':23}{_quantiles(state)} | {'':8}"
                 f"{_quantiles(scores)} | " + (f"{max(margins):8.3g}" if margins else "—"))
 
-    for name, _ in VARIANTS + GROWTH_VARIANTS:
+    for name, _ in VARIANTS + GROWTH_VARIANTS + CONSENSUS_VARIANTS + CONSENSUS_ARB_VARIANTS:
         mine = [r for r in measured if r["variant"] == name]
         if not mine and name not in {r["variant"] for r in rows}:
             continue
@@ -342,18 +445,24 @@ def main(argv: list[str] | None = None) -> int:
                         "measured against one truth: policy (the library's choice, default), "
                         "arb (the arb reference for every run), float64 (the float64 twin "
                         "reference and the arb spot check for every run)")
-    parser.add_argument("--set", choices=["paper", "growth"], default="paper",
-                        help="the variants: the model family's (default) or growth (longer "
-                        "horizons, an MLP: GROWTH_VARIANTS)")
+    parser.add_argument("--set", choices=sorted(SETS), default="paper",
+                        help="the variants: the model family's (default), growth (longer "
+                        "horizons, an MLP: GROWTH_VARIANTS) or consensus (runs that end frozen "
+                        "at a certified consensus: CONSENSUS_VARIANTS)")
     parser.add_argument("--variants", help="only the variants whose name contains one of these "
                         "comma-separated words (e.g. 'sphere,pre-LN')")
     parser.add_argument("--reference-rtol", help="comma-separated values of precision_policy."
                         "ARB_REFERENCE_RTOL (the largest tolerance of a float64 run's arb "
                         "reference) to compare on the same draws against one truth, e.g. "
                         "'1e-15,1e-14,1e-13' (default: the library's)")
+    parser.add_argument("--reference-integrated", action="store_true",
+                        help="the reference run integrated to the horizon where the run froze "
+                        "at a certified consensus, instead of inheriting its freeze")
+    parser.add_argument("--checkpoints", type=int, default=7,
+                        help="checkpoints per run, equally spaced (default 7)")
     args = parser.parse_args(argv)
     count = 24 if args.quick else args.instances
-    drawn = [draw(k, GROWTH_VARIANTS if args.set == "growth" else None) for k in range(count)]
+    drawn = [draw(k, SETS[args.set]) for k in range(count)]
     if args.variants:
         words = [w.strip() for w in args.variants.split(",") if w.strip()]
         drawn = [data for data in drawn if any(w in data["variant"] for w in words)]
@@ -366,7 +475,10 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(args.workers) as pool:
         rows = []
         for result in pool.map(functools.partial(measure, reference=routes,
-                                                 reference_rtols=rtols), drawn):
+                                                 reference_rtols=rtols,
+                                                 inherit=not args.reference_integrated,
+                                                 checkpoints=args.checkpoints),
+                               drawn):
             for row in result:
                 rows.append(row)
                 scores = row.get("score_ratio")
@@ -389,6 +501,11 @@ def main(argv: list[str] | None = None) -> int:
                                   if row["reference_rtol"] == value and row["route"] == route)
                 print(f"\nARB_REFERENCE_RTOL = {value:g} ({evaluations} reference evaluations)")
             print(text)
+            frozen = frozen_summary([row for row in rows if row["reference_rtol"] == value
+                                     and row["route"] == route])
+            if frozen:
+                print(f"\nat checkpoints after a certified consensus (run or reference frozen):"
+                      f"\n{frozen}")
             print(f"\nworst true/estimate ratio: {worst:.3g}; × margin {MARGIN:g} = "
                   f"{worst * MARGIN:.3g}; the library's safety factor κ = ESTIMATE_SAFETY = "
                   f"{ESTIMATE_SAFETY:g} "

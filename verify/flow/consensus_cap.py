@@ -23,9 +23,10 @@ A run of such a model (:func:`cap_unavailable` is ``None``) tests this bound aft
 accepted step (float64 and arb: it costs ``O(nd)``). Once ``2ρ ≤ CAP_FACTOR · atol`` (the size
 of the integrator's own error, which near consensus keeps the tokens jittering at that level),
 the run stops integrating and every later checkpoint repeats the state at ``t_0``. The bound is
-recorded (``describe()``). The exact tokens at ``t_0`` lie in the computed cap widened by the
-state error ``e`` (twice: ``||x̂_i| − 1| ≤ e``), so they stay within ``2ρ + 4e`` of where they
-were, and within ``2ρ + 3e`` of the repeated state. The error estimate needs that bound once:
+recorded (``describe()``). With ``e`` the state error at ``t_0`` (the computed tokens ``y_i``
+are off the sphere by at most ``e`` too, ``||y_i| − 1| ≤ |y_i − x_i|``), the exact tokens lie
+within ``ρ + 2e`` of the centre, so they stay within ``2ρ + 4e`` of where they were, and within
+``2ρ + 3e`` of the repeated state. The error estimate needs that bound once:
 :func:`verify.flow.simulate.simulate` adds the *reference run's* chord (and a widening) at the
 checkpoints after the reference froze, where the distance to the reference no longer sees the
 exact motion; the run's own freeze needs nothing added, the reference moving on or repeating

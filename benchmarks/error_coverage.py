@@ -27,6 +27,8 @@ Usage::
     python benchmarks/error_coverage.py --quick        # 24 instances (smoke test)
     python benchmarks/error_coverage.py --workers 2 --json coverage.json
     python benchmarks/error_coverage.py --instances 260 --variants consensus --reference arb
+    python benchmarks/error_coverage.py --set consensus --instances 24   # runs that freeze
+    python benchmarks/error_coverage.py --set consensus --reference-integrated --checkpoints 121
 
 Variants: plain ``z`` and ``x`` forms with ``V`` general, symmetric and ``λI``; tokens on the
 sphere with softmax (SA) and unnormalised (USA) attention; pre-LN; causal masks; several ``β``;
@@ -38,6 +40,10 @@ could fail: tokens near an unstable antipodal configuration of the sphere (the r
 data amplified ``~10^6`` times before they leave it) and long runs that freeze at a certified
 consensus. ``--reference arb`` checks every float64 run against the ``arb`` reference instead
 (what runs whose scores grow, or with several heads, get): the same draws, the other route.
+Where a run or its reference froze at a certified consensus, the table is followed by the
+coverage at the checkpoints after the freeze (``--set consensus`` draws runs that do;
+``--reference-integrated`` makes the reference integrate on instead of inheriting the run's
+freeze, so that dense ``--checkpoints`` fall where only the run repeats its state).
 """
 
 from __future__ import annotations
@@ -447,8 +453,9 @@ def main(argv: list[str] | None = None) -> int:
                         "reference and the arb spot check for every run)")
     parser.add_argument("--set", choices=sorted(SETS), default="paper",
                         help="the variants: the model family's (default), growth (longer "
-                        "horizons, an MLP: GROWTH_VARIANTS) or consensus (runs that end frozen "
-                        "at a certified consensus: CONSENSUS_VARIANTS)")
+                        "horizons, an MLP: GROWTH_VARIANTS), consensus (runs that end frozen "
+                        "at a certified consensus: CONSENSUS_VARIANTS) or consensus-arb (the "
+                        "same in arb: CONSENSUS_ARB_VARIANTS)")
     parser.add_argument("--variants", help="only the variants whose name contains one of these "
                         "comma-separated words (e.g. 'sphere,pre-LN')")
     parser.add_argument("--reference-rtol", help="comma-separated values of precision_policy."

@@ -202,6 +202,56 @@ def diffrax_solve(f, y0, T, solver_name, max_steps, repeat=2):
 
 
 # --------------------------------------------------------------------------- hd
+def hd_linearised_case(repeat: int) -> None:
+    """The must-show ratio with the linearised estimate of ``benchmarks/global_error.py`` in
+    place of the reference run (a prototype, not wired into ``simulate``): in one process,
+    alternating, the CPU of diffrax Tsit5 (same ``rtol``), of ``simulate`` to ``T = 4`` without
+    its estimate, of the DOP853 run to its hardmax switch without and with the linearised
+    estimate alongside (Heun, float32 products, DOP853's ``δ_k`` added entry by entry: the
+    estimate's cost is the difference), and of the field round-off spot check (which the
+    wiring would keep): their sum over Tsit5."""
+    from global_error import switch_time
+
+    from verify.flow.fields import EigenRescaledField
+    from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError
+    from verify.flow.solvers import DOP853, StepController
+
+    inst = load_instance_file(HD_INSTANCE).instance
+    lam, _, w0, mu = eigen_form(inst)
+    t_switch = switch_time(inst, 4.0)
+    field = EigenRescaledField(inst.model, inst.n)
+    w_start = field.to_w(np.asarray(inst.x0, dtype=float))
+
+    def to_switch(observer=None):
+        DOP853(observer=observer).segment(field, None, [0.0, t_switch], 1, 0.0, w_start,
+                                          StepController(RTOL, ATOL))
+
+    def with_estimate():
+        estimate = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
+        to_switch(lambda *step: estimate(*step, "entrywise"))
+
+    parts = {"Tsit5": [], "run T = 4": [], "to the switch": [], "with the estimate": [],
+             "spot check": []}
+    for _ in range(repeat):
+        diffrax_eigen(lam, w0, mu, 4.0, "Tsit5")
+        parts["Tsit5"].append(CPU["diffrax Tsit5"])
+        for name, fn in (("run T = 4", lambda: simulate(inst, 4.0, checkpoints=5,
+                                                         error_estimate=False)),
+                         ("to the switch", to_switch), ("with the estimate", with_estimate)):
+            best_of(1, fn, name=name)
+            parts[name].append(CPU[name])
+        spot = estimate_parts(inst, 4.0, 5).split("field round-off spot check ")[1]
+        parts["spot check"].append(float(spot.split(",")[0]))
+    best = {name: min(values) for name, values in parts.items()}
+    extra = best["with the estimate"] - best["to the switch"]
+    total = best["run T = 4"] + extra + best["spot check"]
+    print(f"\nhd-linearised (T = 4, CPU s, min of {repeat} alternating rounds, load "
+          f"{os.getloadavg()[0]:.1f}): " + ", ".join(f"{k} {v:.2f}" for k, v in best.items()))
+    print(f"  the linearised estimate ×{extra / best['to the switch']:.2f} the run to the "
+          f"switch; run + estimate + spot check {total:.2f} = ×{total / best['Tsit5']:.2f} "
+          f"diffrax Tsit5 (the run alone ×{best['run T = 4'] / best['Tsit5']:.2f})")
+
+
 #: Tsit5's tolerances tried, loosest first, to reach verify's achieved error at T = 4
 MATCH_RTOLS = (1e-10, 5e-11, 2e-11, 1e-11, 5e-12, 2e-12, 1e-12)
 
@@ -643,7 +693,8 @@ def cli_case(repeat: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", nargs="?", default="all", choices=["hd", "sphere", "cli", "all"])
+    parser.add_argument("part", nargs="?", default="all", choices=["hd", "sphere", "cli", "all",
+                                                                "hd-linearised"])
     parser.add_argument("--repeat", type=int, default=3, help="timed repeats (minimum kept)")
     parser.add_argument("--heyoka-hd", action="store_true",
                         help="also run heyoka on the 128×128 system (~10 GB, minutes)")
@@ -659,6 +710,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.part in ("hd", "all"):
         hd_case(4.0, args.repeat, args.heyoka_hd)
         hd_case(15.0, 1, False)
+    if args.part == "hd-linearised":
+        hd_linearised_case(args.repeat)
     if args.part in ("sphere", "all"):
         sphere_case(args.repeat, heyoka=not args.no_heyoka, heyoka_compact=args.heyoka_compact)
     if args.part in ("cli", "all"):

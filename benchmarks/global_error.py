@@ -51,7 +51,9 @@ from verify.flow.fields import EigenRescaledField  # noqa: E402
 from verify.flow.global_error import (  # noqa: E402
     EigenLinearisation,
     LinearisedGlobalError,
+    ScreenedDoubling,
     StepDoubling,
+    attention_change,
     dop853_step,
 )
 from verify.flow.simulate import simulate  # noqa: E402
@@ -165,7 +167,16 @@ def cpu(fn, repeat: int):
     return best, out
 
 
-def small_systems(count: int) -> None:
+#: the screens of --structural: (change, crossing, added) of ScreenedDoubling
+SCREENS = [(np.inf, 10.0, "aligned"), (np.inf, 3.0, "aligned"), (np.inf, np.inf, "aligned"),
+           (np.inf, np.inf, "entrywise"), (0.1, 1.0, "aligned")]
+
+
+def screen_label(change: float, crossing: float, added: str) -> str:
+    return f"change≥{change:g} or crossing≥{crossing:g}, {added}"
+
+
+def small_systems(count: int, structural: bool = False) -> None:
     """The z-form float64 draws of ``benchmarks/error_coverage.py`` (its first ``count``
     instances) whose field has eigen-coordinates: the linearised estimate (RK4) with DOP853's
     local estimates, with step doubling's (:class:`StepDoubling`) and with Richardson over pairs
@@ -176,7 +187,12 @@ def small_systems(count: int) -> None:
 
     print(f"\nsmall systems (error_coverage.py's z-form float64 draws among its first {count}; "
           "true/estimate per checkpoint, DOP853's δ_k | step doubling's | pairs'):")
-    ratios: dict[str, list[float]] = {"dop853": [], "doubling": [], "pairs": []}
+    ratios: dict[str, list[float]] = {"dop853": [], "doubling": [],
+                                      **({} if structural else {"pairs": []})}
+    screens = SCREENS if structural else []
+    ratios |= {screen_label(*screen): [] for screen in screens}
+    shares: dict[str, list[float]] = {screen_label(*screen): [] for screen in screens}
+    worst: dict[str, tuple] = {}
     runs = 0
     for data in map(draw, range(count)):
         if data["precision"] != "float64" or data["model"]["form"] != "z":
@@ -191,17 +207,24 @@ def small_systems(count: int) -> None:
         doubled = LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=keep)
         doubling = StepDoubling(field, doubled)
         paired = LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=keep)
-        pairs = PairRichardson(field, paired)
+        pairs = PairRichardson(field, paired) if not structural else None  # measured before
+        screened = {screen_label(*screen): ScreenedDoubling(
+            field, LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=keep), *screen)
+            for screen in screens}
 
-        def both(*step, dop=dop, doubling=doubling, pairs=pairs):
+        def both(*step, dop=dop, doubling=doubling, pairs=pairs, screened=screened):
             dop(*step)
             doubling(*step)
-            pairs(*step)
+            if pairs is not None:
+                pairs(*step)
+            for observer in screened.values():
+                observer(*step)
 
         segment = DOP853(observer=both).segment(
             field, None, [0.0, T], 1, 0.0, field.to_w(np.asarray(instance.x0, dtype=float)),
             StepController(RTOL, ATOL))
-        pairs.flush()
+        if pairs is not None:
+            pairs.flush()
         times = [t for t, _, _ in dop.kept]
         truth = simulate(instance, times[-1], checkpoints=[0, *times], precision=32,
                          error_estimate=False, continuation=False, symmetry="off")
@@ -209,21 +232,33 @@ def small_systems(count: int) -> None:
             print(f"  #{data['k']} skipped: {segment.status} / {truth.status}")
             continue
         runs += 1
-        mine: dict[str, list[float]] = {"dop853": [], "doubling": [], "pairs": []}
-        for name, estimate in (("dop853", dop), ("doubling", doubled), ("pairs", paired)):
-            for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+        mine: dict[str, list[float]] = {name: [] for name in ratios}
+        for name, estimate in (("dop853", dop), ("doubling", doubled),
+                               *((("pairs", paired),) if pairs is not None else ()),
+                               *((label, o.inner) for label, o in screened.items())):
+            for (t, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
                 true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
                 mine[name].append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
+                if mine[name][-1] > worst.get(name, (0,))[0]:
+                    worst[name] = (mine[name][-1], data["k"], t)
             ratios[name] += mine[name]
+        for label, observer in screened.items():
+            shares[label].append(float(np.mean(observer.doubled)))
         print(f"  #{data['k']:<4}{data['variant']:32} n={instance.n:<3} d={instance.d} "
               f"{segment.steps:4d} steps: " + " ".join(f"{r:.2g}" for r in mine["dop853"])
               + " | " + " ".join(f"{r:.2g}" for r in mine["doubling"])
-              + " | " + " ".join(f"{r:.2g}" for r in mine["pairs"]))
+              + " | " + " ".join(f"{r:.2g}" for r in mine.get("pairs", [])))
+        for label, observer in screened.items():
+            ratio = mine[label]
+            print(f"      {label}: {sum(observer.doubled)} of {segment.steps} steps doubled; "
+                  + " ".join(f"{r:.2g}" for r in ratio))
     for name, values in ratios.items():
         a = np.array(values)
+        share = (f"; steps doubled: mean {np.mean(shares[name]):.1%}, max "
+                 f"{np.max(shares[name]):.1%}") if name in shares else ""
         print(f"  {name}: {runs} runs, {a.size} checkpoints; true/estimate median "
-              f"{np.median(a):.3g}, 90 % {np.quantile(a, 0.9):.3g}, max {a.max():.3g}, "
-              f"min {a.min():.3g}")
+              f"{np.median(a):.3g}, 90 % {np.quantile(a, 0.9):.3g}, max {a.max():.3g} "
+              f"(#{worst[name][1]} at t = {worst[name][2]:.3g}), min {a.min():.3g}{share}")
 
 
 #: time windows of the 128×128 run for --windows (the error at its switch is made in a few)
@@ -303,6 +338,77 @@ def screening(field, w0, t_switch: float, t_eval, true, floor) -> None:
         replay(f"h_k ≥ {share} × the running max of h", h >= share * np.maximum.accumulate(h))
 
 
+def structural(field, w0, t_switch: float, t_eval, true, floor, repeat: int) -> None:
+    """Step doubling on the steps a structural screen picks (:class:`ScreenedDoubling`: the
+    attention's change over the step from the run's own weights), DOP853's estimate on the
+    others: per step the local errors both ways and the screen's two numbers, the coverage of
+    the screens of :data:`SCREENS` (replayed on the same steps, RK4 with float32 products)
+    against the true error at the step ends (``true``, ``floor`` as in :func:`main`), and the
+    CPU of the run with the first screen's estimate alongside (RK4 and Heun)."""
+    steps = []
+    doubling = StepDoubling(field, None)
+    weights = EigenLinearisation(field, np.float32).weights
+
+    def record(t0, y0, t1, y1, f0, f1, local_error):
+        steps.append((t0, y0.copy(), t1, y1.copy(), f0.copy(), f1.copy(), local_error.copy(),
+                      doubling.local_error(t0, y0, t1, y1, f0),
+                      attention_change(weights(t0, y0), weights(t1, y1))))
+
+    controller = StepController(RTOL, ATOL)
+    DOP853(observer=record).segment(field, None, [0.0, t_switch], 1, 0.0, w0, controller)
+    dop = np.array([np.abs(step[6]).max() for step in steps])
+    doubled = np.array([np.abs(step[7]).max() for step in steps])
+    change = np.array([step[8][0] for step in steps])
+    crossing = np.array([step[8][1] for step in steps])
+    ratio = doubled / dop
+    print(f"\nstructural screen ({len(steps)} steps): step doubling's / DOP853's local error "
+          f"per step: median {np.median(ratio):.3g}, max {ratio.max():.3g}; the steps where "
+          "it is largest (t_k, h_k, doubling, DOP853, ratio, change, crossing):")
+    for k in np.argsort(-ratio)[:12]:
+        print(f"  {steps[k][0]:.4f} {steps[k][2] - steps[k][0]:.2e} {doubled[k]:.2e} "
+              f"{dop[k]:.2e} {ratio[k]:7.3g} {change[k]:.3f} {crossing[k]:.3g}")
+    print("  the largest local errors by doubling:")
+    for k in np.argsort(-doubled)[:8]:
+        print(f"  {steps[k][0]:.4f} {steps[k][2] - steps[k][0]:.2e} {doubled[k]:.2e} "
+              f"{dop[k]:.2e} {ratio[k]:7.3g} {change[k]:.3f} {crossing[k]:.3g}")
+    late = t_eval > 0.1
+    for screen in SCREENS:
+        threshold_change, threshold_crossing, added = screen
+        mask = (change >= threshold_change) | (crossing >= threshold_crossing)
+        estimate = LinearisedGlobalError(EigenLinearisation(field, np.float32), "rk4")
+        for step, picked in zip(steps, mask, strict=True):
+            if picked:
+                estimate(*step[:6], step[7])
+            else:
+                estimate(*step[:6], step[6], added)
+        r = (true / (np.array(estimate.norms) + floor))[late]
+        unpicked = ratio[~mask]
+        print(f"  {screen_label(*screen)}: {int(mask.sum())} of {len(steps)} doubled "
+              f"({mask.mean():.1%}); largest doubling/DOP853 left undoubled "
+              f"{unpicked.max() if unpicked.size else 0:.3g}; true/estimate for t > 0.1 min "
+              f"{r.min():.3g}, max {r.max():.3g}, at the switch {r[-1]:.3g}")
+
+    def run(observer=None):
+        DOP853(observer=observer).segment(field, None, [0.0, t_switch], 1, 0.0, w0, controller)
+        return observer
+
+    costs = {"run": cpu(run, repeat)[0]}
+    for method, screen in (("heun", SCREENS[0]), ("heun", SCREENS[1]), ("heun", SCREENS[2]),
+                           ("rk4", SCREENS[0])):
+        name = f"{method}, {screen_label(*screen)}"
+        costs[name], observer = cpu(lambda m=method, s=screen: run(ScreenedDoubling(
+            field, LinearisedGlobalError(EigenLinearisation(field, np.float32), m), *s)),
+            repeat)
+        r = (true / (np.array(observer.inner.norms) + floor))[late]
+        print(f"  {name} (float32 products): {sum(observer.doubled)} doubled; true/estimate "
+              f"t > 0.1 min {r.min():.3g}, max {r.max():.3g}, at the switch {r[-1]:.3g}")
+    print(f"  CPU s (min of {repeat}, load {os.getloadavg()[0]:.1f}): the run "
+          f"{costs['run']:.2f}; " + "; ".join(
+              f"with the screened estimate, {name} {c:.2f} (estimate ×"
+              f"{(c - costs['run']) / costs['run']:.2f} the run)" for name, c in costs.items()
+              if name != "run"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2,
@@ -322,11 +428,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--screening", action="store_true",
                         help="also step doubling on screened steps only (DOP853's estimate on "
                         "the others): per-step true/DOP853 local errors and the coverage")
+    parser.add_argument("--structural", action="store_true",
+                        help="also step doubling on the steps a structural screen picks (the "
+                        "attention's change over the step), and in --small")
+    parser.add_argument("--small-only", action="store_true",
+                        help="with --small: stop after the small systems")
+    parser.add_argument("--skip-estimates", action="store_true",
+                        help="on the 128×128 run, time only what the other options ask for")
     parser.add_argument("--windows", action="store_true",
                         help="also where the error at the switch is made, window by window")
     args = parser.parse_args(argv)
     if args.small:
-        small_systems(args.small)
+        small_systems(args.small, args.structural)
+        if args.small_only:
+            return 0
 
     inst = load_instance_file(INSTANCE).instance
     t_switch = switch_time(inst, args.T)
@@ -340,8 +455,20 @@ def main(argv: list[str] | None = None) -> int:
         return observer
 
     load = os.getloadavg()[0]
-    run_s, _ = cpu(run, args.repeat)
     mesh = run(Steps())
+    if args.skip_estimates:
+        t_eval, shape = np.array(mesh.times), w0.shape
+        truth = solve_ivp(lambda t, y: field(t, y.reshape(shape)).ravel(), (0.0, t_switch),
+                          w0.ravel(), method="DOP853", rtol=3e-14, atol=1e-16, t_eval=t_eval)
+        run_states = np.array(mesh.states)
+        true = np.abs(run_states - truth.y.T.reshape(run_states.shape)).max(axis=(1, 2))
+        floor = 4 * U * np.abs(run_states).max(axis=(1, 2))
+        print(f"hd 128×128, run to its hardmax switch at t = {t_switch:.4g}: {len(t_eval)} "
+              f"steps; true error at the switch {true[-1]:.3g}; load {load:.1f}")
+        if args.structural:
+            structural(field, w0, t_switch, t_eval, true, floor, args.repeat)
+        return 0
+    run_s, _ = cpu(run, args.repeat)
     estimates, costs = {}, {}
     for method in ("heun", "rk4"):
         costs[method], estimates[method] = cpu(
@@ -423,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         windows(field, w0, t_switch)
     if args.screening:
         screening(field, w0, t_switch, t_eval, true, floor)
+    if args.structural:
+        structural(field, w0, t_switch, t_eval, true, floor, args.repeat)
     return 0
 
 

@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
+from verify.errors import InvalidArgument
 from verify.flow.fields import EigenRescaledField, VectorField
 from verify.flow.global_error import (
     EigenLinearisation,
     LinearisedGlobalError,
+    ScreenedDoubling,
     StepDoubling,
+    attention_change,
     dop853_step,
 )
 from verify.flow.simulate import simulate
@@ -238,3 +241,103 @@ def test_two_token_estimate_with_step_doubling_is_tight():
         true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
         assert true > 1e-13
         assert 0.5 * true <= np.abs(e).max() <= 2.0 * true
+
+
+def test_the_products_kept_for_three_points_are_those_of_each_point():
+    # a step's start, middle and end are kept; a fourth point evicts the oldest, and a point
+    # asked again gives the products a fresh linearisation gives (no stale parts)
+    field = EigenRescaledField(Model(V=[[1, 0.25], [0.25, -0.5]], Q=[[1, 0.5], [0, 1]]), 3)
+    rng = np.random.default_rng(3)
+    points = [(0.1 * k, rng.standard_normal((3, 2))) for k in range(5)]
+    v = rng.standard_normal((3, 2))
+    kept = EigenLinearisation(field)
+    for t, w in [*points, points[2], points[0], points[4]]:
+        assert np.array_equal(kept.apply(t, w, v), EigenLinearisation(field).apply(t, w, v))
+        assert np.array_equal(kept.weights(t, w), field.attention(t, w))
+
+
+def test_attention_change_of_hand_made_weights():
+    A = np.array([[0.7, 0.2, 0.1], [0.5, 0.3, 0.2], [1.0, 0.0, 0.0]])
+    assert attention_change(A, A) == (0.0, 0.0)
+    # row 1's leaders cross (gap log(5/3) → log(3/5)): the gap moves by twice its size
+    B = np.array([[0.7, 0.2, 0.1], [0.3, 0.5, 0.2], [1.0, 0.0, 0.0]])
+    change, crossing = attention_change(A, B)
+    assert change == pytest.approx(0.4, abs=1e-15) and crossing == pytest.approx(2.0, rel=1e-12)
+    # a row whose second weight stays below 1e-20 does not count, whatever its gap does
+    C, D = A.copy(), A.copy()
+    C[2], D[2] = [1.0, 1e-25, 0.0], [1.0, 1e-40, 0.0]
+    assert attention_change(C, D) == (pytest.approx(1e-25, abs=1e-30), 0.0)
+    # a gap that doubles (e^1 → e^2 between the leaders) moves by its size
+    E = np.array([[np.e, 1.0], [1.0, 1.0]]) / np.array([[np.e + 1], [2.0]])
+    F = np.array([[np.e ** 2, 1.0], [1.0, 1.0]]) / np.array([[np.e ** 2 + 1], [2.0]])
+    assert attention_change(E, F)[1] == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("added", ["aligned", "entrywise"])
+def test_local_errors_added_without_cancellation(added):
+    # J = 0: e_N is the sum of the δ_k, here with alternating signs (the signed sum cancels to
+    # 0); "entrywise" adds |δ_k| in every entry, "aligned" keeps |e|² ≥ Σ |δ_k|²
+    class Zero:
+        def apply(self, t, y, v):
+            return 0.0 * v
+
+    delta = np.array([[1e-9, -2e-9]])
+    deltas = [delta, -delta] * 5
+    estimates = {way: LinearisedGlobalError(Zero(), "heun") for way in ("signed", added)}
+    y = np.zeros((1, 2))
+    for k, d in enumerate(deltas):
+        for way, estimate in estimates.items():
+            estimate(k * 0.1, y, (k + 1) * 0.1, y, y, y, d, way)
+    assert np.array_equal(estimates["signed"].error, np.zeros((1, 2)))
+    error = estimates[added].error
+    if added == "entrywise":
+        assert np.allclose(np.abs(error), 10 * np.abs(delta), rtol=1e-15, atol=0)
+    else:
+        assert np.sum(error ** 2) >= 10 * np.sum(delta ** 2) * (1 - 1e-15)
+    with pytest.raises(InvalidArgument, match="added must be"):
+        estimates[added](1.0, y, 1.1, y, y, y, delta, "absolute")
+
+
+def test_screened_doubling_is_step_doubling_or_dop853_at_its_extremes():
+    # thresholds 0 double every step: the estimate is StepDoubling's, bit for bit; thresholds
+    # ∞ double none: it is DOP853's estimate added as asked
+    field = EigenRescaledField(Model(V=[[1, 0.5], [0.5, -1]]), 3)
+    w0 = field.to_w(np.array([[0.6, -0.2], [-0.1, 0.5], [0.3, 0.3]]))
+
+    def run(observer):
+        DOP853(observer=observer).segment(field, None, [0.0, 2.0], 1, 0.0, w0,
+                                          StepController(1e-9, 1e-11))
+        return observer
+
+    def estimate():
+        return LinearisedGlobalError(EigenLinearisation(field), "rk4")
+
+    every = run(ScreenedDoubling(field, estimate(), change=0.0, crossing=0.0))
+    assert all(every.doubled)
+    assert np.array_equal(every.inner.error, run(StepDoubling(field, estimate())).inner.error)
+    none = run(ScreenedDoubling(field, estimate(), change=np.inf, crossing=np.inf,
+                                added="entrywise"))
+    assert not any(none.doubled)
+    plain = estimate()
+    run(lambda *step: plain(*step, "entrywise"))
+    assert np.array_equal(none.inner.error, plain.error)
+
+
+def test_screened_estimate_of_a_three_token_run_against_a_30_digit_run():
+    # the leaders of the three rows change within the run (screened steps in it): the screened
+    # estimate covers the true error at t = 1, 2, 3 and is within ×100 of it
+    model = Model(V=[[1, 0.5], [0.5, -1]])
+    z0 = [[0.6, -0.2], [-0.1, 0.5], [0.3, 0.3]]
+    field = EigenRescaledField(model, 3)
+    estimate = LinearisedGlobalError(EigenLinearisation(field), "heun", keep=[1.0, 2.0, 3.0])
+    screened = ScreenedDoubling(field, estimate, change=np.inf, crossing=3.0)
+    DOP853(observer=screened).segment(field, None, [0.0, 3.0], 1, 0.0,
+                                      field.to_w(np.array(z0)), StepController(1e-10, 1e-12))
+    assert 0 < sum(screened.doubled) < len(screened.doubled)
+    times = [t for t, _, _ in estimate.kept]
+    truth = simulate(Instance(model, z0), times[-1], checkpoints=[0, *times], precision=30,
+                     error_estimate=False, continuation=False)
+    for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+        true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+        assert true > 1e-13
+        assert true <= np.abs(e).max() <= 100 * true

@@ -40,7 +40,15 @@ nothing in the library decides on it yet. Its coverage, measured by
   but it costs about what the reference run costs (23 evaluations per step: ×1.87–2.00 the
   run's CPU with the propagation, the reference run ×1.98–2.10), and doubling only the steps a
   DOP853-based screen picks under-covers (DOP853's estimate is ×87–×264 *below* the true local
-  error on the crossing steps at ``t ≈ 0.824``).
+  error on the crossing steps at ``t ≈ 0.824``);
+* with :class:`ScreenedDoubling` (session 11: step doubling where the run's own weights say the
+  attention turns within the step, DOP853's ``δ_k`` elsewhere): on the 128×128 run some row
+  turns on almost every step (a leading gap moving by its size on 47 % of the 422 steps, by 10×
+  its size on 11 %), so a screen that catches the bad steps doubles most of them (×1.05 the
+  run at 30 %); and the screen misses where it matters (small draw #508: the step at
+  ``t = 3.67`` whose true local error is ×53 DOP853's has a gap moving by 2.8× its size).
+  DOP853's ``δ_k`` added without cancellation (``added="entrywise"``) covers on the runs
+  measured without any doubling, but only by ×1.65 on #508: see ``benchmarks/README.md``.
 
 Examples
 --------
@@ -67,10 +75,12 @@ from scipy.integrate import DOP853 as SciPyDOP853
 
 from verify.errors import InvalidArgument
 
-__all__ = ["EigenLinearisation", "LinearisedGlobalError", "StepDoubling", "dop853_step"]
+__all__ = ["EigenLinearisation", "LinearisedGlobalError", "ScreenedDoubling", "StepDoubling",
+           "attention_change", "dop853_step"]
 
 _NEGLIGIBLE_WEIGHT = 1e-20  # attention weights set to 0 in the float32 products
 _FLOAT32_LOG_SCALE = 60.0  # beyond it e^L G may overflow float32 (max ~e^88): float64 there
+_CACHED = 3  # points whose products' parts EigenLinearisation keeps: a step's start, middle, end
 
 
 class EigenLinearisation:
@@ -105,15 +115,14 @@ class EigenLinearisation:
             raise InvalidArgument("EigenLinearisation needs softmax attention (hardmax "
                                   "weights have no derivative).")
         self.field, self.dtype = field, np.dtype(dtype)
-        self._point: tuple | None = None
-        self._parts: tuple | None = None
+        self._cache: list[tuple[float, np.ndarray, tuple]] = []  # the last _CACHED points
 
     def _at(self, t: float, w: np.ndarray) -> tuple:
-        """``(s, Y, Y B_Pᵀ, Y B_P, A, w, e^L)`` at ``(t, w)`` (in ``dtype``), from the last
-        call if it was the same point."""
-        if self._point is not None and self._point[0] == t \
-                and np.array_equal(self._point[1], w):
-            return self._parts
+        """``(s, Y, Y B_Pᵀ, Y B_P, A, w, e^L)`` at ``(t, w)`` (in ``dtype``), from one of the
+        last three calls if it was the same point (a step's start, midpoint and end)."""
+        for point, state, parts in self._cache:
+            if point == t and np.array_equal(state, w):
+                return parts
         field = self.field
         L = 2.0 * field.mu * t
         if L > 700.0:
@@ -126,10 +135,15 @@ class EigenLinearisation:
         dtype = self.dtype if L <= _FLOAT32_LOG_SCALE else np.dtype(np.float64)
         if dtype != np.float64:  # no subnormal weights (slow arithmetic): J v moves < 1e-20
             A = np.where(A < _NEGLIGIBLE_WEIGHT, 0.0, A)
-        parts = (s, Y, YBt, YB, A, w)
-        self._point = (t, w.copy())
-        self._parts = (*(part.astype(dtype, copy=False) for part in parts), math.exp(L))
-        return self._parts
+        parts = (*(part.astype(dtype, copy=False) for part in (s, Y, YBt, YB, A, w)),
+                 math.exp(L))
+        self._cache = [*self._cache[-(_CACHED - 1):], (t, w.copy(), parts)]
+        return parts
+
+    def weights(self, t: float, w: np.ndarray) -> np.ndarray:
+        """The attention ``A(t, w)`` the products use (in ``dtype``; weights below 1e-20 are 0
+        in float32), kept for the next products at the same point."""
+        return self._at(t, w)[4]
 
     def apply(self, t: float, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``J(t, w) v`` (same shape as ``w``)."""
@@ -181,6 +195,7 @@ class LinearisedGlobalError:
                  keep: list[float] | None = None) -> None:
         if method not in ("heun", "rk4"):
             raise InvalidArgument(f"method must be 'heun' or 'rk4', not {method!r}")
+        self.linearisation = linearisation
         self.jvp: Callable = linearisation.apply
         self.method = method
         self.error: np.ndarray | None = None
@@ -190,7 +205,12 @@ class LinearisedGlobalError:
         self.kept: list[tuple[float, np.ndarray, np.ndarray]] = []
 
     def __call__(self, t0: float, y0: np.ndarray, t1: float, y1: np.ndarray, f0: np.ndarray,
-                 f1: np.ndarray, local_error: np.ndarray) -> None:
+                 f1: np.ndarray, local_error: np.ndarray, added: str = "signed") -> None:
+        """Advance ``e`` over the step; ``added`` says how ``δ_k`` is added to ``Φ_k e_k``:
+        ``"signed"`` as it is, ``"aligned"`` with the sign of ``⟨Φ_k e_k, δ_k⟩`` (no
+        cancellation between steps: ``|e_{k+1}|² ≥ |Φ_k e_k|² + |δ_k|²``), ``"entrywise"``
+        entry by entry with the sign of ``Φ_k e_k`` (``|e_{k+1}| = |Φ_k e_k| + |δ_k|`` in
+        each entry)."""
         e = np.zeros_like(y0) if self.error is None else self.error
         h = t1 - t0
         if self.method == "heun":
@@ -204,7 +224,15 @@ class LinearisedGlobalError:
             k3 = self.jvp(tm, ym, e + 0.5 * h * k2)
             k4 = self.jvp(t1, y1, e + h * k3)
             e = e + h / 6.0 * (k1 + 2.0 * (k2 + k3) + k4)
-        self.error = e + local_error
+        if added == "aligned":
+            self.error = e - local_error if np.vdot(e, local_error) < 0 else e + local_error
+        elif added == "entrywise":
+            self.error = e + np.where(e < 0, -1.0, 1.0) * np.abs(local_error)
+        elif added == "signed":
+            self.error = e + local_error
+        else:
+            raise InvalidArgument(f"added must be 'signed', 'aligned' or 'entrywise', not "
+                                  f"{added!r}")
         self.times.append(float(t1))
         self.norms.append(float(np.max(np.abs(self.error))))
         if self.keep and self.keep[0] <= t1:
@@ -259,7 +287,8 @@ class StepDoubling:
 
     Every step is doubled: no screen was found that is safe (one trusting DOP853's estimate on
     the steps it does not double under-covers ×2.9–×3.7 on the 128×128 run:
-    ``benchmarks/global_error.py --screening``).
+    ``benchmarks/global_error.py --screening``; a structural one, :class:`ScreenedDoubling`,
+    doubles most steps there or misses the step that matters: ``--structural``).
 
     Parameters
     ----------
@@ -298,3 +327,96 @@ class StepDoubling:
                  f1: np.ndarray, local_error: np.ndarray) -> None:
         self.inner(t0, y0, t1, y1, f0, f1, self.local_error(t0, y0, t1, y1, f0))
 
+
+
+def attention_change(A0: np.ndarray, A1: np.ndarray) -> tuple[float, float]:
+    r"""How much the attention moves over a step, from its weights ``A0``, ``A1`` at the two
+    ends (nothing else): ``(change, crossing)``,
+
+    .. math:: \text{change} = \max_i \sum_j |A1_{ij} − A0_{ij}|,\qquad
+              \text{crossing} = \max_i \frac{|g_i(t_{k+1}) − g_i(t_k)|}
+                                          {\min(|g_i(t_k)|, |g_i(t_{k+1})|)},
+
+    ``g_i = \log(A_{ia} / A_{ib})`` the gap of row ``i``'s two leading scores (``a, b`` the
+    leading pair at either end; the normalisation cancels): the gap changes over the step by
+    more than its size where ``crossing ≥ 1``, and the leaders cross where it changes sign.
+    Rows whose second weight is below ``1e-20`` at both ends (a gap beyond 46) do not count.
+
+    >>> A0 = np.array([[0.6, 0.4], [0.5, 0.5]])
+    >>> change, crossing = attention_change(A0, np.array([[0.4, 0.6], [0.5, 0.5]]))
+    >>> round(change, 2), crossing        # row 0's leaders cross: the gap changes sign
+    (0.4, 2.0)
+    """
+    change = float(np.abs(A1 - A0).sum(axis=1).max())
+    rows = np.arange(A0.shape[0])
+    crossing = 0.0
+    for A in (A0, A1):
+        pair = np.argpartition(-A, 1, axis=1)[:, :2]
+        gaps = [np.log(np.maximum(B[rows, pair[:, 0]], _NEGLIGIBLE_WEIGHT)
+                       / np.maximum(B[rows, pair[:, 1]], _NEGLIGIBLE_WEIGHT)) for B in (A0, A1)]
+        smaller = np.minimum(np.abs(gaps[0]), np.abs(gaps[1]))
+        live = smaller < -math.log(_NEGLIGIBLE_WEIGHT)
+        if np.any(live):
+            moved = np.abs(gaps[1] - gaps[0])[live]
+            crossing = max(crossing, float(np.max(moved / np.maximum(smaller[live], 1e-300))))
+    return change, crossing
+
+
+class ScreenedDoubling:
+    r"""Step doubling (:class:`StepDoubling`) on the steps where the attention moves, DOP853's
+    embedded estimate elsewhere, handed to a :class:`LinearisedGlobalError` (a prototype).
+
+    A step is doubled when, by :func:`attention_change` of the weights at its two ends, a row's
+    attention moves by ``change`` or more in ``ℓ¹``, or a row's leading gap moves by
+    ``crossing`` times its size or more: where the softmax turns within the step, and DOP853's
+    embedded estimate was measured ×87–×264 below the true local error (the 128×128 run at
+    ``t ≈ 0.824``). The rule reads the run's own weights only (the linearisation computes them
+    at the step's ends anyway), never a reference. Elsewhere DOP853's estimate is added as
+    ``added`` says (:meth:`LinearisedGlobalError.__call__`).
+
+    Parameters
+    ----------
+    fun : callable ``(t, y) -> ẏ``
+        The field of the run.
+    inner : LinearisedGlobalError
+        Over an :class:`EigenLinearisation` (whose weights the screen reads).
+    change, crossing : float
+        The screen's thresholds.
+    added : {"signed", "aligned", "entrywise"}
+        How the undoubled steps' estimates are added.
+
+    ``doubled[k]`` and ``screens[k] = (change, crossing)`` record each step.
+
+    >>> import numpy as np
+    >>> from verify.flow.solvers import DOP853, StepController
+    >>> from verify.flow.fields import EigenRescaledField
+    >>> from verify.model import Model
+    >>> field = EigenRescaledField(Model(V=[[1, 0], [0, -1]]), 3)
+    >>> w0 = np.array([[0.3, 0.1], [-0.2, 0.4], [0.5, -0.3]])
+    >>> estimate = LinearisedGlobalError(EigenLinearisation(field))
+    >>> screened = ScreenedDoubling(field, estimate, change=0.01)
+    >>> run = DOP853(observer=screened).segment(
+    ...     field, None, [0.0, 1.0], 1, 0.0, w0, StepController(1e-8, 1e-10))
+    >>> 0 < sum(screened.doubled) < run.steps
+    True
+    """
+
+    def __init__(self, fun: Callable, inner: LinearisedGlobalError, change: float = 0.1,
+                 crossing: float = 1.0, added: str = "aligned") -> None:
+        self.doubling = StepDoubling(fun, None)
+        self.inner, self.change, self.crossing, self.added = inner, change, crossing, added
+        self.weights = inner.linearisation.weights
+        self.doubled: list[bool] = []
+        self.screens: list[tuple[float, float]] = []
+
+    def __call__(self, t0: float, y0: np.ndarray, t1: float, y1: np.ndarray, f0: np.ndarray,
+                 f1: np.ndarray, local_error: np.ndarray) -> None:
+        change, crossing = attention_change(self.weights(t0, y0), self.weights(t1, y1))
+        doubled = change >= self.change or crossing >= self.crossing
+        self.doubled.append(doubled)
+        self.screens.append((change, crossing))
+        if doubled:
+            self.inner(t0, y0, t1, y1, f0, f1,
+                       self.doubling.local_error(t0, y0, t1, y1, f0))
+        else:
+            self.inner(t0, y0, t1, y1, f0, f1, local_error, self.added)

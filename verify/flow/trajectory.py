@@ -18,10 +18,11 @@ A :class:`Trajectory` holds, at each checkpoint time ``t_k``:
     the error estimate: per checkpoint and token, ``max_c |state − reference|`` against a re-run at
     tighter tolerance and higher precision, and the number of decimal digits that agree;
 ``repeated_error``
-    per checkpoint, how far each exact token may be (Euclidean) from a state the run *repeated*
-    after a certified consensus cap (:mod:`verify.flow.consensus_cap`; also added to every entry's
-    error, which it bounds), 0 where nothing is repeated; ``None`` when no state is. A
-    quantity's second route cannot see it (run and reference both repeat their state), so
+    per checkpoint, how far each exact token may be (Euclidean) from a state the *reference run*
+    repeated after a certified consensus cap (:mod:`verify.flow.consensus_cap`): its chord widened
+    by the state error (:func:`~verify.flow.simulate._cap_bounds`; also added to every entry's
+    error, which it bounds), 0 before the reference's freeze; ``None`` when it never froze. A
+    quantity's second route cannot see it (the reference repeats its state), so
     :func:`~verify.judge._quantities.quantity_series` adds it back;
 ``symmetry``
     the exact symmetry group used to keep the run on an invariant subspace, if any.

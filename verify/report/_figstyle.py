@@ -22,7 +22,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.mathtext import MathTextParser
 from PIL import Image
@@ -116,8 +116,21 @@ def mathtext_parser() -> MathTextParser:
     if parser is None:
         for stale in [k for k in _PARSERS if k[0] != key[0]]:  # a parent's, before a fork
             del _PARSERS[stale]
-        parser = _PARSERS[key] = _Parser("path")  # what RendererAgg parses with
+        parser = _PARSERS[key] = _Parser(_agg_output())
     return parser
+
+
+@functools.cache
+def _agg_output() -> str:
+    """The output type of the parser :class:`RendererAgg` makes for itself, which its text
+    drawing unpacks: ``"path"`` from matplotlib 3.11, ``"agg"`` (raster glyphs) before. A
+    parser of the other type breaks every figure with a formula ("not enough values to unpack").
+
+    >>> _agg_output() in ("path", "agg")
+    True
+    """
+    output = getattr(RendererAgg(1, 1, 72).mathtext_parser, "_output_type", "vector")
+    return "agg" if output == "raster" else "path"  # its name for MathTextParser(...)
 
 
 _PARSE = getattr(MathTextParser, "_parse_cached", None)  # matplotlib's cached parse (private)

@@ -134,6 +134,16 @@ def test_linear_flow_estimate_covers_its_true_error():
     assert norms[Unpropagated] < true
 
 
+def _true_and_estimated(model, z0, field, estimate):
+    """At each step end the estimate kept: the run's true error (max-norm, eigen-coordinates,
+    against the same instance at 30 digits) and the estimated error ``e``."""
+    times = [t for t, _, _ in estimate.kept]
+    truth = simulate(Instance(model, z0), times[-1], checkpoints=[0, *times], precision=30,
+                     error_estimate=False, continuation=False)
+    for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+        yield np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max(), e
+
+
 def test_two_token_estimate_against_a_30_digit_run():
     # the eigen-field run of two tokens, its estimate at the step ends at or after t = 1, 2, 3
     # against the same instance at 30 digits (the arb extrapolation run): it covers the true
@@ -145,11 +155,7 @@ def test_two_token_estimate_against_a_30_digit_run():
     estimate = LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=[1.0, 2.0, 3.0])
     DOP853(observer=estimate).segment(field, None, [0.0, 3.0], 1, 0.0,
                                       field.to_w(np.array(z0)), StepController(1e-10, 1e-12))
-    times = [t for t, _, _ in estimate.kept]
-    truth = simulate(Instance(model, z0), times[-1], checkpoints=[0, *times], precision=30,
-                     error_estimate=False, continuation=False)
-    for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
-        true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+    for true, e in _true_and_estimated(model, z0, field, estimate):
         assert true > 1e-13  # far above round-off: the run's own error
         assert true <= np.abs(e).max()
 
@@ -234,11 +240,7 @@ def test_two_token_estimate_with_step_doubling_is_tight():
     segment = DOP853(observer=StepDoubling(field, estimate)).segment(
         field, None, [0.0, 3.0], 1, 0.0, field.to_w(np.array(z0)), StepController(1e-10, 1e-12))
     assert len(estimate.times) == segment.steps
-    times = [t for t, _, _ in estimate.kept]
-    truth = simulate(Instance(model, z0), times[-1], checkpoints=[0, *times], precision=30,
-                     error_estimate=False, continuation=False)
-    for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
-        true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+    for true, e in _true_and_estimated(model, z0, field, estimate):
         assert true > 1e-13
         assert 0.5 * true <= np.abs(e).max() <= 2.0 * true
 
@@ -334,10 +336,6 @@ def test_screened_estimate_of_a_three_token_run_against_a_30_digit_run():
     DOP853(observer=screened).segment(field, None, [0.0, 3.0], 1, 0.0,
                                       field.to_w(np.array(z0)), StepController(1e-10, 1e-12))
     assert 0 < sum(screened.doubled) < len(screened.doubled)
-    times = [t for t, _, _ in estimate.kept]
-    truth = simulate(Instance(model, z0), times[-1], checkpoints=[0, *times], precision=30,
-                     error_estimate=False, continuation=False)
-    for (_, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
-        true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+    for true, e in _true_and_estimated(model, z0, field, estimate):
         assert true > 1e-13
         assert true <= np.abs(e).max() <= 100 * true

@@ -397,8 +397,9 @@ def _reference_run(instance: Instance, times: list[Fraction], traj: Trajectory,
     certificate instead of integrating on: it is integrated to ``t0`` only, and the lemma (any
     cap of angle below ``π/2`` holding every token is invariant) keeps its own state at ``t0``
     within its own cap's chord for all later time, a bound recorded as its cap leg (``"inherited":
-    true``) and added to the estimate (the one cap the estimate counts, :func:`_cap_bounds`). If the reference's tokens at ``t0`` are in
-    no such cap (it disagrees with the run), it is integrated to the horizon after all.
+    true``) and added to the estimate (the one cap the estimate counts, :func:`_cap_bounds`).
+    If the reference's tokens at ``t0`` are in no such cap (it disagrees with the run), it is
+    integrated to the horizon after all.
 
     A float64 reference starts from :func:`float64_twin`'s tokens, a few ulps away from the
     run's, so that it does not share the run's rounding of the initial data."""

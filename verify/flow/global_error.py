@@ -328,7 +328,6 @@ class StepDoubling:
         self.inner(t0, y0, t1, y1, f0, f1, self.local_error(t0, y0, t1, y1, f0))
 
 
-
 def attention_change(A0: np.ndarray, A1: np.ndarray) -> tuple[float, float]:
     r"""How much the attention moves over a step, from its weights ``A0``, ``A1`` at the two
     ends (nothing else): ``(change, crossing)``,

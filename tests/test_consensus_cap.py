@@ -131,7 +131,7 @@ def test_a_sphere_run_stops_integrating_at_consensus_and_says_by_how_much():
     # see; the run's chord bounds the same motion a second time), widened by 2√d·max|run − ref|
     # (simulate._cap_bounds' lemma), after the reference's t0 and nowhere else
     diff = entry_differences(frozen, frozen.reference_run, frozen.reference["bits"])
-    widen = 2 * math.sqrt(3) * np.max(diff, axis=(1, 2))
+    widen = 2 * math.sqrt(frozen.d) * np.max(diff, axis=(1, 2))
     ref_after = np.array([float(t) > ref_leg["t0"] for t in frozen.t])
     assert np.allclose(frozen.repeated_error[ref_after], ref_leg["bound"] + widen[ref_after],
                        rtol=1e-12, atol=0)

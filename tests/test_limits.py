@@ -97,6 +97,26 @@ def test_reaching_the_error_floor():
     assert fit.limit.tolist() == [0.0, 0.0, 0.0]
 
 
+def test_infinite_error_in_the_tail_is_inconclusive():
+    """A reference with no finite value (its ball lost every digit) gives an error of +inf: the
+    fit says so instead of raising, and it uses only the tail (multi-head
+    three-heads-generic-qk#2 of seed 7: the arb reference was NaN from t = 26.5 on, and the
+    instance turned into an error)."""
+    t = np.linspace(0, 20, 41)
+    v = 1 + np.exp(-t)
+    e = np.full(41, 1e-12)
+    e[35:] = np.inf
+    fit = fit_exponential_convergence(t, v, errors=e)
+    assert fit.kind == "inconclusive" and not fit.stabilised and fit.limit_error == math.inf
+    assert "infinite from t = 17.5" in fit.reason
+    e[35:], e[:5] = 1e-12, np.inf  # before the tail: the fit is the one without it
+    assert fit_exponential_convergence(t, v, errors=e) == fit_exponential_convergence(
+        t, v, errors=np.full(41, 1e-12))
+    e[-1] = np.inf  # a power law drops the point, as any point below its error
+    power = fit_power_law(t[1:], v[1:], errors=e[1:])  # the tail: 20 points
+    assert power.n_points == 19 and "1 of 20 points dropped" in power.reason
+
+
 def test_constant_within_errors_is_converged_to_error():
     rng = np.random.default_rng(2)
     v = 0.5 + 1e-9 * rng.uniform(-1, 1, (20, 2))
@@ -153,7 +173,8 @@ def test_too_few_points_is_inconclusive():
     (([0, 1, 1, 2], np.ones(4)), {}, "strictly increasing"),
     (([0, 1, 2], np.ones(4)), {}, "must start with m"),
     (([0, 1, 2, 3], [1, np.nan, 1, 1]), {}, "NaN"),
-    (([0, 1, 2, 3], np.ones(4), -1.0), {}, "errors must be finite"),
+    (([0, 1, 2, 3], np.ones(4), -1.0), {}, "errors must be ≥ 0"),
+    (([0, 1, 2, 3], np.ones(4), [0, np.nan, 0, 0]), {}, "errors must be ≥ 0"),
     (([0, 1, 2, 3], np.ones(4), np.ones(3)), {}, "errors.shape"),
     (([0, 1, 2, 3], np.ones(4)), {"tail": 1.5}, "fraction in"),
     (([0, 1, 2, 3], np.ones(4)), {"tail": True}, "tail=True"),

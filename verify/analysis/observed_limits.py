@@ -225,8 +225,9 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     values : array_like, shape (m, ...)
         The sequence; components are compared in the max-norm.
     errors : None, float or array_like, shape (m,) or (m, ...)
-        Absolute error estimates of the values (e.g. ``Trajectory.error[:, i]``); ``None``
-        means exact up to float64 rounding (one ulp of each value is always assumed).
+        Absolute error estimates of the values (e.g. ``Trajectory.error[:, i]``), ``+inf`` where
+        a value has none (the fit is then inconclusive if that is in the tail); ``None`` means
+        exact up to float64 rounding (one ulp of each value is always assumed).
     tail : float or int
         Fraction of the checkpoints (float in (0, 1]) or number of checkpoints (int) at the end
         of the sequence that are used.
@@ -236,8 +237,8 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     fit : LimitFit
         ``kind`` is decided in this order, on the tail:
 
-        * ``"inconclusive"``: fewer than ``MIN_DIFFERENCES + 1`` checkpoints, or too few
-          resolved differences to fit a rate;
+        * ``"inconclusive"``: fewer than ``MIN_DIFFERENCES + 1`` checkpoints, an infinite
+          error estimate, or too few resolved differences to fit a rate;
         * ``"converged-to-error"``: the last difference(s) are unresolved (below the error
           estimates) — either over at least ``MIN_DIFFERENCES`` differences or after a decay
           fitted on the resolved ones. ``limit`` is the last value, ``limit_error`` its error
@@ -254,7 +255,7 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
     Raises
     ------
     InvalidArgument
-        Malformed ``times``, ``values``, ``errors`` or ``tail``; NaN values.
+        Malformed ``times``, ``values``, ``errors`` or ``tail``; NaN values or errors.
 
     Examples
     --------
@@ -284,6 +285,10 @@ def fit_exponential_convergence(times: object, values: object, errors: object = 
 
     if not np.all(np.isfinite(v)):
         return result("diverging", "some values in the tail are infinite (overflow).")
+    if not np.all(np.isfinite(e)):
+        return result("inconclusive", f"the error estimate is infinite from t = "
+                      f"{t[np.flatnonzero(~np.isfinite(e))[0]]:.6g} in the tail (the reference "
+                      "has no finite value there): no difference there is resolved.")
     if k < MIN_DIFFERENCES + 1:
         return result("inconclusive", f"only {k} checkpoints in the tail; at least "
                       f"{MIN_DIFFERENCES + 1} are needed to fit a rate (tail={tail} of "

@@ -252,7 +252,8 @@ def check_times(times: object) -> np.ndarray:
 
 def check_series(times: object, values: object, errors: object):
     """(t (m,), v (m, p), e (m,), shape of one value); ``e`` is the max-norm of the errors of
-    each value, at least one ulp of ``v``."""
+    each value, at least one ulp of ``v``, and ``+inf`` where a value has no error estimate (its
+    reference is not finite there: nothing below it is resolved)."""
     t = check_times(times)
     try:
         v = np.asarray(values, dtype=float)
@@ -278,9 +279,9 @@ def check_series(times: object, values: object, errors: object):
         else:
             raise InvalidArgument(f"errors.shape={e.shape} must be (), ({len(t)},) or "
                                   f"values.shape={(len(t),) + shape}.")
-        if np.any(np.isnan(e)) or np.any(e < 0) or not np.all(np.isfinite(e)):
-            raise InvalidArgument("errors must be finite and ≥ 0 (absolute error estimates); "
-                                  "use errors=None when there is no estimate.")
+        if np.any(np.isnan(e)) or np.any(e < 0):
+            raise InvalidArgument("errors must be ≥ 0 (absolute error estimates; +inf where a "
+                                  "value has none); use errors=None when there is no estimate.")
     with np.errstate(invalid="ignore"):
         ulp = ulps(RESOLUTION_ULPS, np.max(np.abs(v), axis=1)) if v.shape[1] else np.zeros(len(t))
     return t, v, np.maximum(e, np.nan_to_num(ulp, posinf=0.0)), shape

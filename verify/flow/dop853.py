@@ -299,12 +299,17 @@ class DOP853Stepper:
             return 0.0
         return abs(h) * err5 / math.sqrt((err5 + 0.01 * err3) * err.shape[1])
 
-    def interpolant(self) -> Callable[[float], np.ndarray]:
-        """SciPy's 7th-order interpolant of the last step (three more evaluations):
-        ``t ↦ y(t)`` for ``t`` in ``[t_old, t]``, a new array of the state's shape."""
+    def interpolant(self, derivative: bool = False) -> Callable:
+        """SciPy's 7th-order interpolant ``p`` of the last step (three more evaluations):
+        ``t ↦ p(t)`` for ``t`` in ``[t_old, t]``, a new array of the state's shape; with
+        ``derivative``, ``t ↦ (p(t), p'(t))`` (the polynomial's own derivative, e.g. for the
+        defect ``p' − f(t, p)`` of :mod:`verify.flow.defect`). Nothing of the steps changes:
+        the extra stages have rows of their own."""
         if self.t_old is None:
             raise RuntimeError("Dense output is available after a successful step was made.")
         if self.t == self.t_old:  # a step of length 0 (see step)
+            if derivative:
+                return lambda t: (self.y.copy(), self.f)
             return lambda t: self.y.copy()
         tab, K, h, t_old = self._tab, self._K, self.h_previous, self.t_old
         # the step's rows are intact until the next step: y_k, K_0 … K_12, and hA at h
@@ -331,7 +336,26 @@ class DOP853Stepper:
             y += y_old
             return y.reshape(shape)
 
-        return at
+        def with_derivative(t: float) -> tuple[np.ndarray, np.ndarray]:
+            # the same nested product, its derivative in x carried along (d/dx of x is 1, of
+            # 1 − x is −1); p'(t) = (dp/dx) / h
+            x = (t - t_old) / h
+            y, dy = np.zeros_like(y_old), np.zeros_like(y_old)
+            for i, f in enumerate(reversed(F)):
+                y += f
+                if i % 2 == 0:
+                    dy *= x
+                    dy += y
+                    y *= x
+                else:
+                    dy *= 1 - x
+                    dy -= y
+                    y *= 1 - x
+            y += y_old
+            dy /= h
+            return y.reshape(shape), dy.reshape(shape)
+
+        return with_derivative if derivative else at
 
 
 def _rms(x: np.ndarray) -> float:

@@ -1,0 +1,163 @@
+r"""The local error of an accepted step from the defect of its interpolant (a prototype).
+
+A step from ``(t_k, y_k)`` to ``(t_{k+1}, y_{k+1})``, ``h = t_{k+1} − t_k``, with a continuous
+interpolant ``p`` (``p(t_k) = y_k``, ``p(t_{k+1}) = y_{k+1}``) has the defect
+``r(s) = p'(s) − f(s, p(s))``, and by the Alekseev–Gröbner formula its local error is exactly
+
+.. math:: δ_k = y_{k+1} − φ(t_{k+1}; t_k, y_k)
+          = \int_{t_k}^{t_{k+1}} \frac{∂φ}{∂y}(t_{k+1}; s, p(s))\, r(s)\, ds
+
+(``φ(t; s, y)`` the flow of ``ẏ = f``; differentiate ``s ↦ φ(t_{k+1}; s, p(s))``). With
+``∂φ/∂y(t_{k+1}; s, ·) = I + (t_{k+1} − s) J + O(h²)`` (``J = ∂f/∂y`` at the step's end) and an
+``m``-point quadrature ``(s_i, w_i)`` on the step,
+
+.. math:: δ_k ≈ R_0 + J R_1,\qquad R_0 = h \textstyle\sum_i w_i\, r(s_i),\quad
+          R_1 = h \textstyle\sum_i w_i\, (t_{k+1} − s_i)\, r(s_i),
+
+``m`` field evaluations and one product ``J v`` (:class:`~verify.flow.global_error.
+EigenLinearisation`; none with ``propagate=False``). ``p`` is DOP853's dense output of order 7
+(three more evaluations, :meth:`~verify.flow.dop853.DOP853Stepper.interpolant`), so
+``r = O(h^7)`` while ``δ_k = O(h^9)``: the rule must integrate ``r`` to ``O(h^{10})``.
+``p'`` is a polynomial of degree 6 (exact for Gauss–Legendre with ``m ≥ 4``); ``f(s, p(s))``
+is smooth, so the quadrature error is ``O(h^{2m+1})`` (Gauss) or ``O(h^{2m−1})``
+(Gauss–Lobatto, whose end points cost nothing: ``p'`` equals ``f`` there, ``r = 0``); the
+dropped ``(t_{k+1} − s)² J²/2`` term of ``∂φ/∂y`` is ``O(h^{10})``. So with Gauss ``m ≥ 5``
+(Lobatto ``m ≥ 6``) ``δ_k`` is the local error to leading order, with its sign and direction —
+what step doubling gives (:class:`~verify.flow.global_error.StepDoubling`, 23 evaluations), at
+``3 + m`` evaluations. Unlike DOP853's embedded estimate it reads the field along the step at
+points the stages did not: an attention turning inside the step shows in ``r``.
+
+It is an **estimate** resting on the step's asymptotic regime (as step doubling does): where the
+step is not in it (``h`` times the field's scale of variation not small) the quadrature error
+and the dropped terms are not small. Its coverage is measured by ``benchmarks/global_error.py
+--defect``, against the true local errors and the truths that benchmark uses.
+
+Examples
+--------
+>>> import numpy as np
+>>> from verify.flow.dop853 import DOP853Stepper
+>>> M = np.array([[-1.0, 2.0], [-2.0, -1.0]])
+>>> stepper = DOP853Stepper(lambda t, y: y @ M, 0.0, np.array([[1.0, 0.5]]), 1.0, 1e-6, 1e-9)
+>>> _ = stepper.step()
+>>> defect = DefectLocalError(lambda t, y: y @ M, type("J", (), {"apply":
+...     lambda self, t, y, v: v @ M})())
+>>> delta = defect.local_error(stepper)
+>>> from scipy.linalg import expm
+>>> true = stepper.y - stepper.y_old @ expm(stepper.t * M)
+>>> bool(np.abs(delta - true).max() < 0.05 * np.abs(true).max())
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from verify.errors import InvalidArgument
+
+__all__ = ["DefectLocalError", "quadrature"]
+
+
+def quadrature(rule: str, points: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Nodes ``x_i`` in ``(0, 1)`` and weights ``w_i`` of a rule on ``[0, 1]`` at which the
+    defect is *evaluated*: ``"gauss"`` (Gauss–Legendre, ``points`` nodes, exact to degree
+    ``2·points − 1``) or ``"lobatto"`` (Gauss–Lobatto with ``points`` nodes, exact to degree
+    ``2·points − 3``; its two end nodes are left out, where the defect of an interpolant that
+    matches ``f`` at the ends is 0).
+
+    >>> x, w = quadrature("lobatto", 5)
+    >>> [round(float(v), 6) for v in x], round(float(w.sum()), 6)   # sum: all but 2·(1/20)
+    ([0.172673, 0.5, 0.827327], 0.9)
+    """
+    if rule == "gauss":
+        if points < 1:
+            raise InvalidArgument(f"a Gauss rule needs at least 1 point, not {points}")
+        x, w = np.polynomial.legendre.leggauss(points)
+    elif rule == "lobatto":
+        if points < 3:
+            raise InvalidArgument(f"a Gauss–Lobatto rule needs at least 3 points, not {points}")
+        P = np.polynomial.legendre.Legendre.basis(points - 1)
+        x = np.sort(P.deriv().roots().real)  # the interior nodes
+        w = 2.0 / (points * (points - 1) * P(x) ** 2)
+    else:
+        raise InvalidArgument(f"rule must be 'gauss' or 'lobatto', not {rule!r}")
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+class DefectLocalError:
+    r"""``δ_k`` (module docstring) of the last accepted step of a
+    :class:`~verify.flow.dop853.DOP853Stepper`, and optionally handed on to ``inner``.
+
+    Parameters
+    ----------
+    fun : callable ``(t, y) -> ẏ``
+        The field of the run (in its coordinates).
+    linearisation : object with ``apply(t, y, v) -> J(t, y) v``, optional
+        Needed with ``terms ≥ 1``.
+    rule, points : str, int
+        The quadrature (:func:`quadrature`); Gauss with 5 points by default (3 + 5 evaluations).
+    terms : {0, 1, 2}
+        Of ``∂φ/∂y(t_{k+1}; s, ·)`` in powers of ``J``: ``0`` gives ``R_0`` alone (which misses
+        a term of the same order ``h^9``), ``1`` adds ``J_k M_0 + J_{k+1} M_1`` (``J`` linear in
+        ``t`` over the step between its values at the two ends, two products at the points the
+        propagation reads anyway), ``2`` also ``J_{k+1}² R_2`` (two more products).
+    inner : callable, optional
+        Gets ``(t_k, y_k, t_{k+1}, y_{k+1}, f_k, f_{k+1}, δ_k)`` (e.g. a
+        :class:`~verify.flow.global_error.LinearisedGlobalError`) when the object is called.
+
+    ``evaluations`` counts the field evaluations it added (the dense output's three included).
+    """
+
+    def __init__(self, fun: Callable, linearisation=None, rule: str = "gauss", points: int = 5,
+                 terms: int = 1, inner: Callable | None = None) -> None:
+        if terms not in (0, 1, 2):
+            raise InvalidArgument(f"terms must be 0, 1 or 2, not {terms!r}")
+        if terms and linearisation is None:
+            raise InvalidArgument("terms ≥ 1 needs a linearisation (J v products).")
+        self.fun, self.linearisation, self.terms, self.inner = fun, linearisation, terms, inner
+        self.nodes, self.weights = quadrature(rule, points)
+        x = self.nodes  # the moments' weights (1, (1 − x)²/2, (1 − x²)/2, (1 − x)²/2 ⋅ h) ⋅ w
+        self._moments = self.weights * np.array([np.ones_like(x), 0.5 * (1 - x) ** 2,
+                                                 0.5 * (1 - x * x), 0.5 * (1 - x) ** 2])
+        self.evaluations = 0
+
+    def parts(self, stepper) -> list[np.ndarray]:
+        r"""The terms of ``δ_k`` of the stepper's last accepted step (its dense output: three
+        evaluations): ``[R_0]``, then ``J_k M_0``, ``J_{k+1} M_1`` (``terms ≥ 1``), then
+        ``J_{k+1}² R_2`` (``terms = 2``).
+
+        With ``x = (s − t_k)/h`` and ``J(τ)`` linear between ``J_k`` and ``J_{k+1}``,
+        ``∫_s^{t_{k+1}} J = h (J_k (1 − x)²/2 + J_{k+1} (1 − x²)/2)``, so the first-order term
+        is ``J_k M_0 + J_{k+1} M_1`` with ``M_0 = h² Σ w_i (1 − x_i)²/2 r_i`` and
+        ``M_1 = h² Σ w_i (1 − x_i²)/2 r_i``; the second ``J_{k+1}² R_2``,
+        ``R_2 = h³ Σ w_i (1 − x_i)²/2 r_i``."""
+        t0, t1 = stepper.t_old, stepper.t
+        h = t1 - t0
+        dense = stepper.interpolant(derivative=True)
+        R = np.zeros((4, *stepper.shape))
+        for i, x in enumerate(self.nodes):
+            s = t0 + x * h
+            p, dp = dense(s)
+            r = dp - self.fun(s, p)
+            for j, scale in enumerate((h, h * h, h * h, h ** 3)):
+                R[j] += (scale * self._moments[j, i]) * r
+        self.evaluations += 3 + len(self.nodes)
+        parts = [R[0]]
+        if self.terms >= 1:
+            jvp = self.linearisation.apply
+            parts += [jvp(t0, stepper.y_old, R[1]), jvp(t1, stepper.y, R[2])]
+            if self.terms == 2:
+                parts.append(jvp(t1, stepper.y, jvp(t1, stepper.y, R[3])))
+        return parts
+
+    def local_error(self, stepper) -> np.ndarray:
+        """``δ_k``: the sum of :meth:`parts`."""
+        return sum(self.parts(stepper))
+
+    def __call__(self, stepper) -> None:
+        """Hand the stepper's last step with its ``δ_k`` to ``inner``."""
+        K = stepper.K
+        self.inner(stepper.t_old, stepper.y_old, stepper.t, stepper.y,
+                   K[0].reshape(stepper.shape), K[-1].reshape(stepper.shape),
+                   self.local_error(stepper))

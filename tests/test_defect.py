@@ -144,6 +144,22 @@ def test_three_token_estimate_with_the_defect_is_tight():
         assert 0.5 * true <= np.abs(e).max() <= 2.0 * true
 
 
+@pytest.mark.parametrize("terms", [0, 1, 2])
+def test_local_error_is_the_sum_of_its_parts(terms):
+    # local_error applies J_{k+1} once to M_1 + J_{k+1} R_2 (linearity); parts keeps the terms
+    # apart: the same sum up to round-off
+    field = EigenRescaledField(Model(V=[[1, 0.5], [0.5, -1]]), 3)
+    w0 = field.to_w(np.array([[0.6, -0.2], [-0.1, 0.5], [0.3, 0.3]]))
+    stepper = DOP853Stepper(field, 0.0, w0, 2.0, 1e-8, 1e-11)
+    defect = DefectLocalError(field, EigenLinearisation(field), terms=terms)
+    for _ in range(4):
+        stepper.step()
+        parts = defect.parts(stepper)
+        assert len(parts) == (1, 3, 4)[terms]
+        total = sum(parts)
+        assert np.abs(defect.local_error(stepper) - total).max() <= 1e-12 * np.abs(total).max()
+
+
 def test_bad_input_is_named():
     with pytest.raises(InvalidArgument, match="rule"):
         quadrature("simpson", 3)

@@ -123,18 +123,16 @@ class DefectLocalError:
                                                  0.5 * (1 - x * x), 0.5 * (1 - x) ** 2])
         self.evaluations = 0
 
-    def parts(self, stepper) -> list[np.ndarray]:
-        r"""The terms of ``δ_k`` of the stepper's last accepted step (its dense output: three
-        evaluations): ``[R_0]``, then ``J_k M_0``, ``J_{k+1} M_1`` (``terms ≥ 1``), then
-        ``J_{k+1}² R_2`` (``terms = 2``).
+    def _moments_of(self, stepper) -> np.ndarray:
+        r"""``R_0, M_0, M_1, R_2`` (rows) of the stepper's last step from the defect at the
+        nodes (its dense output: three evaluations, and one per node).
 
         With ``x = (s − t_k)/h`` and ``J(τ)`` linear between ``J_k`` and ``J_{k+1}``,
         ``∫_s^{t_{k+1}} J = h (J_k (1 − x)²/2 + J_{k+1} (1 − x²)/2)``, so the first-order term
         is ``J_k M_0 + J_{k+1} M_1`` with ``M_0 = h² Σ w_i (1 − x_i)²/2 r_i`` and
         ``M_1 = h² Σ w_i (1 − x_i²)/2 r_i``; the second ``J_{k+1}² R_2``,
         ``R_2 = h³ Σ w_i (1 − x_i)²/2 r_i``."""
-        t0, t1 = stepper.t_old, stepper.t
-        h = t1 - t0
+        t0, h = stepper.t_old, stepper.t - stepper.t_old
         dense = stepper.interpolant(derivative=True)
         R = np.zeros((4, *stepper.shape))
         for i, x in enumerate(self.nodes):
@@ -144,17 +142,29 @@ class DefectLocalError:
             for j, scale in enumerate((h, h * h, h * h, h ** 3)):
                 R[j] += (scale * self._moments[j, i]) * r
         self.evaluations += 3 + len(self.nodes)
+        return R
+
+    def parts(self, stepper) -> list[np.ndarray]:
+        r"""The terms of ``δ_k`` of the stepper's last accepted step, apart: ``[R_0]``, then
+        ``J_k M_0``, ``J_{k+1} M_1`` (``terms ≥ 1``), then ``J_{k+1}² R_2`` (``terms = 2``)."""
+        R = self._moments_of(stepper)
         parts = [R[0]]
         if self.terms >= 1:
             jvp = self.linearisation.apply
-            parts += [jvp(t0, stepper.y_old, R[1]), jvp(t1, stepper.y, R[2])]
+            parts += [jvp(stepper.t_old, stepper.y_old, R[1]), jvp(stepper.t, stepper.y, R[2])]
             if self.terms == 2:
-                parts.append(jvp(t1, stepper.y, jvp(t1, stepper.y, R[3])))
+                parts.append(jvp(stepper.t, stepper.y, jvp(stepper.t, stepper.y, R[3])))
         return parts
 
     def local_error(self, stepper) -> np.ndarray:
-        """``δ_k``: the sum of :meth:`parts`."""
-        return sum(self.parts(stepper))
+        """``δ_k``: the sum of :meth:`parts` (``J_{k+1}`` applied once to ``M_1 + J_{k+1} R_2``:
+        one product fewer)."""
+        if self.terms == 0:
+            return self._moments_of(stepper)[0]
+        R = self._moments_of(stepper)
+        jvp, t1, y1 = self.linearisation.apply, stepper.t, stepper.y
+        last = R[2] if self.terms == 1 else R[2] + jvp(t1, y1, R[3])
+        return R[0] + jvp(stepper.t_old, stepper.y_old, R[1]) + jvp(t1, y1, last)
 
     def __call__(self, stepper) -> None:
         """Hand the stepper's last step with its ``δ_k`` to ``inner``."""

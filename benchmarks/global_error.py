@@ -441,10 +441,15 @@ def defect_steps(field, w0, T: float, dtype=np.float64) -> list[dict]:
     return steps
 
 
-#: how a defect estimate's parts make δ_k: (name, rule, terms, added) — ``sum``: the parts
-#: up to ``terms`` summed (signed); ``triangle``: their absolute values summed, added to
-#: ``|Φ_k e_k|`` entry by entry
-DEFECT_VARIANTS = [("gauss5 t1 signed", "gauss5", 1, "signed"),
+#: the check of ``DefectLocalError(converged=...)`` replayed by the "checked" variant
+CONVERGED = 0.25
+
+#: how a defect estimate's parts make δ_k: (name, rule, terms, added) — ``signed``: the parts
+#: up to ``terms`` summed; ``entrywise``: that sum added to ``|Φ_k e_k|`` entry by entry;
+#: ``triangle``: the parts' absolute values summed, added entry by entry; ``checked``: the
+#: sum, or step doubling's δ_k where the last part exceeds :data:`CONVERGED` times the sum
+DEFECT_VARIANTS = [("gauss5 t2 checked", "gauss5", 2, "checked"),
+                   ("gauss5 t1 signed", "gauss5", 1, "signed"),
                    ("gauss5 t2 signed", "gauss5", 2, "signed"),
                    ("lobatto6 t2 signed", "lobatto6", 2, "signed"),
                    ("gauss4 t2 signed", "gauss4", 2, "signed"),
@@ -461,12 +466,20 @@ def defect_delta(step: dict, variant: tuple) -> np.ndarray:
     parts = step[rule][:{0: 1, 1: 3, 2: 4}[terms]]
     if added == "triangle":
         return sum(np.abs(part) for part in parts)
+    if added == "checked" and not_converged(parts):
+        return step["doubling"]
     return sum(parts)
 
 
-def defect_replay(field, steps: list[dict], delta, added: str, keep=None, dtype=np.float64):
-    """The linearised estimate (RK4) over the recorded steps fed ``delta(step)``."""
-    estimate = LinearisedGlobalError(EigenLinearisation(field, dtype), "rk4", keep=keep)
+def not_converged(parts: list[np.ndarray]) -> bool:
+    """The check of ``DefectLocalError(converged=CONVERGED)``: the last part large."""
+    return bool(np.abs(parts[-1]).max() > CONVERGED * np.abs(sum(parts)).max())
+
+
+def defect_replay(field, steps: list[dict], delta, added: str, keep=None, dtype=np.float64,
+                  method: str = "rk4"):
+    """The linearised estimate (``method``) over the recorded steps fed ``delta(step)``."""
+    estimate = LinearisedGlobalError(EigenLinearisation(field, dtype), method, keep=keep)
     for step in steps:
         estimate(*step["step"], delta(step),
                  "entrywise" if added in ("entrywise", "triangle") else "signed")
@@ -514,19 +527,21 @@ def local_table(steps: list[dict], label: str, field=None, exact: int = 0) -> di
     return worst
 
 
-def small_defect(count: int) -> None:
+def small_defect(count: int, draws: list[int] | None = None) -> None:
     """:func:`small_systems`'s draws with the defect estimates: per step against step doubling,
-    and the global estimate's coverage at the 6 checkpoints against the truth at 32 digits."""
+    and the global estimate's coverage at the 6 checkpoints against the truth at 32 digits
+    (``draws``: these draws only, of the same kind)."""
     from error_coverage import build, draw
 
     print(f"\nsmall systems, defect estimates (error_coverage.py's z-form float64 draws among "
-          f"its first {count}):")
+          f"{f'draws {draws}' if draws else f'its first {count}'}):")
     names = ["doubling", "dop853 entrywise", *(v[0] for v in DEFECT_VARIANTS)]
     ratios: dict[str, list[float]] = {name: [] for name in names}
     worst: dict[str, tuple] = {}
     local_worst: dict[str, tuple] = {}
+    fallbacks: list[float] = []
     runs = 0
-    for data in map(draw, range(count)):
+    for data in map(draw, draws or range(count)):
         if data["precision"] != "float64" or data["model"]["form"] != "z":
             continue
         instance = build(data)
@@ -563,10 +578,14 @@ def small_defect(count: int) -> None:
                 if mine[name][-1] > worst.get(name, (0,))[0]:
                     worst[name] = (mine[name][-1], data["k"], t)
             ratios[name] += mine[name]
+        fallbacks.append(np.mean([not_converged(step["gauss5"]) for step in steps]))
         print(f"  #{data['k']:<4}{data['variant']:28} n={instance.n:<3} d={instance.d} "
-              f"{len(steps):4d} steps; worst true/estimate: " + ", ".join(
+              f"{len(steps):4d} steps ({fallbacks[-1]:.0%} doubled); worst true/estimate: "
+              + ", ".join(
                   f"{name} {max(mine[name]):.2g}" for name in
-                  ("doubling", "gauss5 t2 signed", "gauss5 t2 triangle")))
+                  ("doubling", "gauss5 t2 signed", "gauss5 t2 checked", "gauss5 t2 triangle")))
+    print(f"  gauss5 t2 checked: steps doubled (last part > {CONVERGED} × the sum) per run: "
+          f"mean {np.mean(fallbacks):.1%}, max {np.max(fallbacks):.1%}")
     print(f"  {runs} runs; per step, the worst true (doubling) / estimate over the steps with "
           "a local error ≥ 1e-3 × the run's largest:")
     for name, (ratio, k, t) in local_worst.items():
@@ -597,13 +616,20 @@ def hd_defect(field, w0, t_switch: float, t_eval, true, floor, repeat: int) -> N
     the estimate alongside (Heun, float32 products)."""
     steps = defect_steps(field, w0, t_switch, np.float32)
     local_table(steps, "hd 128×128", field, exact=4)
+    doubled = sum(not_converged(step["gauss5"]) for step in steps)
+    print(f"  gauss5 t2 checked: {doubled} of {len(steps)} steps doubled (last part > "
+          f"{CONVERGED} × the sum)")
     late = t_eval > 0.1
-    print("  global: true/estimate for t > 0.1 (RK4 replay, float32 products):")
-    for name, delta, added in (
-            ("doubling", lambda s: s["doubling"], "signed"),
-            ("dop853 entrywise", lambda s: s["dop853"], "entrywise"),
-            *((v[0], lambda s, v=v: defect_delta(s, v), v[3]) for v in DEFECT_VARIANTS)):
-        estimate = defect_replay(field, steps, delta, added, dtype=np.float32)
+    print("  global: true/estimate for t > 0.1 (replay, float32 products; RK4 unless said):")
+    heun = [(f"{v[0]}, heun", v) for v in DEFECT_VARIANTS if v[0] in (
+        "gauss5 t2 signed", "gauss5 t2 checked", "gauss5 t2 triangle", "lobatto6 t2 signed")]
+    for name, delta, added, method in (
+            ("doubling", lambda s: s["doubling"], "signed", "rk4"),
+            ("dop853 entrywise", lambda s: s["dop853"], "entrywise", "rk4"),
+            ("dop853 entrywise, heun", lambda s: s["dop853"], "entrywise", "heun"),
+            *((v[0], lambda s, v=v: defect_delta(s, v), v[3], "rk4") for v in DEFECT_VARIANTS),
+            *((label, lambda s, v=v: defect_delta(s, v), v[3], "heun") for label, v in heun)):
+        estimate = defect_replay(field, steps, delta, added, np.float32, method)
         r = (true / (np.array(estimate.norms) + floor))[late]
         print(f"    {name:22}: min {r.min():.3g}, max {r.max():.3g} (at t = "
               f"{t_eval[late][r.argmax()]:.4f}), at the switch {r[-1]:.3g}")
@@ -639,12 +665,12 @@ def defect_costs(field, w0, t_switch: float, repeat: int) -> None:
     def defect(rule, points, terms, added="signed"):
         def make():
             inner = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
-            d = DefectLocalError(field, inner.linearisation, rule, points, terms)
+            d = DefectLocalError(field, inner.linearisation, rule, points, terms,
+                                 converged=CONVERGED if added == "checked" else None)
 
             def observe(stepper):
-                parts = d.parts(stepper)
-                delta = (sum(np.abs(p) for p in parts) if added == "triangle"
-                         else sum(parts))
+                delta = (sum(np.abs(p) for p in d.parts(stepper)) if added == "triangle"
+                         else d.local_error(stepper))
                 K = stepper.K
                 inner(stepper.t_old, stepper.y_old, stepper.t, stepper.y,
                       K[0].reshape(w0.shape), K[-1].reshape(w0.shape), delta,
@@ -656,6 +682,7 @@ def defect_costs(field, w0, t_switch: float, repeat: int) -> None:
     cases = {"run": None, "heun, DOP853's δ entrywise": dop853_entrywise,
              "heun, defect gauss5 t1": defect("gauss", 5, 1),
              "heun, defect gauss5 t2": defect("gauss", 5, 2),
+             "heun, defect gauss5 t2 checked": defect("gauss", 5, 2, "checked"),
              "heun, defect gauss5 t2 triangle": defect("gauss", 5, 2, "triangle"),
              "heun, defect lobatto6 t2": defect("lobatto", 6, 2)}
     times: dict[str, list[float]] = {name: [] for name in cases}
@@ -702,6 +729,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structural", action="store_true",
                         help="also step doubling on the steps a structural screen picks (the "
                         "attention's change over the step), and in --small")
+    parser.add_argument("--draws", type=lambda text: [int(k) for k in text.split(",")],
+                        help="with --small --defect: these draws only (e.g. 104,508)")
     parser.add_argument("--small-only", action="store_true",
                         help="with --small: stop after the small systems")
     parser.add_argument("--skip-estimates", action="store_true",
@@ -713,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also where the error at the switch is made, window by window")
     args = parser.parse_args(argv)
     if args.small and args.defect:
-        small_defect(args.small)
+        small_defect(args.small, args.draws)
         if args.small_only:
             return 0
     elif args.small:

@@ -15,7 +15,7 @@ from verify.errors import InvalidArgument
 from verify.flow.defect import DefectLocalError, quadrature
 from verify.flow.dop853 import DOP853Stepper
 from verify.flow.fields import EigenRescaledField
-from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError
+from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError, StepDoubling
 from verify.flow.simulate import simulate
 from verify.model import Instance, Model
 
@@ -160,6 +160,26 @@ def test_local_error_is_the_sum_of_its_parts(terms):
         assert np.abs(defect.local_error(stepper) - total).max() <= 1e-12 * np.abs(total).max()
 
 
+def test_the_check_falls_back_to_step_doubling_at_its_extremes():
+    # converged tiny: every step gets step doubling's δ_k, bit for bit; converged huge: none,
+    # the parts' sum (the same terms as local_error, summed apart: round-off)
+    field = EigenRescaledField(Model(V=[[1, 0.5], [0.5, -1]]), 3)
+    w0 = field.to_w(np.array([[0.6, -0.2], [-0.1, 0.5], [0.3, 0.3]]))
+    stepper = DOP853Stepper(field, 0.0, w0, 2.0, 1e-8, 1e-11)
+    always = DefectLocalError(field, EigenLinearisation(field), converged=1e-300)
+    never = DefectLocalError(field, EigenLinearisation(field), converged=1e300)
+    plain = DefectLocalError(field, EigenLinearisation(field))
+    for _ in range(4):
+        stepper.step()
+        doubled = StepDoubling(field).local_error(stepper.t_old, stepper.y_old, stepper.t,
+                                                  stepper.y, stepper.K[0].reshape(w0.shape))
+        assert np.array_equal(always.local_error(stepper), doubled)
+        delta = plain.local_error(stepper)
+        assert np.abs(never.local_error(stepper) - delta).max() <= 1e-12 * np.abs(delta).max()
+    assert all(always.fell_back) and not any(never.fell_back)
+    assert always.evaluations == 4 * (3 + 5 + 23) and never.evaluations == 4 * (3 + 5)
+
+
 def test_bad_input_is_named():
     with pytest.raises(InvalidArgument, match="rule"):
         quadrature("simpson", 3)
@@ -169,3 +189,5 @@ def test_bad_input_is_named():
         DefectLocalError(_linear, _Linear(), terms=3)
     with pytest.raises(InvalidArgument, match="linearisation"):
         DefectLocalError(_linear, None, terms=1)
+    with pytest.raises(InvalidArgument, match="converged"):
+        DefectLocalError(_linear, _Linear(), terms=1, converged=0.25)

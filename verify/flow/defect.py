@@ -56,6 +56,7 @@ from collections.abc import Callable
 import numpy as np
 
 from verify.errors import InvalidArgument
+from verify.flow.global_error import StepDoubling
 
 __all__ = ["DefectLocalError", "quadrature"]
 
@@ -106,14 +107,27 @@ class DefectLocalError:
     inner : callable, optional
         Gets ``(t_k, y_k, t_{k+1}, y_{k+1}, f_k, f_{k+1}, δ_k)`` (e.g. a
         :class:`~verify.flow.global_error.LinearisedGlobalError`) when the object is called.
+    converged : float, optional
+        With ``terms = 2``: a step whose last term ``J_{k+1}² R_2`` exceeds ``converged``
+        times the sum (max-norms) is out of the expansion's reach (``h|J|`` not small: the
+        dropped terms are not small either), and gets step doubling's ``δ_k`` instead
+        (:class:`~verify.flow.global_error.StepDoubling`, 23 more evaluations); ``None``: no
+        check. ``fell_back[k]`` records each step.
 
-    ``evaluations`` counts the field evaluations it added (the dense output's three included).
+    ``evaluations`` counts the field evaluations it added (the dense output's three and the
+    fallbacks' included).
     """
 
     def __init__(self, fun: Callable, linearisation=None, rule: str = "gauss", points: int = 5,
-                 terms: int = 2, inner: Callable | None = None) -> None:
+                 terms: int = 2, inner: Callable | None = None,
+                 converged: float | None = None) -> None:
         if terms not in (0, 1, 2):
             raise InvalidArgument(f"terms must be 0, 1 or 2, not {terms!r}")
+        if converged is not None and (terms != 2 or not converged > 0):
+            raise InvalidArgument(f"converged={converged!r} needs terms=2 and a positive "
+                                  "fraction")
+        self.converged = converged
+        self.fell_back: list[bool] = []
         if terms and linearisation is None:
             raise InvalidArgument("terms ≥ 1 needs a linearisation (J v products).")
         self.fun, self.linearisation, self.terms, self.inner = fun, linearisation, terms, inner
@@ -158,7 +172,18 @@ class DefectLocalError:
 
     def local_error(self, stepper) -> np.ndarray:
         """``δ_k``: the sum of :meth:`parts` (``J_{k+1}`` applied once to ``M_1 + J_{k+1} R_2``:
-        one product fewer)."""
+        one product fewer), or step doubling's where the check of ``converged`` fails."""
+        if self.converged is not None:
+            parts = self.parts(stepper)
+            delta = sum(parts)
+            fall_back = np.abs(parts[-1]).max() > self.converged * np.abs(delta).max()
+            self.fell_back.append(bool(fall_back))
+            if not fall_back:
+                return delta
+            self.evaluations += 23
+            shape = stepper.shape
+            return StepDoubling(self.fun).local_error(stepper.t_old, stepper.y_old, stepper.t,
+                                                      stepper.y, stepper.K[0].reshape(shape))
         if self.terms == 0:
             return self._moments_of(stepper)[0]
         R = self._moments_of(stepper)

@@ -49,21 +49,27 @@ def test_quadrature_is_exact_to_its_degree(rule, points, degree):
     assert abs(float(w @ x ** (degree + 1)) + ends - 1.0 / (degree + 2)) > 1e-8
 
 
-def test_interpolant_derivative_matches_the_field_at_the_ends_and_a_difference_inside():
+def test_dense_output_and_its_derivative_at_fractions_of_the_step():
+    # p at the fractions is the interpolant's (the nested form, evaluated otherwise: to
+    # round-off); p' is the field at the step's two ends (the interpolant matches f there) and
+    # a central difference of the interpolant inside
     stepper = DOP853Stepper(_linear, 0.0, np.array([[1.0, 0.5, 0.2]]), 3.0, 1e-8, 1e-10)
     stepper.step()
     stepper.step()
-    dense, plain = stepper.interpolant(derivative=True), stepper.interpolant()
+    plain = stepper.interpolant()
     t0, t1 = stepper.t_old, stepper.t
-    for t, f in ((t0, stepper.K[0]), (t1, stepper.K[-1])):
-        p, dp = dense(t)
-        assert np.allclose(dp.ravel(), f, rtol=1e-13, atol=1e-15)
-    for x in (0.2, 0.5, 0.9):
+    fractions = np.array([0.0, 0.2, 0.5, 0.9, 1.0])
+    p, dp = stepper.dense_at(fractions)
+    assert p.shape == dp.shape == (5, 1, 3)
+    assert np.allclose(dp[0].ravel(), stepper.K[0], rtol=1e-13, atol=1e-15)
+    assert np.allclose(dp[-1].ravel(), stepper.K[-1], rtol=1e-13, atol=1e-15)
+    assert np.array_equal(p[-1], stepper.y) or np.allclose(p[-1], stepper.y, rtol=1e-15)
+    for x, value, slope in zip(fractions, p, dp, strict=True):
         t, eps = t0 + x * (t1 - t0), 1e-5 * (t1 - t0)
-        p, dp = dense(t)
-        assert np.array_equal(p, plain(t))  # the same polynomial, the same arithmetic
-        difference = (plain(t + eps) - plain(t - eps)) / (2 * eps)
-        assert np.allclose(dp, difference, rtol=1e-7, atol=0)
+        assert np.allclose(value, plain(t), rtol=1e-14, atol=0)
+        if 0 < x < 1:
+            difference = (plain(t + eps) - plain(t - eps)) / (2 * eps)
+            assert np.allclose(slope, difference, rtol=1e-7, atol=0)
 
 
 @pytest.mark.parametrize("rtol", [1e-9, 1e-11])

@@ -16,7 +16,7 @@ interpolant ``p`` (``p(t_k) = y_k``, ``p(t_{k+1}) = y_{k+1}``) has the defect
 
 ``m`` field evaluations and one product ``J v`` (:class:`~verify.flow.global_error.
 EigenLinearisation`; none with ``propagate=False``). ``p`` is DOP853's dense output of order 7
-(three more evaluations, :meth:`~verify.flow.dop853.DOP853Stepper.interpolant`), so
+(three more evaluations, :meth:`~verify.flow.dop853.DOP853Stepper.dense_at`), so
 ``r = O(h^7)`` while ``δ_k = O(h^9)``: the rule must integrate ``r`` to ``O(h^{10})``.
 ``p'`` is a polynomial of degree 6 (exact for Gauss–Legendre with ``m ≥ 4``); ``f(s, p(s))``
 is smooth, so the quadrature error is ``O(h^{2m+1})`` (Gauss) or ``O(h^{2m−1})``
@@ -139,7 +139,7 @@ class DefectLocalError:
 
     def _moments_of(self, stepper) -> np.ndarray:
         r"""``R_0, M_0, M_1, R_2`` (rows) of the stepper's last step from the defect at the
-        nodes (its dense output: three evaluations, and one per node).
+        nodes (its dense output: three evaluations, and one per node; the moments one product).
 
         With ``x = (s − t_k)/h`` and ``J(τ)`` linear between ``J_k`` and ``J_{k+1}``,
         ``∫_s^{t_{k+1}} J = h (J_k (1 − x)²/2 + J_{k+1} (1 − x²)/2)``, so the first-order term
@@ -147,14 +147,11 @@ class DefectLocalError:
         ``M_1 = h² Σ w_i (1 − x_i²)/2 r_i``; the second ``J_{k+1}² R_2``,
         ``R_2 = h³ Σ w_i (1 − x_i)²/2 r_i``."""
         t0, h = stepper.t_old, stepper.t - stepper.t_old
-        dense = stepper.interpolant(derivative=True)
-        R = np.zeros((4, *stepper.shape))
+        p, dp = stepper.dense_at(self.nodes)
         for i, x in enumerate(self.nodes):
-            s = t0 + x * h
-            p, dp = dense(s)
-            r = dp - self.fun(s, p)
-            for j, scale in enumerate((h, h * h, h * h, h ** 3)):
-                R[j] += (scale * self._moments[j, i]) * r
+            dp[i] -= self.fun(t0 + x * h, p[i])  # the defect r_i, in place
+        scales = np.array([h, h * h, h * h, h ** 3])[:, None] * self._moments
+        R = (scales @ dp.reshape(len(self.nodes), -1)).reshape(4, *stepper.shape)
         self.evaluations += 3 + len(self.nodes)
         return R
 

@@ -259,10 +259,11 @@ def hd_defect_case(repeat: int) -> None:
     error (``rtol`` tightened through :data:`MATCH_RTOLS` in the first round, then that one), of
     ``simulate`` to ``T = 4`` without its estimate, of the DOP853 stepper to its hardmax switch
     without and with the estimate alongside (Heun propagation, float32 products; the defect's
-    ``δ_k`` by Gauss 5 with the ``J²`` term, signed, and its parts' absolute values added entry
-    by entry, "triangle"), and of the field round-off spot check (which the wiring would keep):
-    run + estimate + spot check over Tsit5. The error at ``T = 4`` is ``max|z − z_ref| /
-    max|z_ref|`` against ``simulate`` at ``rtol = 3e-14``."""
+    ``δ_k`` by Gauss 5 with the ``J²`` term: signed; "checked", step doubling where the
+    expansion's last term exceeds 1/4 of the sum; its parts' absolute values added entry by
+    entry, "triangle"; and by Gauss–Lobatto 6, signed), and of the field round-off spot check
+    (which the wiring would keep): run + estimate + spot check over Tsit5. The error at
+    ``T = 4`` is ``max|z − z_ref| / max|z_ref|`` against ``simulate`` at ``rtol = 3e-14``."""
     from global_error import switch_time
 
     from verify.flow.defect import DefectLocalError
@@ -291,7 +292,8 @@ def hd_defect_case(repeat: int) -> None:
 
     def with_defect(variant: str):
         estimate = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
-        defect = DefectLocalError(field, estimate.linearisation, "gauss", 5, terms=2,
+        rule, points = ("lobatto", 6) if variant == "lobatto6" else ("gauss", 5)
+        defect = DefectLocalError(field, estimate.linearisation, rule, points, terms=2,
                                   converged=0.25 if variant == "checked" else None)
 
         def observe(stepper):
@@ -304,7 +306,7 @@ def hd_defect_case(repeat: int) -> None:
         to_switch(observe)
         return defect
 
-    variants = ("signed", "checked", "triangle")
+    variants = ("signed", "checked", "lobatto6", "triangle")
     parts = {"Tsit5": [], "Tsit5 matched": [], "run T = 4": [], "to the switch": [],
              **{f"with the defect, {variant}": [] for variant in variants}, "spot check": []}
     matched, errors = MATCH_RTOLS, {}

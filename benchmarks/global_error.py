@@ -629,7 +629,7 @@ def hd_defect(field, w0, t_switch: float, t_eval, true, floor, repeat: int) -> N
             ("dop853 entrywise, heun", lambda s: s["dop853"], "entrywise", "heun"),
             *((v[0], lambda s, v=v: defect_delta(s, v), v[3], "rk4") for v in DEFECT_VARIANTS),
             *((label, lambda s, v=v: defect_delta(s, v), v[3], "heun") for label, v in heun)):
-        estimate = defect_replay(field, steps, delta, added, np.float32, method)
+        estimate = defect_replay(field, steps, delta, added, dtype=np.float32, method=method)
         r = (true / (np.array(estimate.norms) + floor))[late]
         print(f"    {name:22}: min {r.min():.3g}, max {r.max():.3g} (at t = "
               f"{t_eval[late][r.argmax()]:.4f}), at the switch {r[-1]:.3g}")

@@ -17,7 +17,10 @@ seconds of this process, the minimum of ``--repeat``):
 * with ``--doubling``: the linearised estimate fed with each step's local error by step
   doubling (:class:`~verify.flow.global_error.StepDoubling`, 23 evaluations a step), and with
   Richardson over pairs of the run's steps (:class:`PairRichardson`, here only: it
-  under-covers); ``--screening``: step doubling on a few screened steps only;
+  under-covers); ``--screening``: step doubling on a few screened steps only; ``--defect``:
+  the local errors from the defect of DOP853's dense output (:mod:`verify.flow.defect`), per
+  step against step doubling and rtol-3e-14 re-integrations, their coverage and CPU (with
+  ``--small``, on the small draws; ``--draws`` picks some);
 
 and the truth: DOP853 at ``rtol = 3e-14``, ``atol = 1e-16`` evaluated at the run's step ends.
 It prints, at a selection of step ends, the true error ``max|w − w_true|`` and each estimate,

@@ -43,9 +43,10 @@ says so itself: its last term ``J_{k+1}² R_2`` is then not small against the su
   128×128 run ``t > 0.1`` max 1.19 (RK4 propagation) — as tight as step doubling;
   without the ``J²`` term max 4.37, ``R_0`` alone 12.2; Gauss 4 (its quadrature error of the
   local error's own order) 2.27;
-* cost on the 128×128 run: 3376 evaluations (8 a step) and 3 products a step, ×0.9–1.0 the
-  run's CPU (doubling ×2): run + estimate + spot check ×2.6–2.7 diffrax Tsit5 at equal
-  achieved error — not the ≤ ×2 of issue 26 (``benchmarks/anchors.py hd-defect``).
+* cost on the 128×128 run: 3376 evaluations (8 a step) and 3 products a step (5 with a Heun
+  propagation), ×0.8–0.9 the run's CPU (doubling ×2): run + estimate + spot check ×2.5–2.6
+  diffrax Tsit5 at equal achieved error — not the ≤ ×2 of issue 26, which leaves an estimate
+  ×0.43 the run (``benchmarks/anchors.py hd-defect``, NumPy field).
 
 Examples
 --------

@@ -52,7 +52,7 @@ nothing in the library decides on it yet. Its coverage, measured by
 * with the defect of DOP853's dense output (:mod:`verify.flow.defect`, session 12: 8
   evaluations and 3 products a step instead of doubling's 23 evaluations): as tight as step
   doubling on the 131 small systems (max 1.08) and the 128×128 run (max 1.19), #508's step and
-  the 128×128 run's crossing steps read within ×1.02, but ×0.9–1.0 the run's CPU: still too
+  the 128×128 run's crossing steps read within ×1.02, but ×0.8–0.9 the run's CPU: still too
   dear for the must-show (``benchmarks/global_error.py --defect``, ``anchors.py hd-defect``).
 
 Examples

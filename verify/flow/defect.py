@@ -7,25 +7,32 @@ interpolant ``p`` (``p(t_k) = y_k``, ``p(t_{k+1}) = y_{k+1}``) has the defect
 .. math:: δ_k = y_{k+1} − φ(t_{k+1}; t_k, y_k)
           = \int_{t_k}^{t_{k+1}} \frac{∂φ}{∂y}(t_{k+1}; s, p(s))\, r(s)\, ds
 
-(``φ(t; s, y)`` the flow of ``ẏ = f``; differentiate ``s ↦ φ(t_{k+1}; s, p(s))``). With
-``∂φ/∂y(t_{k+1}; s, ·) = I + (t_{k+1} − s) J + O(h²)`` (``J = ∂f/∂y`` at the step's end) and an
-``m``-point quadrature ``(s_i, w_i)`` on the step,
+(``φ(t; s, y)`` the flow of ``ẏ = f``; differentiate ``s ↦ φ(t_{k+1}; s, p(s))``). ``p`` is
+DOP853's dense output of order 7 (three more evaluations,
+:meth:`~verify.flow.dop853.DOP853Stepper.dense_at`), so ``r = O(h^7)`` while
+``δ_k = O(h^9)``: ``∂φ/∂y`` is needed beyond ``I`` (its ``J`` term is of the same order ``h^9``:
+measured, ``R_0`` alone is wrong by ×10⁴ on some steps), and the rule must integrate ``r`` to
+``O(h^{10})``. With ``J = ∂f/∂y`` linear in ``t`` between its values ``J_k``, ``J_{k+1}`` at the
+step's ends (the points the propagation of :mod:`~verify.flow.global_error` reads anyway),
+``x = (s − t_k)/h`` and an ``m``-point rule ``(x_i, w_i)`` on ``[0, 1]``,
 
-.. math:: δ_k ≈ R_0 + J R_1,\qquad R_0 = h \textstyle\sum_i w_i\, r(s_i),\quad
-          R_1 = h \textstyle\sum_i w_i\, (t_{k+1} − s_i)\, r(s_i),
+.. math:: δ_k ≈ R_0 + J_k M_0 + J_{k+1} M_1 + J_{k+1}^2 R_2,\qquad
+          R_0 = h \textstyle\sum_i w_i r_i,\quad
+          M_0 = h^2 \textstyle\sum_i w_i \tfrac{(1 − x_i)^2}{2} r_i,\quad
+          M_1 = h^2 \textstyle\sum_i w_i \tfrac{1 − x_i^2}{2} r_i,\quad
+          R_2 = h^3 \textstyle\sum_i w_i \tfrac{(1 − x_i)^2}{2} r_i
 
-``m`` field evaluations and one product ``J v`` (:class:`~verify.flow.global_error.
-EigenLinearisation`; none with ``propagate=False``). ``p`` is DOP853's dense output of order 7
-(three more evaluations, :meth:`~verify.flow.dop853.DOP853Stepper.dense_at`), so
-``r = O(h^7)`` while ``δ_k = O(h^9)``: the rule must integrate ``r`` to ``O(h^{10})``.
-``p'`` is a polynomial of degree 6 (exact for Gauss–Legendre with ``m ≥ 4``); ``f(s, p(s))``
+(``r_i = r(t_k + x_i h)``; ``∫_s^{t_{k+1}} J = h (J_k (1 − x)²/2 + J_{k+1} (1 − x²)/2)``, and
+``(t_{k+1} − s)² J²/2`` the second-order term): ``m`` field evaluations and three products
+``J v`` (:class:`~verify.flow.global_error.EigenLinearisation`). The dropped terms are
+``O((h|J|)³)`` and ``O(h²|J''|)`` relative. ``p'`` is a polynomial of degree 6 and ``f(s, p(s))``
 is smooth, so the quadrature error is ``O(h^{2m+1})`` (Gauss) or ``O(h^{2m−1})``
-(Gauss–Lobatto, whose end points cost nothing: ``p'`` equals ``f`` there, ``r = 0``); the
-dropped ``(t_{k+1} − s)² J²/2`` term of ``∂φ/∂y`` is ``O(h^{10})``. So with Gauss ``m ≥ 5``
-(Lobatto ``m ≥ 6``) ``δ_k`` is the local error to leading order, with its sign and direction —
-what step doubling gives (:class:`~verify.flow.global_error.StepDoubling`, 23 evaluations), at
-``3 + m`` evaluations. Unlike DOP853's embedded estimate it reads the field along the step at
-points the stages did not: an attention turning inside the step shows in ``r``.
+(Gauss–Lobatto, whose end points cost nothing: ``p'`` equals ``f`` there, ``r = 0``). So with
+Gauss ``m ≥ 5`` (Lobatto ``m ≥ 6``) ``δ_k`` is the local error to leading order, with its sign
+and direction, as step doubling gives it (:class:`~verify.flow.global_error.StepDoubling`, 23
+evaluations), at ``3 + m`` evaluations. Unlike DOP853's embedded estimate it reads the field
+along the step at points the stages did not: an attention turning inside the step shows in
+``r``.
 
 It is an **estimate** resting on the step's asymptotic regime (as step doubling does): where the
 step is not in it (``h|J|`` not small) the dropped terms are not small either. The expansion
@@ -119,7 +126,8 @@ class DefectLocalError:
         Of ``∂φ/∂y(t_{k+1}; s, ·)`` in powers of ``J``: ``0`` gives ``R_0`` alone (which misses
         a term of the same order ``h^9``), ``1`` adds ``J_k M_0 + J_{k+1} M_1`` (``J`` linear in
         ``t`` over the step between its values at the two ends, two products at the points the
-        propagation reads anyway), ``2`` also ``J_{k+1}² R_2`` (two more products).
+        propagation reads anyway), ``2`` also ``J_{k+1}² R_2`` (one more product in
+        :meth:`local_error`, which applies ``J_{k+1}`` once to ``M_1 + J_{k+1} R_2``).
     inner : callable, optional
         Gets ``(t_k, y_k, t_{k+1}, y_{k+1}, f_k, f_{k+1}, δ_k)`` (e.g. a
         :class:`~verify.flow.global_error.LinearisedGlobalError`) when the object is called.
@@ -154,14 +162,8 @@ class DefectLocalError:
         self.evaluations = 0
 
     def _moments_of(self, stepper) -> np.ndarray:
-        r"""``R_0, M_0, M_1, R_2`` (rows) of the stepper's last step from the defect at the
-        nodes (its dense output: three evaluations, and one per node; the moments one product).
-
-        With ``x = (s − t_k)/h`` and ``J(τ)`` linear between ``J_k`` and ``J_{k+1}``,
-        ``∫_s^{t_{k+1}} J = h (J_k (1 − x)²/2 + J_{k+1} (1 − x²)/2)``, so the first-order term
-        is ``J_k M_0 + J_{k+1} M_1`` with ``M_0 = h² Σ w_i (1 − x_i)²/2 r_i`` and
-        ``M_1 = h² Σ w_i (1 − x_i²)/2 r_i``; the second ``J_{k+1}² R_2``,
-        ``R_2 = h³ Σ w_i (1 − x_i)²/2 r_i``."""
+        """``R_0, M_0, M_1, R_2`` (rows; module docstring) of the stepper's last step from the
+        defect at the nodes (its dense output: three evaluations, and one per node)."""
         t0, h = stepper.t_old, stepper.t - stepper.t_old
         p, dp = stepper.dense_at(self.nodes)
         for i, x in enumerate(self.nodes):

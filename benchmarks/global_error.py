@@ -34,6 +34,7 @@ No wall-clock assertion; this is not a test.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import time
@@ -62,7 +63,7 @@ from verify.flow.global_error import (  # noqa: E402
     dop853_step,
 )
 from verify.flow.simulate import simulate  # noqa: E402
-from verify.flow.solvers import DOP853, StepController  # noqa: E402
+from verify.flow.solvers import DOP853, StepController, dop853_local_error  # noqa: E402
 from verify.model.instance_file import load_instance_file  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -424,8 +425,6 @@ def defect_steps(field, w0, T: float, dtype=np.float64) -> list[dict]:
     doubling's (the true local error to leading order, :class:`StepDoubling`) and the parts of
     the defect estimates of :data:`DEFECT_RULES` (``terms = 2``,
     :meth:`~verify.flow.defect.DefectLocalError.parts`)."""
-    from verify.flow.solvers import dop853_local_error
-
     linearisation = EigenLinearisation(field, dtype)
     defects = {name: DefectLocalError(field, linearisation, rule, points, terms=2)
                for name, rule, points in DEFECT_RULES}
@@ -605,7 +604,6 @@ class _quiet:
     """Silence ``print`` inside (the per-run local tables of :func:`small_defect`)."""
 
     def __enter__(self):
-        import io
         self._stdout, sys.stdout = sys.stdout, io.StringIO()
 
     def __exit__(self, *exc):
@@ -653,8 +651,6 @@ def defect_costs(field, w0, t_switch: float, repeat: int) -> None:
         return stepper, observer
 
     def dop853_entrywise():
-        from verify.flow.solvers import dop853_local_error
-
         inner = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
 
         def observe(stepper):

@@ -252,6 +252,103 @@ def hd_linearised_case(repeat: int) -> None:
           f"diffrax Tsit5 (the run alone ×{best['run T = 4'] / best['Tsit5']:.2f})")
 
 
+def hd_defect_case(repeat: int) -> None:
+    """The must-show ratio with the defect-based estimate of ``benchmarks/global_error.py
+    --defect`` in place of the reference run (a prototype, not wired into ``simulate``): in one
+    process, alternating, the CPU of diffrax Tsit5 at the same ``rtol`` and at verify's achieved
+    error (``rtol`` tightened through :data:`MATCH_RTOLS` in the first round, then that one), of
+    ``simulate`` to ``T = 4`` without its estimate, of the DOP853 stepper to its hardmax switch
+    without and with the estimate alongside (Heun propagation, float32 products; the defect's
+    ``δ_k`` by Gauss 5 with the ``J²`` term: signed; "checked", step doubling where the
+    expansion's last term exceeds 1/4 of the sum; its parts' absolute values added entry by
+    entry, "triangle"; and by Gauss–Lobatto 6, signed), and of the field round-off spot check
+    (which the wiring would keep): run + estimate + spot check over Tsit5. The error at
+    ``T = 4`` is ``max|z − z_ref| / max|z_ref|`` against ``simulate`` at ``rtol = 3e-14``."""
+    from global_error import switch_time
+
+    from verify.flow.defect import DefectLocalError
+    from verify.flow.dop853 import DOP853Stepper
+    from verify.flow.fields import EigenRescaledField
+    from verify.flow.global_error import EigenLinearisation, LinearisedGlobalError
+
+    inst = load_instance_file(HD_INSTANCE).instance
+    lam, Phi, w0, mu = eigen_form(inst)
+    t_switch = switch_time(inst, 4.0)
+    field = EigenRescaledField(inst.model, inst.n)
+    w_start = field.to_w(np.asarray(inst.x0, dtype=float))
+    z_ref = simulate(inst, 4.0, checkpoints=5, rtol=3e-14, atol=1e-16,
+                     error_estimate=False).z[-1]
+    scale = float(np.abs(z_ref).max())
+
+    def rel(z):
+        return float(np.abs(z - z_ref).max()) / scale
+
+    def to_switch(observer=None):
+        stepper = DOP853Stepper(field, 0.0, w_start, t_switch, RTOL, ATOL)
+        while stepper.status == "running":
+            stepper.step()
+            if observer is not None:
+                observer(stepper)
+
+    def with_defect(variant: str):
+        estimate = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
+        rule, points = ("lobatto", 6) if variant == "lobatto6" else ("gauss", 5)
+        defect = DefectLocalError(field, estimate.linearisation, rule, points, terms=2,
+                                  converged=0.25 if variant == "checked" else None)
+
+        def observe(stepper):
+            delta = (sum(np.abs(p) for p in defect.parts(stepper)) if variant == "triangle"
+                     else defect.local_error(stepper))
+            K = stepper.K
+            estimate(stepper.t_old, stepper.y_old, stepper.t, stepper.y, K[0].reshape(w0.shape),
+                     K[-1].reshape(w0.shape), delta,
+                     "entrywise" if variant == "triangle" else "signed")
+        to_switch(observe)
+        return defect
+
+    variants = ("signed", "checked", "lobatto6", "triangle")
+    parts = {"Tsit5": [], "Tsit5 matched": [], "run T = 4": [], "to the switch": [],
+             **{f"with the defect, {variant}": [] for variant in variants}, "spot check": []}
+    matched, errors = MATCH_RTOLS, {}
+    for _ in range(repeat):
+        diffrax_eigen(lam, w0, mu, 4.0, "Tsit5")
+        parts["Tsit5"].append(CPU["diffrax Tsit5"])
+        bare = simulate(inst, 4.0, checkpoints=5, error_estimate=False)
+        errors["verify"] = rel(bare.z[-1])
+        _, _, _, _, rtol, errors["Tsit5 matched"] = diffrax_eigen(
+            lam, w0, mu, 4.0, "Tsit5", tolerances=matched, target=errors["verify"],
+            error=lambda w: rel(w @ Phi.T))
+        if rtol is not None:
+            matched = (rtol,)
+            parts["Tsit5 matched"].append(CPU["diffrax Tsit5 matched"])
+        for name, fn in (("run T = 4", lambda: simulate(inst, 4.0, checkpoints=5,
+                                                         error_estimate=False)),
+                         ("to the switch", to_switch),
+                         *((f"with the defect, {variant}", lambda v=variant: with_defect(v))
+                           for variant in variants)):
+            _, out = best_of(1, fn, name=name)
+            parts[name].append(CPU[name])
+            if name == "with the defect, checked":
+                doubled = sum(out.fell_back)
+        spot = estimate_parts(inst, 4.0, 5).split("field round-off spot check ")[1]
+        parts["spot check"].append(float(spot.split(",")[0]))
+    best = {name: min(values) for name, values in parts.items() if values}
+    print(f"\nhd-defect (T = 4, CPU s, min of {repeat} alternating rounds, load "
+          f"{os.getloadavg()[0]:.1f}): " + ", ".join(f"{k} {v:.2f}" for k, v in best.items()))
+    print(f"  error at T = 4: verify {errors['verify']:.2g}; Tsit5 at rtol {matched[0]:g}: "
+          f"{errors['Tsit5 matched']:.2g}" if len(matched) == 1 else
+          "  Tsit5 reached verify's error at none of the rtols tried")
+    print(f"  checked: {doubled} steps doubled (the expansion's last term > 1/4 of the sum)")
+    for variant in variants:
+        extra = best[f"with the defect, {variant}"] - best["to the switch"]
+        total = best["run T = 4"] + extra + best["spot check"]
+        equal = (f", ×{total / best['Tsit5 matched']:.2f} Tsit5 at equal achieved error"
+                 if "Tsit5 matched" in best else "")
+        print(f"  the defect estimate ({variant}) ×{extra / best['to the switch']:.2f} the run "
+              f"to the switch; run + estimate + spot check {total:.2f} = "
+              f"×{total / best['Tsit5']:.2f} diffrax Tsit5 at the same rtol{equal}")
+
+
 #: Tsit5's tolerances tried, loosest first, to reach verify's achieved error at T = 4
 MATCH_RTOLS = (1e-10, 5e-11, 2e-11, 1e-11, 5e-12, 2e-12, 1e-12)
 
@@ -694,7 +791,7 @@ def cli_case(repeat: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("part", nargs="?", default="all", choices=["hd", "sphere", "cli", "all",
-                                                                "hd-linearised"])
+                                                                "hd-linearised", "hd-defect"])
     parser.add_argument("--repeat", type=int, default=3, help="timed repeats (minimum kept)")
     parser.add_argument("--heyoka-hd", action="store_true",
                         help="also run heyoka on the 128×128 system (~10 GB, minutes)")
@@ -712,6 +809,8 @@ def main(argv: list[str] | None = None) -> int:
         hd_case(15.0, 1, False)
     if args.part == "hd-linearised":
         hd_linearised_case(args.repeat)
+    if args.part == "hd-defect":
+        hd_defect_case(args.repeat)
     if args.part in ("sphere", "all"):
         sphere_case(args.repeat, heyoka=not args.no_heyoka, heyoka_compact=args.heyoka_compact)
     if args.part in ("cli", "all"):

@@ -17,7 +17,10 @@ seconds of this process, the minimum of ``--repeat``):
 * with ``--doubling``: the linearised estimate fed with each step's local error by step
   doubling (:class:`~verify.flow.global_error.StepDoubling`, 23 evaluations a step), and with
   Richardson over pairs of the run's steps (:class:`PairRichardson`, here only: it
-  under-covers); ``--screening``: step doubling on a few screened steps only;
+  under-covers); ``--screening``: step doubling on a few screened steps only; ``--defect``:
+  the local errors from the defect of DOP853's dense output (:mod:`verify.flow.defect`), per
+  step against step doubling and rtol-3e-14 re-integrations, their coverage and CPU (with
+  ``--small``, on the small draws; ``--draws`` picks some);
 
 and the truth: DOP853 at ``rtol = 3e-14``, ``atol = 1e-16`` evaluated at the run's step ends.
 It prints, at a selection of step ends, the true error ``max|w − w_true|`` and each estimate,
@@ -31,6 +34,7 @@ No wall-clock assertion; this is not a test.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import time
@@ -47,6 +51,8 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
+from verify.flow.defect import DefectLocalError  # noqa: E402
+from verify.flow.dop853 import DOP853Stepper  # noqa: E402
 from verify.flow.fields import EigenRescaledField  # noqa: E402
 from verify.flow.global_error import (  # noqa: E402
     EigenLinearisation,
@@ -57,7 +63,7 @@ from verify.flow.global_error import (  # noqa: E402
     dop853_step,
 )
 from verify.flow.simulate import simulate  # noqa: E402
-from verify.flow.solvers import DOP853, StepController  # noqa: E402
+from verify.flow.solvers import DOP853, StepController, dop853_local_error  # noqa: E402
 from verify.model.instance_file import load_instance_file  # noqa: E402
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -409,6 +415,297 @@ def structural(field, w0, t_switch: float, t_eval, true, floor, repeat: int) -> 
               if name != "run"))
 
 
+#: the defect estimates of --defect: (name, rule, points)
+DEFECT_RULES = [("gauss5", "gauss", 5), ("lobatto6", "lobatto", 6), ("gauss4", "gauss", 4)]
+
+
+def defect_steps(field, w0, T: float, dtype=np.float64) -> list[dict]:
+    """The DOP853 run of ``field`` from ``w0`` to ``T`` (the stepper itself: the steps of
+    :class:`DOP853`), and per accepted step: its ends, DOP853's embedded ``δ_k``, step
+    doubling's (the true local error to leading order, :class:`StepDoubling`) and the parts of
+    the defect estimates of :data:`DEFECT_RULES` (``terms = 2``,
+    :meth:`~verify.flow.defect.DefectLocalError.parts`)."""
+    linearisation = EigenLinearisation(field, dtype)
+    defects = {name: DefectLocalError(field, linearisation, rule, points, terms=2)
+               for name, rule, points in DEFECT_RULES}
+    doubling = StepDoubling(field, None)
+    stepper = DOP853Stepper(field, 0.0, w0, T, RTOL, ATOL)
+    steps = []
+    while stepper.status == "running":
+        stepper.step()
+        K = stepper.K
+        f0, f1 = K[0].reshape(w0.shape), K[-1].reshape(w0.shape)
+        t0, t1, y0, y1 = stepper.t_old, stepper.t, stepper.y_old, stepper.y
+        steps.append({"step": (t0, y0, t1, y1, f0, f1),
+                      "dop853": dop853_local_error(stepper, t1 - t0).reshape(w0.shape),
+                      "doubling": doubling.local_error(t0, y0, t1, y1, f0),
+                      **{name: d.parts(stepper) for name, d in defects.items()}})
+    return steps
+
+
+#: the check of ``DefectLocalError(converged=...)`` replayed by the "checked" variant
+CONVERGED = 0.25
+
+#: how a defect estimate's parts make δ_k: (name, rule, terms, added) — ``signed``: the parts
+#: up to ``terms`` summed; ``entrywise``: that sum added to ``|Φ_k e_k|`` entry by entry;
+#: ``triangle``: the parts' absolute values summed, added entry by entry; ``checked``: the
+#: sum, or step doubling's δ_k where the last part exceeds :data:`CONVERGED` times the sum
+DEFECT_VARIANTS = [("gauss5 t2 checked", "gauss5", 2, "checked"),
+                   ("gauss5 t1 signed", "gauss5", 1, "signed"),
+                   ("gauss5 t2 signed", "gauss5", 2, "signed"),
+                   ("lobatto6 t2 signed", "lobatto6", 2, "signed"),
+                   ("gauss4 t2 signed", "gauss4", 2, "signed"),
+                   ("gauss5 t0 signed", "gauss5", 0, "signed"),
+                   ("gauss5 t2 entrywise", "gauss5", 2, "entrywise"),
+                   ("gauss5 t2 triangle", "gauss5", 2, "triangle"),
+                   ("gauss5 t1 triangle", "gauss5", 1, "triangle")]
+
+
+def defect_delta(step: dict, variant: tuple) -> np.ndarray:
+    """``δ_k`` of one recorded step by one of :data:`DEFECT_VARIANTS` (``triangle``: the sum of
+    the parts' absolute values)."""
+    _, rule, terms, added = variant
+    parts = step[rule][:{0: 1, 1: 3, 2: 4}[terms]]
+    if added == "triangle":
+        return sum(np.abs(part) for part in parts)
+    if added == "checked" and not_converged(parts):
+        return step["doubling"]
+    return sum(parts)
+
+
+def not_converged(parts: list[np.ndarray]) -> bool:
+    """The check of ``DefectLocalError(converged=CONVERGED)``: the last part large."""
+    return bool(np.abs(parts[-1]).max() > CONVERGED * np.abs(sum(parts)).max())
+
+
+def defect_replay(field, steps: list[dict], delta, added: str, keep=None, dtype=np.float64,
+                  method: str = "rk4"):
+    """The linearised estimate (``method``) over the recorded steps fed ``delta(step)``."""
+    estimate = LinearisedGlobalError(EigenLinearisation(field, dtype), method, keep=keep)
+    for step in steps:
+        estimate(*step["step"], delta(step),
+                 "entrywise" if added in ("entrywise", "triangle") else "signed")
+    return estimate
+
+
+def local_table(steps: list[dict], label: str, field=None, exact: int = 0) -> dict:
+    """Per step, the true local error (step doubling's; with ``exact``, the ``exact`` steps
+    where a defect estimate reads lowest re-integrated at rtol 3e-14 as well) over each
+    estimate of it (max-norms): worst and median, the worst steps printed."""
+    true = np.array([np.abs(step["doubling"]).max() for step in steps])
+    big = true >= 1e-3 * true.max()  # steps that matter (the others: round-off of the truths)
+    worst = {}
+    columns = {"dop853": lambda step: step["dop853"],
+               **{v[0]: (lambda step, v=v: defect_delta(step, v)) for v in DEFECT_VARIANTS}}
+    print(f"  {label}: {len(steps)} steps; per step, true (doubling) / estimate of the local "
+          f"error, over the {int(big.sum())} steps with a local error ≥ 1e-3 × the largest:")
+    ratios = {}
+    for name, column in columns.items():
+        ratio = true / np.array([np.abs(column(step)).max() for step in steps])
+        direction = np.array([np.abs(step["doubling"] - column(step)).max() for step in steps]
+                             ) / true
+        ratios[name] = ratio
+        k = int(np.argmax(np.where(big, ratio, 0)))
+        worst[name] = (ratio[k], k)
+        print(f"    {name:22}: median {np.median(ratio[big]):.3g}, max {ratio[k]:.3g} at "
+              f"t = {steps[k]['step'][0]:.4f} (h = {steps[k]['step'][2] - steps[k]['step'][0]:.2e}"
+              f", true {true[k]:.2e}); |true − estimate|/|true| median "
+              f"{np.median(direction[big]):.2g}, max {direction[big].max():.2g}")
+    if exact and field is not None:
+        shape = steps[0]["step"][1].shape
+        picks = sorted(set(np.argsort(-np.where(big, ratios["gauss5 t2 signed"], 0))[:exact])
+                       | set(np.argsort(-true)[:exact]))
+        print("    the steps re-integrated at rtol 3e-14 (t_k, h_k, exact, doubling, DOP853, "
+              "gauss5 t2 signed, gauss5 t2 triangle):")
+        for k in picks:
+            t0, y0, t1, y1, _, _ = steps[k]["step"]
+            end = solve_ivp(lambda t, y: field(t, y.reshape(shape)).ravel(), (t0, t1),
+                            y0.ravel(), method="DOP853", rtol=3e-14, atol=1e-18).y[:, -1]
+            exact_error = np.abs(y1 - end.reshape(shape)).max()
+            print(f"      {t0:.4f} {t1 - t0:.2e} {exact_error:.2e} {true[k]:.2e} "
+                  + " ".join(f"{np.abs(c(steps[k])).max():.2e}" for c in (
+                      columns["dop853"], columns["gauss5 t2 signed"],
+                      columns["gauss5 t2 triangle"])))
+    return worst
+
+
+def small_defect(count: int, draws: list[int] | None = None) -> None:
+    """:func:`small_systems`'s draws with the defect estimates: per step against step doubling,
+    and the global estimate's coverage at the 6 checkpoints against the truth at 32 digits
+    (``draws``: these draws only, of the same kind)."""
+    from error_coverage import build, draw
+
+    print(f"\nsmall systems, defect estimates (error_coverage.py's z-form float64 draws among "
+          f"{f'draws {draws}' if draws else f'its first {count}'}):")
+    names = ["doubling", "dop853 entrywise", *(v[0] for v in DEFECT_VARIANTS)]
+    ratios: dict[str, list[float]] = {name: [] for name in names}
+    worst: dict[str, tuple] = {}
+    local_worst: dict[str, tuple] = {}
+    fallbacks: list[float] = []
+    runs = 0
+    for data in map(draw, draws or range(count)):
+        if data["precision"] != "float64" or data["model"]["form"] != "z":
+            continue
+        instance = build(data)
+        if not EigenRescaledField.applies(instance.model):
+            continue
+        field = EigenRescaledField(instance.model, instance.n)
+        T = float(data["horizon"])
+        keep = [T * k / 6 for k in range(1, 7)]
+        steps = defect_steps(field, field.to_w(np.asarray(instance.x0, dtype=float)), T)
+        estimates = {"doubling": defect_replay(field, steps, lambda s: s["doubling"], "signed",
+                                               keep),
+                     "dop853 entrywise": defect_replay(field, steps, lambda s: s["dop853"],
+                                                       "entrywise", keep),
+                     **{v[0]: defect_replay(field, steps, lambda s, v=v: defect_delta(s, v),
+                                            v[3], keep) for v in DEFECT_VARIANTS}}
+        times = [t for t, _, _ in estimates["doubling"].kept]
+        truth = simulate(instance, times[-1], checkpoints=[0, *times], precision=32,
+                         error_estimate=False, continuation=False, symmetry="off")
+        if not truth.success:
+            print(f"  #{data['k']} skipped: truth {truth.status}")
+            continue
+        runs += 1
+        with _quiet():
+            local = local_table(steps, f"#{data['k']}")
+        for name, (ratio, k) in local.items():
+            if ratio > local_worst.get(name, (0,))[0]:
+                local_worst[name] = (ratio, data["k"], steps[k]["step"][0])
+        mine = {}
+        for name, estimate in estimates.items():
+            mine[name] = []
+            for (t, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+                true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+                mine[name].append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
+                if mine[name][-1] > worst.get(name, (0,))[0]:
+                    worst[name] = (mine[name][-1], data["k"], t)
+            ratios[name] += mine[name]
+        fallbacks.append(np.mean([not_converged(step["gauss5"]) for step in steps]))
+        print(f"  #{data['k']:<4}{data['variant']:28} n={instance.n:<3} d={instance.d} "
+              f"{len(steps):4d} steps ({fallbacks[-1]:.0%} doubled); worst true/estimate: "
+              + ", ".join(
+                  f"{name} {max(mine[name]):.2g}" for name in
+                  ("doubling", "gauss5 t2 signed", "gauss5 t2 checked", "gauss5 t2 triangle")))
+    print(f"  gauss5 t2 checked: steps doubled (last part > {CONVERGED} × the sum) per run: "
+          f"mean {np.mean(fallbacks):.1%}, max {np.max(fallbacks):.1%}")
+    print(f"  {runs} runs; per step, the worst true (doubling) / estimate over the steps with "
+          "a local error ≥ 1e-3 × the run's largest:")
+    for name, (ratio, k, t) in local_worst.items():
+        print(f"    {name:22}: {ratio:.3g} (#{k}, step at t = {t:.4f})")
+    print("  global: true/estimate at the checkpoints (truth at 32 digits):")
+    for name, values in ratios.items():
+        a = np.array(values)
+        print(f"    {name:22}: {a.size} checkpoints; median {np.median(a):.3g}, 90 % "
+              f"{np.quantile(a, 0.9):.3g}, max {a.max():.3g} (#{worst[name][1]} at t = "
+              f"{worst[name][2]:.3g}), > 2: {int((a > 2).sum())}")
+
+
+class _quiet:
+    """Silence ``print`` inside (the per-run local tables of :func:`small_defect`)."""
+
+    def __enter__(self):
+        self._stdout, sys.stdout = sys.stdout, io.StringIO()
+
+    def __exit__(self, *exc):
+        sys.stdout = self._stdout
+
+
+def hd_defect(field, w0, t_switch: float, t_eval, true, floor, repeat: int) -> None:
+    """The defect estimates on the 128×128 run to its switch: per step against doubling (the
+    worst steps also against rtol 3e-14), the coverage of the global estimate against the true
+    error at the step ends (``true``, ``floor`` as in :func:`main`), and the CPU of the run with
+    the estimate alongside (Heun, float32 products)."""
+    steps = defect_steps(field, w0, t_switch, np.float32)
+    local_table(steps, "hd 128×128", field, exact=4)
+    doubled = sum(not_converged(step["gauss5"]) for step in steps)
+    print(f"  gauss5 t2 checked: {doubled} of {len(steps)} steps doubled (last part > "
+          f"{CONVERGED} × the sum)")
+    late = t_eval > 0.1
+    print("  global: true/estimate for t > 0.1 (replay, float32 products; RK4 unless said):")
+    heun = [(f"{v[0]}, heun", v) for v in DEFECT_VARIANTS if v[0] in (
+        "gauss5 t2 signed", "gauss5 t2 checked", "gauss5 t2 triangle", "lobatto6 t2 signed")]
+    for name, delta, added, method in (
+            ("doubling", lambda s: s["doubling"], "signed", "rk4"),
+            ("dop853 entrywise", lambda s: s["dop853"], "entrywise", "rk4"),
+            ("dop853 entrywise, heun", lambda s: s["dop853"], "entrywise", "heun"),
+            *((v[0], lambda s, v=v: defect_delta(s, v), v[3], "rk4") for v in DEFECT_VARIANTS),
+            *((label, lambda s, v=v: defect_delta(s, v), v[3], "heun") for label, v in heun)):
+        estimate = defect_replay(field, steps, delta, added, dtype=np.float32, method=method)
+        r = (true / (np.array(estimate.norms) + floor))[late]
+        print(f"    {name:22}: min {r.min():.3g}, max {r.max():.3g} (at t = "
+              f"{t_eval[late][r.argmax()]:.4f}), at the switch {r[-1]:.3g}")
+    del steps
+    defect_costs(field, w0, t_switch, repeat)
+
+
+def defect_costs(field, w0, t_switch: float, repeat: int) -> None:
+    """CPU of the run to the switch (the stepper alone) and with each estimate alongside,
+    alternating, min of ``repeat``; the field evaluations the defect adds."""
+    def run(make=None):
+        stepper = DOP853Stepper(field, 0.0, w0, t_switch, RTOL, ATOL)
+        observer = None if make is None else make()
+        while stepper.status == "running":
+            stepper.step()
+            if observer is not None:
+                observer(stepper)
+        return stepper, observer
+
+    def dop853_entrywise():
+        inner = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
+
+        def observe(stepper):
+            K = stepper.K
+            inner(stepper.t_old, stepper.y_old, stepper.t, stepper.y, K[0].reshape(w0.shape),
+                  K[-1].reshape(w0.shape),
+                  dop853_local_error(stepper, stepper.t - stepper.t_old).reshape(w0.shape),
+                  "entrywise")
+        return observe
+
+    def defect(rule, points, terms, added="signed"):
+        def make():
+            inner = LinearisedGlobalError(EigenLinearisation(field, np.float32), "heun")
+            d = DefectLocalError(field, inner.linearisation, rule, points, terms,
+                                 converged=CONVERGED if added == "checked" else None)
+
+            def observe(stepper):
+                delta = (sum(np.abs(p) for p in d.parts(stepper)) if added == "triangle"
+                         else d.local_error(stepper))
+                K = stepper.K
+                inner(stepper.t_old, stepper.y_old, stepper.t, stepper.y,
+                      K[0].reshape(w0.shape), K[-1].reshape(w0.shape), delta,
+                      "entrywise" if added == "triangle" else "signed")
+            observe.defect = d
+            return observe
+        return make
+
+    cases = {"run": None, "heun, DOP853's δ entrywise": dop853_entrywise,
+             "heun, defect gauss5 t1": defect("gauss", 5, 1),
+             "heun, defect gauss5 t2": defect("gauss", 5, 2),
+             "heun, defect gauss5 t2 checked": defect("gauss", 5, 2, "checked"),
+             "heun, defect gauss5 t2 triangle": defect("gauss", 5, 2, "triangle"),
+             "heun, defect lobatto6 t2": defect("lobatto", 6, 2)}
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    counts = {}
+    for _ in range(repeat):
+        for name, make in cases.items():
+            start = time.process_time()
+            stepper, observer = run(make)
+            times[name].append(time.process_time() - start)
+            counts[name] = (stepper.nfev, getattr(observer, "defect", None))
+    best = {name: min(values) for name, values in times.items()}
+    nfev = counts["run"][0]
+    print(f"  CPU s, min of {repeat} alternating (load {os.getloadavg()[0]:.1f}): the run "
+          f"{best['run']:.2f} ({nfev} evaluations)")
+    for name, seconds in best.items():
+        if name == "run":
+            continue
+        defect_object = counts[name][1]
+        added = "" if defect_object is None else (
+            f", +{defect_object.evaluations} field evaluations")
+        share = (seconds - best["run"]) / best["run"]
+        print(f"    {name}: {seconds:.2f}, the estimate ×{share:.2f} the run{added}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2,
@@ -431,14 +728,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--structural", action="store_true",
                         help="also step doubling on the steps a structural screen picks (the "
                         "attention's change over the step), and in --small")
+    parser.add_argument("--draws", type=lambda text: [int(k) for k in text.split(",")],
+                        help="with --small --defect: these draws only (e.g. 104,508)")
     parser.add_argument("--small-only", action="store_true",
                         help="with --small: stop after the small systems")
     parser.add_argument("--skip-estimates", action="store_true",
                         help="on the 128×128 run, time only what the other options ask for")
+    parser.add_argument("--defect", action="store_true",
+                        help="the defect-based local errors (verify.flow.defect): per step, "
+                        "coverage and CPU (with --small: on the small draws too)")
     parser.add_argument("--windows", action="store_true",
                         help="also where the error at the switch is made, window by window")
     args = parser.parse_args(argv)
-    if args.small:
+    if args.small and args.defect:
+        small_defect(args.small, args.draws)
+        if args.small_only:
+            return 0
+    elif args.small:
         small_systems(args.small, args.structural)
         if args.small_only:
             return 0
@@ -467,6 +773,8 @@ def main(argv: list[str] | None = None) -> int:
               f"steps; true error at the switch {true[-1]:.3g}; load {load:.1f}")
         if args.structural:
             structural(field, w0, t_switch, t_eval, true, floor, args.repeat)
+        if args.defect:
+            hd_defect(field, w0, t_switch, t_eval, true, floor, args.repeat)
         return 0
     run_s, _ = cpu(run, args.repeat)
     estimates, costs = {}, {}

@@ -299,13 +299,9 @@ class DOP853Stepper:
             return 0.0
         return abs(h) * err5 / math.sqrt((err5 + 0.01 * err3) * err.shape[1])
 
-    def interpolant(self) -> Callable[[float], np.ndarray]:
-        """SciPy's 7th-order interpolant of the last step (three more evaluations):
-        ``t ↦ y(t)`` for ``t`` in ``[t_old, t]``, a new array of the state's shape."""
-        if self.t_old is None:
-            raise RuntimeError("Dense output is available after a successful step was made.")
-        if self.t == self.t_old:  # a step of length 0 (see step)
-            return lambda t: self.y.copy()
+    def _dense_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(y_k, F)`` of the interpolant of the last step (three more evaluations: the
+        extra stages, in rows of their own), ``F`` its seven coefficient rows."""
         tab, K, h, t_old = self._tab, self._K, self.h_previous, self.t_old
         # the step's rows are intact until the next step: y_k, K_0 … K_12, and hA at h
         for s in range(_STAGES + 1, _EXTENDED):
@@ -320,7 +316,17 @@ class DOP853Stepper:
         F[2] = 2 * delta - h * (f_new + f_old)
         np.dot(tab.D[1], self._D_rows, out=F[3:])
         F[3:] *= h
-        shape = self.shape
+        return y_old, F
+
+    def interpolant(self) -> Callable[[float], np.ndarray]:
+        """SciPy's 7th-order interpolant of the last step (three more evaluations):
+        ``t ↦ y(t)`` for ``t`` in ``[t_old, t]``, a new array of the state's shape."""
+        if self.t_old is None:
+            raise RuntimeError("Dense output is available after a successful step was made.")
+        if self.t == self.t_old:  # a step of length 0 (see step)
+            return lambda t: self.y.copy()
+        y_old, F = self._dense_terms()
+        h, t_old, shape = self.h_previous, self.t_old, self.shape
 
         def at(t: float) -> np.ndarray:
             x = (t - t_old) / h
@@ -332,6 +338,31 @@ class DOP853Stepper:
             return y.reshape(shape)
 
         return at
+
+    def dense_at(self, fractions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r"""The interpolant ``p`` of the last step and its derivative ``p'`` at
+        ``t_k + x h`` for each ``x`` in ``fractions`` (three more evaluations), as arrays of
+        shape ``(len(fractions), *shape)``: SciPy's nested form
+        ``p = y_k + x(F_0 + (1−x)(F_1 + x(F_2 + …)))`` is ``y_k + Σ_j x^{a_j}(1−x)^{b_j} F_j``
+        with ``(a_j, b_j) = (⌊j/2⌋ + 1, ⌊(j+1)/2⌋)``, so both are two small matrix products
+        with the rows ``F_j`` (for the defect ``p' − f(t, p)`` of :mod:`verify.flow.defect`).
+        Nothing of the steps changes."""
+        if self.t_old is None:
+            raise RuntimeError("Dense output is available after a successful step was made.")
+        x = np.asarray(fractions, dtype=float)[:, None]
+        a, b = np.arange(7) // 2 + 1, (np.arange(7) + 1) // 2
+        basis = x ** a * (1 - x) ** b
+        slope = a * x ** (a - 1) * (1 - x) ** b - b * x ** a * (1 - x) ** np.maximum(b - 1, 0)
+        if self.t == self.t_old:  # a step of length 0 (see step)
+            f = self._K[_ROW[_STAGES]]
+            return (np.repeat(self.y.ravel()[None], len(x), 0).reshape(-1, *self.shape),
+                    np.repeat(f[None], len(x), 0).reshape(-1, *self.shape))
+        y_old, F = self._dense_terms()
+        p = basis @ F
+        p += y_old
+        dp = slope @ F
+        dp /= self.h_previous
+        return p.reshape(-1, *self.shape), dp.reshape(-1, *self.shape)
 
 
 def _rms(x: np.ndarray) -> float:

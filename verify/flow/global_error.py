@@ -48,7 +48,12 @@ nothing in the library decides on it yet. Its coverage, measured by
   run at 30 %); and the screen misses where it matters (small draw #508: the step at
   ``t = 3.67`` whose true local error is ×53 DOP853's has a gap moving by 2.8× its size).
   DOP853's ``δ_k`` added without cancellation (``added="entrywise"``) covers on the runs
-  measured without any doubling, but only by ×1.65 on #508: see ``benchmarks/README.md``.
+  measured without any doubling, but only by ×1.65 on #508: see ``benchmarks/README.md``;
+* with the defect of DOP853's dense output (:mod:`verify.flow.defect`, session 12: 8
+  evaluations and 3 products a step instead of doubling's 23 evaluations): as tight as step
+  doubling on the 131 small systems (max 1.08) and the 128×128 run (max 1.19), #508's step and
+  the 128×128 run's crossing steps read within ×1.02, but ×0.8–0.9 the run's CPU: still too
+  dear for the must-show (``benchmarks/global_error.py --defect``, ``anchors.py hd-defect``).
 
 Examples
 --------

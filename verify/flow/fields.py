@@ -219,7 +219,11 @@ def _cutoff(mids: np.ndarray, scale: float = 1.0) -> float:
     ``(prec + 20) ln 2 + 1`` plus their rounding (:func:`~verify.numerics.ulps`,
     ``DIFFERENCE_ULPS`` of the largest finite one)."""
     finite = np.abs(mids[np.isfinite(mids)])
-    largest = scale * float(finite.max()) if finite.size else 0.0
+    return _cutoff_at(scale * float(finite.max()) if finite.size else 0.0)
+
+
+def _cutoff_at(largest: float) -> float:
+    """:func:`_cutoff` for float64 midpoints of largest size ``largest``."""
     return (ctx.prec + 20) * math.log(2) + 1.0 + float(ulps(DIFFERENCE_ULPS, largest))
 
 
@@ -242,13 +246,18 @@ def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
     saves."""
     n = scaled_scores.nrows()
     position, pairs = _pair_layout(n)
-    c = arb(max(float(scaled_scores[i, i].mid()) for i in range(n)))
+    c = arb(max(float(scaled_scores[i, i]) for i in range(n)))   # float(x): x's midpoint
     if unscaled:
         exponents = [scaled_scores[i, j] - c for i, j in pairs]
     else:
         factor = log_scale.exp()
         exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
-    mids = np.fromiter(map(float, exponents), dtype=float, count=len(pairs))[position]
+    floats = list(map(float, exponents))
+    top, low = max(floats), min(floats)
+    if mask is None and math.isfinite(sum(floats)) and top - low < _cutoff_at(
+            max(top, -low)):  # no gap reaches the cutoff, so no row's does: all needed
+        return [x.exp() for x in exponents], pairs, np.ones((n, n), dtype=bool)
+    mids = np.array(floats)[position]
     if mask is not None:
         mids[~np.asarray(mask, dtype=bool)] = -np.inf
     needed = mids.max(axis=1, keepdims=True) - mids < _cutoff(mids)   # False where masked out

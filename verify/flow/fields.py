@@ -253,14 +253,18 @@ def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
         factor = log_scale.exp()
         exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
     floats = list(map(float, exponents))
-    top, low = max(floats), min(floats)
-    if mask is None and math.isfinite(sum(floats)) and top - low < _cutoff_at(
-            max(top, -low)):  # no gap reaches the cutoff, so no row's does: all needed
-        return [x.exp() for x in exponents], pairs, np.ones((n, n), dtype=bool)
+    cutoff = None
+    if mask is None and math.isfinite(sum(floats)):  # then _cutoff(mids), from the extremes
+        top, low = max(floats), min(floats)
+        cutoff = _cutoff_at(max(top, -low))
+        if top - low < cutoff:  # no gap reaches the cutoff, so no row's does: all needed
+            return [x.exp() for x in exponents], pairs, np.ones((n, n), dtype=bool)
     mids = np.array(floats)[position]
     if mask is not None:
         mids[~np.asarray(mask, dtype=bool)] = -np.inf
-    needed = mids.max(axis=1, keepdims=True) - mids < _cutoff(mids)   # False where masked out
+    if cutoff is None:
+        cutoff = _cutoff(mids)
+    needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
     if needed.all():
         return [x.exp() for x in exponents], pairs, needed
     pair_needed = np.zeros(len(pairs), dtype=bool)

@@ -243,7 +243,9 @@ def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
     its row's largest, as the general route's (whose estimate ``L + log(gap)`` needs a factor 2
     on the cutoff instead). One ball ``exp`` per needed pair. Reading ``n(n+1)/2`` balls instead
     of ``n²``, and fewer exponentials of weights far below the working precision, are what this
-    saves."""
+    saves. Without a mask, when the largest and smallest exponent of all are less than the cutoff
+    apart, no row has a gap that reaches it: every weight is needed, decided without the
+    row-by-row comparisons (the same decisions, at the cost of a ``max`` and a ``min``)."""
     n = scaled_scores.nrows()
     position, pairs = _pair_layout(n)
     c = arb(max(float(scaled_scores[i, i]) for i in range(n)))   # float(x): x's midpoint
@@ -253,18 +255,18 @@ def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
         factor = log_scale.exp()
         exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
     floats = list(map(float, exponents))
-    cutoff = None
+    cutoff = needed = None
     if mask is None and math.isfinite(sum(floats)):  # then _cutoff(mids), from the extremes
         top, low = max(floats), min(floats)
         cutoff = _cutoff_at(max(top, -low))
         if top - low < cutoff:  # no gap reaches the cutoff, so no row's does: all needed
-            return [x.exp() for x in exponents], pairs, np.ones((n, n), dtype=bool)
-    mids = np.array(floats)[position]
-    if mask is not None:
-        mids[~np.asarray(mask, dtype=bool)] = -np.inf
-    if cutoff is None:
-        cutoff = _cutoff(mids)
-    needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
+            needed = np.ones((n, n), dtype=bool)
+    if needed is None:
+        mids = np.array(floats)[position]
+        if mask is not None:
+            mids[~np.asarray(mask, dtype=bool)] = -np.inf
+        cutoff = _cutoff(mids) if cutoff is None else cutoff
+        needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
     if needed.all():
         return [x.exp() for x in exponents], pairs, needed
     pair_needed = np.zeros(len(pairs), dtype=bool)

@@ -321,6 +321,38 @@ def test_weight_matrix_arb_against_mpmath(symmetric, masked):
     assert zeros > 0
 
 
+def test_weight_matrix_arb_all_needed_against_mpmath():
+    """Symmetric scores whose exponents all lie within the cutoff of each other take the route
+    that skips the row-by-row decisions (every weight needed): the row-normalised weights
+    contain the exact softmax (mpmath at 200 digits), none is left out, and the decisions agree
+    with the row-by-row ones (``needed`` all true)."""
+    from verify.flow.fields import _shared_pairs_arb, _weight_matrix_arb
+
+    rng = np.random.default_rng(5)
+    saved = ctx.prec
+    ctx.prec = 110
+    try:
+        for trial in range(6):
+            n = int(rng.integers(1, 12))
+            S = rng.standard_normal((n, n))
+            S = S + S.T
+            log_scale = -1.0 + trial / 2
+            Sa = arb_mat([[arb(float(v)) for v in row] for row in S])
+            _, _, needed = _shared_pairs_arb(Sa, arb(log_scale), None, False)
+            assert needed.all()
+            W = _weight_matrix_arb(Sa, arb(log_scale), None, True, None)
+            with mpmath.workdps(200):
+                factor = mpmath.exp(mpmath.mpf(log_scale))
+                for i in range(n):
+                    row = [mpmath.exp(factor * mpmath.mpf(float(S[i, j]))) for j in range(n)]
+                    total = sum((W[i, j] for j in range(n)), arb(0))
+                    for j in range(n):
+                        assert not W[i, j].is_zero()
+                        truth = mpmath.nstr(row[j] / sum(row), 70)
+                        assert (W[i, j] / total).overlaps(arb(truth, 1e-65)), (trial, i, j)
+    finally:
+        ctx.prec = saved
+
 def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask, pre_ln: bool = False) -> list:
     """``ẋ_i = P_{x_i}(Σ_j P_ij V x_j)`` with ``P = softmax(<x_i, B x_j>)`` and ``P_x`` the
     projection on the tangent space at ``x`` (pre-LN: ``ẋ_i = Σ_j P_ij V x̂_j`` with the scores of

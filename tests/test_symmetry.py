@@ -250,6 +250,39 @@ def test_arb_projection_is_exact_at_200_bits():
                                rtol=0, atol=1e-15)
 
 
+
+def test_arb_projection_on_the_subspace_is_the_state_itself():
+    """A state on the fixed subspace comes back bitwise unchanged (midpoints and radii), as a
+    copy; a state off it in some orbits only is averaged in those and kept in the others; an
+    orbit forced to 0 (a sign flip fixing a token) gets exact zeros."""
+    backend = Arb(bits=120)
+    G = find_symmetries(I2, I2, SQUARE)
+    flip = SymmetryGroup(2, 2, [Symmetry.from_matrix([[1, 0], [0, -1]], [0, 1])])
+    Z = np.random.default_rng(7).standard_normal((4, 2))
+    with backend.working_precision():
+        state = backend.from_float(Z) * backend.scalar(F(1, 3))  # balls with radii
+        P = G.project(state, backend)
+        again = G.project(P, backend)
+        assert again is not P
+        assert all(a.mid() == b.mid() and a.rad() == b.rad()
+                   for a, b in zip(again.entries(), P.entries(), strict=True))
+        again[0, 0] = 5
+        assert P[0, 0].mid() != 5                      # the result is a copy
+        # one orbit moved off the subspace: only its entries change, to their signed mean
+        moved = G.project(P, backend)
+        moved[0, 0] = moved[0, 0] + backend.scalar(F(1, 2**40))
+        Q = G.project(moved, backend)
+        assert G.is_on_fixed_subspace(Q, backend)
+        changed = {(i, c) for i in range(4) for c in range(2)
+                   if not (Q[i, c].mid() == P[i, c].mid() and Q[i, c].rad() == P[i, c].rad())}
+        assert changed == {(0, 0), (1, 0), (2, 1), (3, 1)}  # the orbit of (0, 0) (see above)
+        assert abs(_exact(Q[0, 0]) - _exact(P[0, 0]) - F(1, 2**42)) <= F(1, 2**110)
+        # a sign flip of the second coordinate fixing both tokens forces that column to 0
+        X = flip.project(backend.from_float(np.array([[0.5, 0.25], [1.5, -2.0]])), backend)
+        assert [X[i, 1].is_zero() for i in range(2)] == [True, True]
+        assert [float(X[i, 0]) for i in range(2)] == [0.5, 1.5]
+        assert flip.project(X, backend)[1, 1].is_zero()
+
 # --- an unstable invariant set under float64 RK4 --------------------------------------------
 
 def _rhs(t: float, z: np.ndarray) -> np.ndarray:

@@ -27,7 +27,6 @@ from verify.errors import InvalidArgument
 from verify.exact._common import arb_to_fraction
 from verify.exact._orbits import orbit_arrays
 from verify.exact.inputs import rational_array
-from verify.exact.precision import working_precision
 
 __all__ = ["Symmetry", "SymmetryGroup"]
 
@@ -163,7 +162,8 @@ class SymmetryGroup:
         self.tie_duplicates = bool(tie_duplicates)
         # Orbits on the entries k = i·d + c: id, sign relative to the representative, zero flag.
         self._ids, self._sign, self._zero, self._reps = orbit_arrays(self)
-        self._orbit_list = None  # orbits(), built on first use (the arb projection's loop)
+        self._orbit_list = None  # orbits(), built on first use
+        self._arb_orbit_list = None  # _arb_orbits(), likewise (the arb projection's loop)
 
     @property
     def order(self) -> int:
@@ -277,25 +277,50 @@ class SymmetryGroup:
         return (self._sign * mean[ids]).reshape(self.n, self.d)
 
     def _project_arb(self, state, bits: int):
-        from flint import arb, arb_mat
+        """:meth:`project` of an ``arb_mat``: per orbit of more than one entry, the signed
+        average of its members at ``bits`` bits, written back with the signs; an orbit whose
+        signed members are already one ball (midpoint and radius) is left as it is, so that a
+        state on the subspace comes back unchanged, without a rounded average; an orbit forced
+        to 0 gets exact zeros. (A run kept on the subspace projects its field's argument and
+        value at every evaluation, and the argument is nearly always on the subspace already:
+        such a state costs one comparison per entry and a copy.)"""
+        from flint import arb_mat, ctx
 
         values = state.entries()
-        out = list(values)
-        d = self.d
-        with working_precision(bits):
-            for members, zero in self.orbits():
-                if len(members) == 1 and not zero:  # a free entry: nothing to average
-                    continue
-                w = [_signed(values[i * d + c], s) for i, c, s in members]
-                if zero:
-                    v = arb(0)
-                elif all(u.mid() == w[0].mid() and u.rad() == w[0].rad() for u in w):
-                    v = w[0]
-                else:
+        out = arb_mat(state)  # a copy; only the orbits that change are written into it
+        averages = []
+        for members, signs, places, zero in self._arb_orbits():
+            if zero:
+                for k, place in zip(members, places, strict=True):
+                    if not values[k].is_zero():
+                        out[place] = 0
+                continue
+            w = [values[k] if s > 0 else values[k].neg(exact=True)
+                 for k, s in zip(members, signs, strict=True)]
+            mid, rad = w[0].mid(), w[0].rad()
+            if not all(u.mid() == mid and u.rad() == rad for u in w[1:]):
+                averages.append((w, signs, places))
+        if averages:  # at `bits` (working_precision's assignment, without its generator)
+            saved, ctx.prec = ctx.prec, int(bits)
+            try:
+                for w, signs, places in averages:
                     v = sum(w[1:], w[0]) / len(w)
-                for i, c, s in members:
-                    out[i * self.d + c] = _signed(v, s)
-        return arb_mat(self.n, self.d, out)
+                    for s, place in zip(signs, places, strict=True):
+                        out[place] = _signed(v, s)
+            finally:
+                ctx.prec = saved
+        return out
+
+    def _arb_orbits(self) -> list[tuple]:
+        """The orbits :meth:`_project_arb` visits: ``(flat indices i·d + c, signs, places
+        (i, c), zero)``, the representative first; those of more than one entry, and those
+        forced to 0."""
+        if self._arb_orbit_list is None:
+            self._arb_orbit_list = [
+                (tuple(i * self.d + c for i, c, _ in members), tuple(s for _, _, s in members),
+                 tuple((i, c) for i, c, _ in members), zero)
+                for members, zero in self.orbits() if len(members) > 1 or zero]
+        return self._arb_orbit_list
 
     def _deviations(self, state, backend) -> np.ndarray:
         """:math:`\\sigma_m Z_m - Z_r` per entry (:math:`Z_m` on 0-orbits); Arb: exact on mids."""

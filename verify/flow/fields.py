@@ -219,7 +219,11 @@ def _cutoff(mids: np.ndarray, scale: float = 1.0) -> float:
     ``(prec + 20) ln 2 + 1`` plus their rounding (:func:`~verify.numerics.ulps`,
     ``DIFFERENCE_ULPS`` of the largest finite one)."""
     finite = np.abs(mids[np.isfinite(mids)])
-    largest = scale * float(finite.max()) if finite.size else 0.0
+    return _cutoff_at(scale * float(finite.max()) if finite.size else 0.0)
+
+
+def _cutoff_at(largest: float) -> float:
+    """:func:`_cutoff` for float64 midpoints of largest size ``largest``."""
     return (ctx.prec + 20) * math.log(2) + 1.0 + float(ulps(DIFFERENCE_ULPS, largest))
 
 
@@ -239,19 +243,30 @@ def _shared_pairs_arb(scaled_scores, log_scale, mask: np.ndarray | None, unscale
     its row's largest, as the general route's (whose estimate ``L + log(gap)`` needs a factor 2
     on the cutoff instead). One ball ``exp`` per needed pair. Reading ``n(n+1)/2`` balls instead
     of ``n²``, and fewer exponentials of weights far below the working precision, are what this
-    saves."""
+    saves. Without a mask, when the largest and smallest exponent of all are less than the cutoff
+    apart, no row has a gap that reaches it: every weight is needed, decided without the
+    row-by-row comparisons (the same decisions, at the cost of a ``max`` and a ``min``)."""
     n = scaled_scores.nrows()
     position, pairs = _pair_layout(n)
-    c = arb(max(float(scaled_scores[i, i].mid()) for i in range(n)))
+    c = arb(max(float(scaled_scores[i, i]) for i in range(n)))   # float(x): x's midpoint
     if unscaled:
         exponents = [scaled_scores[i, j] - c for i, j in pairs]
     else:
         factor = log_scale.exp()
         exponents = [(scaled_scores[i, j] - c) * factor for i, j in pairs]
-    mids = np.fromiter(map(float, exponents), dtype=float, count=len(pairs))[position]
-    if mask is not None:
-        mids[~np.asarray(mask, dtype=bool)] = -np.inf
-    needed = mids.max(axis=1, keepdims=True) - mids < _cutoff(mids)   # False where masked out
+    floats = list(map(float, exponents))
+    cutoff = needed = None
+    if mask is None and math.isfinite(sum(floats)):  # then _cutoff(mids), from the extremes
+        top, low = max(floats), min(floats)
+        cutoff = _cutoff_at(max(top, -low))
+        if top - low < cutoff:  # no gap reaches the cutoff, so no row's does: all needed
+            needed = np.ones((n, n), dtype=bool)
+    if needed is None:
+        mids = np.array(floats)[position]
+        if mask is not None:
+            mids[~np.asarray(mask, dtype=bool)] = -np.inf
+        cutoff = _cutoff(mids) if cutoff is None else cutoff
+        needed = mids.max(axis=1, keepdims=True) - mids < cutoff   # False where masked out
     if needed.all():
         return [x.exp() for x in exponents], pairs, needed
     pair_needed = np.zeros(len(pairs), dtype=bool)

@@ -27,6 +27,7 @@ from verify.errors import InvalidArgument
 from verify.exact._common import arb_to_fraction
 from verify.exact._orbits import orbit_arrays
 from verify.exact.inputs import rational_array
+from verify.exact.precision import working_precision
 
 __all__ = ["Symmetry", "SymmetryGroup"]
 
@@ -284,7 +285,7 @@ class SymmetryGroup:
         to 0 gets exact zeros. (A run kept on the subspace projects its field's argument and
         value at every evaluation, and the argument is nearly always on the subspace already:
         such a state costs one comparison per entry and a copy.)"""
-        from flint import arb_mat, ctx
+        from flint import arb_mat
 
         values = state.entries()
         out = arb_mat(state)  # a copy; only the orbits that change are written into it
@@ -300,15 +301,12 @@ class SymmetryGroup:
             mid, rad = w[0].mid(), w[0].rad()
             if not all(u.mid() == mid and u.rad() == rad for u in w[1:]):
                 averages.append((w, signs, places))
-        if averages:  # at `bits` (working_precision's assignment, without its generator)
-            saved, ctx.prec = ctx.prec, int(bits)
-            try:
+        if averages:
+            with working_precision(bits):
                 for w, signs, places in averages:
                     v = sum(w[1:], w[0]) / len(w)
                     for s, place in zip(signs, places, strict=True):
                         out[place] = _signed(v, s)
-            finally:
-                ctx.prec = saved
         return out
 
     def _arb_orbits(self) -> list[tuple]:

@@ -42,7 +42,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    integration fails, the instance is *inconclusive* on the last horizon judged, saying how
    far it got, what was tried and why. Variants that no certificate covers (the rescaled
    form with an MLP, several heads or a mask) are not extended unless the claim sets
-   ``max_horizon`` (:func:`_extension_pointless`).
+   ``max_horizon`` (:func:`_extension_pointless`); nor is a float64 run whose undecided parts
+   read tokens that float64 will no longer store by the next re-check (tokens drifting along
+   the kernel of the conclusion's functional: :func:`_float64_cannot_resolve`).
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -387,7 +389,7 @@ def _resolution_ratio(ev) -> np.ndarray:
     of ``v_i``, carried through ``W``, against the largest projected token. Without a functional
     :math:`R \le \varepsilon`; with one, ``R`` grows where the tokens grow along the kernel of
     ``W`` while ``W v`` stays bounded (a follower drifting along its hyperplane): where
-    :math:`R \ge 1` some token's ``W v_i`` has no digit in float64, whatever the run."""
+    :math:`R \ge 1` some token's ``W v_i`` has no digit in float64, however it is integrated."""
     v = token_array(ev.trajectory, ev.variable())
     W = _functional(ev)
     weights = np.eye(v.shape[2]) if W is None else np.abs(W.array)
@@ -525,7 +527,7 @@ def judge_request(request) -> InstanceResult:
                            f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}{how}]")
         horizon = min(nxt, budget / RECHECK_FACTOR)
         unresolved = _float64_cannot_resolve(request, traj, pending, at_R, shared,
-                                             horizon * RECHECK_FACTOR if asymptotic else horizon)
+                                             horizon * RECHECK_FACTOR)
         if unresolved is not None:
             return replace(overall, reason=f"{overall.reason} [the horizon is not extended: "
                            f"{unresolved}]")

@@ -43,8 +43,8 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    far it got, what was tried and why. Variants that no certificate covers (the rescaled
    form with an MLP, several heads or a mask) are not extended unless the claim sets
    ``max_horizon`` (:func:`_extension_pointless`); nor is a float64 run whose undecided parts
-   read tokens that float64 will no longer store by the next re-check (tokens drifting along
-   the kernel of the conclusion's functional: :func:`_float64_cannot_resolve`).
+   read tokens that float64 no longer stores at its end (tokens drifting along the kernel of
+   the conclusion's functional: :func:`_float64_cannot_resolve`).
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -407,17 +407,20 @@ def _float64_cannot_resolve(request, traj, pending: list, cache: dict, shared: d
     last run) is float64, and float64 will still resolve the scores at ``run_to``
     (:func:`~verify.flow.simulate.float64_resolution_ends`; otherwise the float64 run stalls
     and arbitrary precision is tried, which can resolve them: that rung is kept). Such a run
-    stores the tokens a conclusion reads to one ulp at best, so where the largest resolution
-    ratio :func:`_resolution_ratio` is ``≥ 1`` some token's projected quantity has no digit
-    — its limit, read off the run's last checkpoints, is undetermined, and a statement about
-    every token's limit can be neither held nor violated on it. ``R`` is read over the last
-    third of ``traj`` (from :math:`t_a` to its end :math:`t_1`) and continued at its observed
-    rate: :math:`R(t) = R(t_1)\,e^{g (t - t_1)}`, :math:`g = \ln(R(t_1)/R(t_a))/(t_1 - t_a)`
-    (the growth of the drifting tokens, a trend on a window: it only decides whether the next
-    run is made, never a verdict). The rule applies when every pending part is inconclusive
-    without a margin (its judge could not form its quantity on this run: no weak violation
-    waiting for a certificate, no margin that a longer run might carry above its error) and
-    reads tokens whose ratio reaches 1 before ``run_to``.
+    stores the tokens a conclusion reads to one ulp at best, so where the resolution ratio
+    :func:`_resolution_ratio` is ``≥ 1`` some token's projected quantity has no digit — its
+    limit, read off the run's last checkpoints, is undetermined, and a statement about every
+    token's limit can be neither held nor violated on it. The rule asks that ``R`` be ``≥ 1``
+    *already* at the end :math:`t_1` of ``traj`` and not have decreased over its last third
+    (from :math:`t_a`): the next run is judged on checkpoints at and beyond :math:`t_1`
+    (the last half of a run to :math:`3T` starts at :math:`3T/2 = t_1`), where the drifting
+    tokens only grow further. Nothing is extrapolated beyond the run: continuing ``R`` at its
+    observed rate would have stopped codimension's random-3d#0 a horizon earlier, but its
+    ``W z`` starts to grow too after t ≈ 25 (an arbitrary-precision run: 0.93 at 28, 8·10⁶ at
+    42), and the extrapolated 6·10⁷ at t = 42 is 5 there. The rule applies when every pending
+    part is inconclusive without a margin (its judge could not form its quantity on this run:
+    no weak violation waiting for a certificate, no margin that a longer run might carry above
+    its error).
     """
     if request.precision != "float64" or (traj.precision or {}).get("backend") != "float64":
         return None
@@ -437,18 +440,15 @@ def _float64_cannot_resolve(request, traj, pending: list, cache: dict, shared: d
         now, before = float(ratio[-1]), float(ratio[a])
         if not (math.isfinite(now) and now > 0 and math.isfinite(before) and before > 0):
             return None
-        rate = math.log(now / before) / (t[-1] - t[a])
-        then = now * math.exp(min(rate * (float(run_to) - t[-1]), 700.0))
-        if then < 1:
+        if now < 1 or now < before:
             return None
-        said.append(f"{spec.where} ({spec.type}): {now:.2g} at t = {t[-1]:.4g}, growing at "
-                    f"rate {rate:.3g} since t = {t[a]:.4g}: ≈ {then:.2g} at t = "
-                    f"{float(run_to):.4g}")
-    return ("float64 cannot resolve the tokens read by the next re-check — the ulp of their "
-            "entries through the functional, over the largest projected token, is "
-            f"{'; '.join(said)}: some token has no digit there, its limit is undetermined; "
-            "arbitrary precision could resolve them, but the ladder tries it only where float64 "
-            'fails (precision = "auto" integrates in it)')
+        said.append(f"{spec.where} ({spec.type}): {now:.2g} at t = {t[-1]:.4g}, up from "
+                    f"{before:.2g} at t = {t[a]:.4g}")
+    return ("float64 no longer resolves the tokens these parts read, and the next run is "
+            "judged beyond here — the ulp of their entries through the functional, over the "
+            f"largest projected token, is {'; '.join(said)}: some token has no digit, its "
+            "limit is undetermined; arbitrary precision could resolve them, but the ladder "
+            'tries it only where float64 fails (precision = "auto" integrates in it)')
 
 
 def judge_request(request) -> InstanceResult:

@@ -411,16 +411,16 @@ def _float64_cannot_resolve(request, traj, pending: list, cache: dict, shared: d
     :func:`_resolution_ratio` is ``≥ 1`` some token's projected quantity has no digit — its
     limit, read off the run's last checkpoints, is undetermined, and a statement about every
     token's limit can be neither held nor violated on it. The rule asks that ``R`` be ``≥ 1``
-    *already* at the end :math:`t_1` of ``traj`` and not have decreased over its last third
-    (from :math:`t_a`): the next run is judged on checkpoints at and beyond :math:`t_1`
-    (the last half of a run to :math:`3T` starts at :math:`3T/2 = t_1`), where the drifting
-    tokens only grow further. Nothing is extrapolated beyond the run: continuing ``R`` at its
-    observed rate would have stopped codimension's random-3d#0 a horizon earlier, but its
-    ``W z`` starts to grow too after t ≈ 25 (an arbitrary-precision run: 0.93 at 28, 8·10⁶ at
-    42), and the extrapolated 6·10⁷ at t = 42 is 5 there. The rule applies when every pending
-    part is inconclusive without a margin (its judge could not form its quantity on this run:
-    no weak violation waiting for a certificate, no margin that a longer run might carry above
-    its error).
+    *already* at the end :math:`t_1 = 3T/2` of ``traj`` and not have decreased over its last
+    third (from :math:`t_a`): a hold at the next horizon :math:`T' > T` needs its re-check at
+    :math:`3T'/2 > t_1`, whose limits are read at checkpoints beyond :math:`t_1`, where the
+    drifting tokens only grow further. Nothing is extrapolated beyond the run: continuing
+    ``R`` at its observed rate would have stopped codimension's random-3d#0 a horizon
+    earlier, but its ``W z`` starts to grow too after t ≈ 25 (an arbitrary-precision run:
+    0.93 at 28, 8·10⁶ at 42), and the extrapolated 6·10⁷ at t = 42 is 5 there. The rule
+    applies when every pending part is inconclusive without a margin (its judge could not
+    form its quantity on this run: no weak violation waiting for a certificate, no margin
+    that a longer run might carry above its error).
     """
     if request.precision != "float64" or (traj.precision or {}).get("backend") != "float64":
         return None

@@ -290,7 +290,7 @@ def test_tokens_float64_cannot_store_stop_the_horizon_with_the_reason():
     assert "not extended" not in plain.reason
 
 
-def test_float64_rounding_leaves_the_drifting_tokens_no_digit_at_the_next_recheck():
+def test_float64_rounding_leaves_the_drifting_tokens_no_digit_where_the_ladder_stops():
     """The rule's premise by an independent route: the tokens at t = 18 (where it stops) in
     40-digit arithmetic, rounded to float64 and projected exactly, lose W z_i of the followers
     entirely."""

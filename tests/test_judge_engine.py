@@ -14,6 +14,7 @@ that a finite run can actually support").
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -28,7 +29,10 @@ from verify.claim import (
     parse_claim,
     register_conclusion,
 )
-from verify.judge import decide, judge_request
+from verify.flow.simulate import simulate
+from verify.judge import decide, inconclusive, judge_request
+from verify.judge._shared import COMMON_KEYS
+from verify.model import Instance, Model
 
 CIRCLE = {"form": "x", "normalisation": "sphere"}
 
@@ -246,6 +250,77 @@ def test_a_variant_no_certificate_covers_is_judged_at_its_horizon_only():
     longer = _judge({"type": "test-violated-without-certificate"}, family,
                     parameters={"max_horizon": 6})
     assert [h["horizon"] for h in longer.evidence["horizons"]] == ["2", "4"]
+
+
+# ------------------------------------------------------------- tokens float64 cannot store
+@register_conclusion("test-undecided", summary="test", needs="test", asymptotic=True,
+                     keys=dict(COMMON_KEYS))
+def _undecided(ev):
+    return inconclusive(ev.request, "never decided on a finite run")
+
+
+@register_conclusion("test-weakly-violated", summary="test", needs="test", asymptotic=True,
+                     keys=dict(COMMON_KEYS))
+def _weakly_violated(ev):
+    return decide(ev.request, -1.0, 0.0, "a trend read as a violation", unit="test",
+                  basis="fit")
+
+
+#: V = S diag(1, -3) S^-1, S = [[1, 1], [0, 1]]: the rescaled tokens that follow the leader
+#: (2, 0) drift along the eigenvector (1, 1) of -3 like e^{3t}, which the left eigenvector
+#: (1, -1)/sqrt 2 of 1 annihilates, so W z_i stays bounded while z_i grows.
+DRIFT = {"name": "drift", "kind": "explicit", "V": [[1, -4], [0, -3]],
+         "x0": [[2, 0], [1, "1/2"], ["1/2", -1]], "horizon": 6, "checkpoints": 25}
+LEFT_ROWS = {"predict": "positive-left-rows"}
+
+
+def test_tokens_float64_cannot_store_stop_the_horizon_with_the_reason():
+    """An undecided part that reads W z_i: the ulp of the drifting z_i (like e^{3t}, the
+    eigenvalue -3), through W, over |W z| is past 1 at the end of the run to 18, so a float64
+    run judged beyond 18 cannot decide, and it is not made (the next test checks that premise
+    in 40 digits). The same tokens read without W keep their digits (R <= eps): extended."""
+    result = _judge({"type": "test-undecided", "functional": LEFT_ROWS}, DRIFT)
+    assert [h["horizon"] for h in result.evidence["horizons"]] == ["6", "12"]
+    assert "the horizon is not extended: float64 no longer resolves the tokens" in result.reason
+    said = result.reason.split("conclusion (test-undecided): ")[1]
+    now, at, before, since = (float(said.split(" ")[k].rstrip(":,")) for k in (0, 4, 7, 11))
+    assert 1 <= now and before <= now and (at, since) == (18, 12)  # the last third of [0, 18]
+    plain = _judge({"type": "test-undecided"}, DRIFT)
+    assert [h["horizon"] for h in plain.evidence["horizons"]] == ["6", "12", "16"]
+    assert "not extended" not in plain.reason
+
+
+def test_float64_rounding_leaves_the_drifting_tokens_no_digit_where_the_ladder_stops():
+    """The rule's premise by an independent route: the tokens at t = 18 (where it stops) in
+    40-digit arithmetic, rounded to float64 and projected exactly, lose W z_i of the followers
+    entirely."""
+    run = simulate(Instance(Model(V=DRIFT["V"]), DRIFT["x0"]), 18, checkpoints=[0, 18],
+                   precision=40, error_estimate=False)
+    z = [[Fraction(Decimal(c)) for c in token] for token in run.state_text[-1]]
+    exact = [a - b for a, b in z]                                # sqrt 2 · W z_i
+    stored = [Fraction(float(a)) - Fraction(float(b)) for a, b in z]
+    size = max(abs(q) for q in exact)
+    lost = max(abs(s - q) for s, q in zip(stored, exact, strict=True))
+    assert lost >= size / 2, (float(lost), float(size))
+
+
+def test_a_weak_violation_on_tokens_float64_cannot_store_is_still_extended():
+    """A violation on a fit waits for a certificate: the rule leaves it to the ladder."""
+    result = _judge({"type": "test-weakly-violated", "functional": LEFT_ROWS}, DRIFT)
+    assert [h["horizon"] for h in result.evidence["horizons"]] == ["6", "12", "16"]
+
+
+def test_an_instance_decided_only_at_the_longest_horizon_is_still_extended():
+    """polytope-subspace's origin-in-interior: D(t) -> 0 reaches its floor only in the run to
+    4T (its F-coordinates keep their digits, R ~ 1e-14): every extension is made."""
+    claim = load_claim(Path(__file__).parents[1] / "claims" / "polytope-subspace.toml")
+    family = claim.family("origin-in-interior")
+    request = CheckRequest(claim, family, family.instance(0), None, family.horizon,
+                           family.checkpoints, family.precision, dict(claim.parameters))
+    result = judge_request(request)
+    assert result.verdict is InstanceVerdict.HOLDS
+    assert [h["verdict"] for h in result.evidence["horizons"]] == ["inconclusive",
+                                                                   "inconclusive", "holds"]
 
 
 # --------------------------------------------------------------------------- a field with kinks

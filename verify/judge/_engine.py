@@ -42,7 +42,9 @@ r"""The judging engine: one instance of a claim (paper claim or conjecture) → 
    integration fails, the instance is *inconclusive* on the last horizon judged, saying how
    far it got, what was tried and why. Variants that no certificate covers (the rescaled
    form with an MLP, several heads or a mask) are not extended unless the claim sets
-   ``max_horizon`` (:func:`_extension_pointless`).
+   ``max_horizon`` (:func:`_extension_pointless`); nor is a float64 run whose undecided parts
+   read tokens that float64 no longer stores at its end (tokens drifting along the kernel of
+   the conclusion's functional: :func:`_float64_cannot_resolve`).
 5. **Combining** the conclusions' decisions (:func:`verify.judge._decision.combine`): violated
    if one is, inconclusive if one is, holds if all hold. The evidence lists every horizon
    tried (``horizons``) with its verdict and, for autonomous runs, the end state.
@@ -72,6 +74,8 @@ from contextvars import ContextVar
 from dataclasses import replace
 from fractions import Fraction
 
+import numpy as np
+
 from verify.analysis.equilibria import classify_end_state
 from verify.errors import InvalidArgument
 from verify.flow.precision_policy import working_bits
@@ -81,7 +85,7 @@ from verify.flow.simulate import (
     seconds_per_unit_time,
     simulate,
 )
-from verify.flow.trajectory import Trajectory
+from verify.flow.trajectory import Trajectory, token_array
 from verify.judge._decision import (
     UNMEASURED_ESTIMATE,
     combine,
@@ -92,9 +96,10 @@ from verify.judge._decision import (
 )
 from verify.judge._verdicts import InstanceResult, InstanceVerdict
 from verify.model.instance_file import instance_to_toml
+from verify.numerics import RESOLUTION_ULPS, ulps
 from verify.numerics._monitor import remaining_wall_seconds
 from verify.predict import Unavailable
-from verify.predict._evaluation import Evaluation
+from verify.predict._evaluation import Evaluation, _functional, projected_tokens
 from verify.vocabulary.hypothesis_expressions import check_hypotheses
 
 __all__ = ["judge_request", "DEFAULT_HORIZON_BUDGET", "RECHECK_FACTOR", "checkpoint_grid",
@@ -376,6 +381,76 @@ def _extension_pointless(request) -> str | None:
             "parameters.max_horizon in the claim to integrate longer)")
 
 
+def _resolution_ratio(ev) -> np.ndarray:
+    r"""Per checkpoint of ``ev``'s run, how finely float64 can store the tokens the conclusion
+    reads, relative to their size: :math:`R(t) = \max_{i,k} \varepsilon\,(|W|\,|v_i(t)|)_k /
+    \max_{i,k} |(W v_i(t))_k|`, ``v`` the conclusion's variable (``z``, ``x`` or ``x/|x|``),
+    ``W`` its functional (the identity without one), ``|·|`` entrywise: one ulp of every entry
+    of ``v_i``, carried through ``W``, against the largest projected token. Without a functional
+    :math:`R \le \varepsilon`; with one, ``R`` grows where the tokens grow along the kernel of
+    ``W`` while ``W v`` stays bounded (a follower drifting along its hyperplane): where
+    :math:`R \ge 1` some token's ``W v_i`` has no digit in float64, however it is integrated."""
+    v = token_array(ev.trajectory, ev.variable())
+    W = _functional(ev)
+    weights = np.eye(v.shape[2]) if W is None else np.abs(W.array)
+    floor = ulps(RESOLUTION_ULPS, np.max(np.abs(v) @ weights.T, axis=(1, 2)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return floor / np.max(np.abs(projected_tokens(ev, v)), axis=(1, 2))
+
+
+def _float64_cannot_resolve(request, traj, pending: list, cache: dict, shared: dict,
+                            run_to: Fraction) -> str | None:
+    r"""Why no float64 run to ``run_to`` (the next horizon's re-check) can decide the parts
+    ``pending`` (``(part, spec)`` pairs), or ``None`` when one might.
+
+    The ladder's next rung is a float64 run when the claim asks for float64, ``traj`` (the
+    last run) is float64, and float64 will still resolve the scores at ``run_to``
+    (:func:`~verify.flow.simulate.float64_resolution_ends`; otherwise the float64 run stalls
+    and arbitrary precision is tried, which can resolve them: that rung is kept). Such a run
+    stores the tokens a conclusion reads to one ulp at best, so where the resolution ratio
+    :func:`_resolution_ratio` is ``≥ 1`` some token's projected quantity has no digit — its
+    limit, read off the run's last checkpoints, is undetermined, and a statement about every
+    token's limit can be neither held nor violated on it. The rule asks that ``R`` be ``≥ 1``
+    *already* at the end :math:`t_1 = 3T/2` of ``traj`` and not have decreased over its last
+    third (from :math:`t_a`): a hold at the next horizon :math:`T' > T` needs its re-check at
+    :math:`3T'/2 > t_1`, whose limits are read at checkpoints beyond :math:`t_1`, where the
+    drifting tokens only grow further. Nothing is extrapolated beyond the run: continuing
+    ``R`` at its observed rate would have stopped codimension's random-3d#0 a horizon
+    earlier, but its ``W z`` starts to grow too after t ≈ 25 (an arbitrary-precision run:
+    0.93 at 28, 8·10⁶ at 42), and the extrapolated 6·10⁷ at t = 42 is 5 there. The rule
+    applies when every pending part is inconclusive without a margin (its judge could not
+    form its quantity on this run: no weak violation waiting for a certificate, no margin
+    that a longer run might carry above its error).
+    """
+    if request.precision != "float64" or (traj.precision or {}).get("backend") != "float64":
+        return None
+    scores_until = float64_resolution_ends(traj, request.instance)
+    if scores_until is not None and scores_until < float(run_to):
+        return None
+    t = traj.t
+    a = min(int(np.searchsorted(t, t[-1] - (t[-1] - t[0]) / 3)), len(t) - 2)
+    said = []
+    for part, spec in pending:
+        if part.verdict is not InstanceVerdict.INCONCLUSIVE or part.margin is not None:
+            return None
+        try:
+            ratio = _resolution_ratio(Evaluation(request, traj, spec, cache, shared, traj))
+        except (Unavailable, InvalidArgument):
+            return None
+        now, before = float(ratio[-1]), float(ratio[a])
+        if not (math.isfinite(now) and now > 0 and math.isfinite(before) and before > 0):
+            return None
+        if now < 1 or now < before:
+            return None
+        said.append(f"{spec.where} ({spec.type}): {now:.2g} at t = {t[-1]:.4g}, up from "
+                    f"{before:.2g} at t = {t[a]:.4g}")
+    return ("float64 no longer resolves the tokens these parts read, and the next run is "
+            "judged beyond here — the ulp of their entries through the functional, over the "
+            f"largest projected token, is {'; '.join(said)}: some token has no digit, its "
+            "limit is undetermined; arbitrary precision could resolve them, but the ladder "
+            'tries it only where float64 fails (precision = "auto" integrates in it)')
+
+
 def judge_request(request) -> InstanceResult:
     """Judge the claim's conclusions on ``request.instance`` (see the module docstring)."""
     specs = request.claim.conclusions
@@ -435,7 +510,7 @@ def judge_request(request) -> InstanceResult:
                                               {"no_error_estimate": UNMEASURED_ESTIMATE}),
                                            "symmetry": None if traj.symmetry is None
                                            else traj.symmetry["description"]})
-        pending = [p for p, spec in zip(parts[len(parts_na):], applying, strict=True)
+        pending = [(p, spec) for p, spec in zip(parts[len(parts_na):], applying, strict=True)
                    if spec.asymptotic and (p.verdict is InstanceVerdict.INCONCLUSIVE
                                            or p.weak_violation)]
         if not pending or overall.rigorous_violation:
@@ -451,3 +526,8 @@ def judge_request(request) -> InstanceResult:
                            f"max_horizon = {float(budget):.4g} ends here, after "
                            f"{len(attempts)} horizon(s) up to t = {float(run_to):.4g}{how}]")
         horizon = min(nxt, budget / RECHECK_FACTOR)
+        unresolved = _float64_cannot_resolve(request, traj, pending, at_R, shared,
+                                             horizon * RECHECK_FACTOR)
+        if unresolved is not None:
+            return replace(overall, reason=f"{overall.reason} [the horizon is not extended: "
+                           f"{unresolved}]")

@@ -182,6 +182,34 @@ def screen_label(change: float, crossing: float, added: str) -> str:
     return f"change≥{change:g} or crossing≥{crossing:g}, {added}"
 
 
+def eigen_draws(indices):
+    """``(data, instance, field, T, the 6 checkpoints T k/6)`` of the draws ``indices`` of
+    ``benchmarks/error_coverage.py`` that are z-form, float64 and have eigen-coordinates."""
+    from error_coverage import build, draw
+
+    for data in map(draw, indices):
+        if data["precision"] != "float64" or data["model"]["form"] != "z":
+            continue
+        instance = build(data)
+        if EigenRescaledField.applies(instance.model):
+            T = float(data["horizon"])
+            yield (data, instance, EigenRescaledField(instance.model, instance.n), T,
+                   [T * k / 6 for k in range(1, 7)])
+
+
+def coverage(estimate, truth, field, name: str, k: int, worst: dict) -> list[float]:
+    """true/estimate of ``estimate`` at its kept step ends against ``truth``'s checkpoints
+    (max over tokens and coordinates in ``w``, the estimate floored at 4 ulps of the state);
+    ``worst[name]`` keeps the largest with its draw ``k`` and time."""
+    ratios = []
+    for (t, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
+        true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
+        ratios.append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
+        if ratios[-1] > worst.get(name, (0,))[0]:
+            worst[name] = (ratios[-1], k, t)
+    return ratios
+
+
 def small_systems(count: int, structural: bool = False) -> None:
     """The z-form float64 draws of ``benchmarks/error_coverage.py`` (its first ``count``
     instances) whose field has eigen-coordinates: the linearised estimate (RK4) with DOP853's
@@ -189,8 +217,6 @@ def small_systems(count: int, structural: bool = False) -> None:
     of steps (:class:`PairRichardson`), all on the same run, at
     the step ends at or after the 6 checkpoints against the truth at 32 digits (arb
     extrapolation, as there), ``max`` over tokens and coordinates in ``w``."""
-    from error_coverage import build, draw
-
     print(f"\nsmall systems (error_coverage.py's z-form float64 draws among its first {count}; "
           "true/estimate per checkpoint, DOP853's δ_k | step doubling's | pairs'):")
     ratios: dict[str, list[float]] = {"dop853": [], "doubling": [],
@@ -200,15 +226,7 @@ def small_systems(count: int, structural: bool = False) -> None:
     shares: dict[str, list[float]] = {screen_label(*screen): [] for screen in screens}
     worst: dict[str, tuple] = {}
     runs = 0
-    for data in map(draw, range(count)):
-        if data["precision"] != "float64" or data["model"]["form"] != "z":
-            continue
-        instance = build(data)
-        if not EigenRescaledField.applies(instance.model):
-            continue
-        field = EigenRescaledField(instance.model, instance.n)
-        T = float(data["horizon"])
-        keep = [T * k / 6 for k in range(1, 7)]
+    for data, instance, field, T, keep in eigen_draws(range(count)):
         dop = LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=keep)
         doubled = LinearisedGlobalError(EigenLinearisation(field), "rk4", keep=keep)
         doubling = StepDoubling(field, doubled)
@@ -242,11 +260,7 @@ def small_systems(count: int, structural: bool = False) -> None:
         for name, estimate in (("dop853", dop), ("doubling", doubled),
                                *((("pairs", paired),) if pairs is not None else ()),
                                *((label, o.inner) for label, o in screened.items())):
-            for (t, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
-                true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
-                mine[name].append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
-                if mine[name][-1] > worst.get(name, (0,))[0]:
-                    worst[name] = (mine[name][-1], data["k"], t)
+            mine[name] = coverage(estimate, truth, field, name, data["k"], worst)
             ratios[name] += mine[name]
         for label, observer in screened.items():
             shares[label].append(float(np.mean(observer.doubled)))
@@ -533,8 +547,6 @@ def small_defect(count: int, draws: list[int] | None = None) -> None:
     """:func:`small_systems`'s draws with the defect estimates: per step against step doubling,
     and the global estimate's coverage at the 6 checkpoints against the truth at 32 digits
     (``draws``: these draws only, of the same kind)."""
-    from error_coverage import build, draw
-
     print(f"\nsmall systems, defect estimates (error_coverage.py's z-form float64 draws among "
           f"{f'draws {draws}' if draws else f'its first {count}'}):")
     names = ["doubling", "dop853 entrywise", *(v[0] for v in DEFECT_VARIANTS)]
@@ -543,15 +555,7 @@ def small_defect(count: int, draws: list[int] | None = None) -> None:
     local_worst: dict[str, tuple] = {}
     fallbacks: list[float] = []
     runs = 0
-    for data in map(draw, draws or range(count)):
-        if data["precision"] != "float64" or data["model"]["form"] != "z":
-            continue
-        instance = build(data)
-        if not EigenRescaledField.applies(instance.model):
-            continue
-        field = EigenRescaledField(instance.model, instance.n)
-        T = float(data["horizon"])
-        keep = [T * k / 6 for k in range(1, 7)]
+    for data, instance, field, T, keep in eigen_draws(draws or range(count)):
         steps = defect_steps(field, field.to_w(np.asarray(instance.x0, dtype=float)), T)
         estimates = {"doubling": defect_replay(field, steps, lambda s: s["doubling"], "signed",
                                                keep),
@@ -573,12 +577,7 @@ def small_defect(count: int, draws: list[int] | None = None) -> None:
                 local_worst[name] = (ratio, data["k"], steps[k]["step"][0])
         mine = {}
         for name, estimate in estimates.items():
-            mine[name] = []
-            for (t, w, e), z_true in zip(estimate.kept, truth.z[1:], strict=True):
-                true = np.abs(w - field.to_w(np.asarray(z_true, dtype=float))).max()
-                mine[name].append(true / (np.abs(e).max() + 4 * U * np.abs(w).max()))
-                if mine[name][-1] > worst.get(name, (0,))[0]:
-                    worst[name] = (mine[name][-1], data["k"], t)
+            mine[name] = coverage(estimate, truth, field, name, data["k"], worst)
             ratios[name] += mine[name]
         fallbacks.append(np.mean([not_converged(step["gauss5"]) for step in steps]))
         print(f"  #{data['k']:<4}{data['variant']:28} n={instance.n:<3} d={instance.d} "

@@ -353,6 +353,7 @@ def test_weight_matrix_arb_all_needed_against_mpmath():
     finally:
         ctx.prec = saved
 
+
 def _exact_sphere_field(X: np.ndarray, V: list, B: list, mask, pre_ln: bool = False) -> list:
     """``ẋ_i = P_{x_i}(Σ_j P_ij V x_j)`` with ``P = softmax(<x_i, B x_j>)`` and ``P_x`` the
     projection on the tangent space at ``x`` (pre-LN: ``ẋ_i = Σ_j P_ij V x̂_j`` with the scores of

@@ -250,7 +250,6 @@ def test_arb_projection_is_exact_at_200_bits():
                                rtol=0, atol=1e-15)
 
 
-
 def test_arb_projection_on_the_subspace_is_the_state_itself():
     """A state on the fixed subspace comes back bitwise unchanged (midpoints and radii), as a
     copy; a state off it in some orbits only is averaged in those and kept in the others; an

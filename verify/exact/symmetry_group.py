@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from flint import arb_mat, ctx
 
 from verify.errors import InvalidArgument
 from verify.exact._common import arb_to_fraction
@@ -285,8 +286,6 @@ class SymmetryGroup:
         to 0 gets exact zeros. (A run kept on the subspace projects its field's argument and
         value at every evaluation, and the argument is nearly always on the subspace already:
         such a state costs one comparison per entry and a copy.)"""
-        from flint import arb_mat
-
         values = state.entries()
         out = arb_mat(state)  # a copy; only the orbits that change are written into it
         averages = []
@@ -341,8 +340,6 @@ class SymmetryGroup:
     def _check(self, state, backend) -> int | None:
         """The working precision in bits of an Arb state, ``None`` for a float64 one (checking
         that the state fits the backend: ``backend.name`` is ``"float64"`` or ``"arb"``)."""
-        from flint import arb_mat, ctx
-
         if backend is None:
             name, bits = ("arb", max(53, ctx.prec)) if isinstance(state, arb_mat) else \
                 ("float64", 53)
